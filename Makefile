@@ -1,0 +1,28 @@
+# Every target creates .venv on first use, so a fresh clone needs nothing else.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench docs clean
+
+$(STAMP): setup.cfg setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,docs]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m samples.demo
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+clean:
+	rm -rf $(VENV) docs/_build build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""pyinformers.api (being built)."""

@@ -1,0 +1,1 @@
+"""pyinformers.cache (being built)."""

@@ -1,0 +1,1 @@
+"""pyinformers.controller (being built)."""

@@ -1,0 +1,1 @@
+"""pyinformers.record (being built)."""

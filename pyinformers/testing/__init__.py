@@ -1,0 +1,1 @@
+"""pyinformers.testing (being built)."""

@@ -1,0 +1,1 @@
+"""pyinformers.workqueue (being built)."""

@@ -1,0 +1,1 @@
+"""Sample controllers built on pyinformers."""
