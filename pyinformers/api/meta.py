@@ -1,0 +1,315 @@
+"""Helpers on plain-dict Kubernetes objects: keys, owner references, copies.
+
+The cache holds objects as the API server sent them, decoded into ``dict``
+(the shape client-go calls *unstructured*). This module owns the small
+vocabulary every layer above needs on that shape:
+
+* **keys** -- :func:`object_key` gives ``"namespace/name"`` for a namespaced
+  object and ``"name"`` for a cluster-scoped one; :func:`split_key` is its
+  inverse. Both reject malformed input with a :class:`ValueError` that says
+  what is wrong, because a bad key silently stored is a cache entry no lister
+  can ever find again.
+* **owner references** -- :func:`controller_of`, :func:`is_controlled_by` and
+  :func:`set_controller_reference`, with the API server's rules (no
+  cross-namespace owner, no namespaced owner for a cluster-scoped object, at
+  most one controller).
+* **copies** -- :func:`deep_copy`, specialised for JSON-shaped data.
+* small **getters** (:func:`name`, :func:`namespace`, :func:`uid`, ...) that
+  tolerate missing ``metadata``.
+
+Every function here is pure (except :func:`set_controller_reference`, which
+mutates the object it is given, by design) and thread-safe.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from typing import Any, Mapping, MutableMapping
+
+__all__ = [
+    "AlreadyOwnedError",
+    "object_key",
+    "split_key",
+    "controller_of",
+    "is_controlled_by",
+    "set_controller_reference",
+    "deep_copy",
+    "name",
+    "namespace",
+    "uid",
+    "resource_version",
+    "labels",
+    "annotations",
+    "owner_references",
+]
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+# --------------------------------------------------------------------------- getters
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    md = obj.get("metadata")
+    return md if md is not None else _EMPTY
+
+
+def name(obj: Mapping[str, Any]) -> str | None:
+    """``metadata.name``, or None when absent."""
+    return _metadata(obj).get("name")
+
+
+def namespace(obj: Mapping[str, Any]) -> str | None:
+    """``metadata.namespace``, or None when absent or empty (cluster-scoped)."""
+    return _metadata(obj).get("namespace") or None
+
+
+def uid(obj: Mapping[str, Any]) -> str | None:
+    """``metadata.uid``, or None when absent."""
+    return _metadata(obj).get("uid")
+
+
+def resource_version(obj: Mapping[str, Any]) -> str | None:
+    """``metadata.resourceVersion``, or None when absent."""
+    return _metadata(obj).get("resourceVersion")
+
+
+def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    """``metadata.labels``; an empty mapping when absent. Do not mutate the result."""
+    return _metadata(obj).get("labels") or _EMPTY
+
+
+def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    """``metadata.annotations``; an empty mapping when absent. Do not mutate the result."""
+    return _metadata(obj).get("annotations") or _EMPTY
+
+
+def owner_references(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``metadata.ownerReferences``; an empty list when absent. Do not mutate the result."""
+    return _metadata(obj).get("ownerReferences") or []
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def _check_key_part(value: Any, what: str, source: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{source}: {what} must be a string, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{source}: {what} is empty")
+    if "/" in value:
+        raise ValueError(f"{source}: {what} {value!r} contains '/'")
+    return value
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """The cache key of ``obj``: ``"namespace/name"``, or ``"name"`` when cluster-scoped.
+
+    Raises ValueError when ``obj`` is not a mapping, has no ``metadata``, has
+    no (or an empty) ``metadata.name``, or a name or namespace containing
+    ``'/'`` (the API server never produces one; such a key could not be split).
+    """
+    try:
+        md = obj["metadata"]
+    except (KeyError, TypeError):
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"cannot compute a key for a {type(obj).__name__}: not an object mapping") from None
+        raise ValueError("cannot compute a key: object has no metadata") from None
+    if not isinstance(md, Mapping):
+        raise ValueError(f"cannot compute a key: metadata is a {type(md).__name__}, not a mapping")
+    n = md.get("name")
+    if n is None:
+        raise ValueError("cannot compute a key: metadata.name is missing")
+    _check_key_part(n, "metadata.name", "cannot compute a key")
+    ns = md.get("namespace")
+    if not ns:
+        return n
+    _check_key_part(ns, "metadata.namespace", "cannot compute a key")
+    return f"{ns}/{n}"
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    """Split a key made by :func:`object_key` into ``(namespace, name)``.
+
+    The namespace is None for a cluster-scoped key. Raises ValueError for a
+    non-string, an empty key, an empty namespace or name part (``"/x"``,
+    ``"x/"``) and a key with more than one ``'/'``.
+    """
+    if not isinstance(key, str):
+        raise ValueError(f"invalid key: must be a string, got {type(key).__name__}")
+    if not key:
+        raise ValueError("invalid key: empty")
+    ns, sep, n = key.partition("/")
+    if not sep:
+        return None, key
+    if not ns:
+        raise ValueError(f"invalid key {key!r}: empty namespace before '/'")
+    if not n:
+        raise ValueError(f"invalid key {key!r}: empty name after '/'")
+    if "/" in n:
+        raise ValueError(f"invalid key {key!r}: more than one '/'")
+    return ns, n
+
+
+# --------------------------------------------------------------------------- owner references
+
+
+class AlreadyOwnedError(ValueError):
+    """Raised by :func:`set_controller_reference` when another controller owns the object.
+
+    ``owner`` is the existing controller reference (a dict), ``key`` the key
+    (or name) of the object that is already owned.
+    """
+
+    def __init__(self, key: str, owner: Mapping[str, Any]) -> None:
+        self.key = key
+        self.owner = dict(owner)
+        super().__init__(
+            f"{key} is already controlled by {owner.get('kind', '?')} {owner.get('name', '?')!r} "
+            f"(apiVersion {owner.get('apiVersion', '?')}, uid {owner.get('uid', '?')})"
+        )
+
+
+def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The owner reference of ``obj`` with ``controller: true``, or None."""
+    for ref in owner_references(obj):
+        if ref.get("controller") is True:
+            return ref
+    return None
+
+
+def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    """True when ``obj``'s controller reference points at ``owner`` (compared by UID)."""
+    ref = controller_of(obj)
+    if ref is None:
+        return False
+    owner_uid = uid(owner)
+    return owner_uid is not None and ref.get("uid") == owner_uid
+
+
+def _describe(obj: Mapping[str, Any]) -> str:
+    kind = obj.get("kind") or "object"
+    ns, n = namespace(obj), name(obj)
+    return f"{kind} {ns}/{n}" if ns else f"{kind} {n}"
+
+
+def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
+    """Make ``owner`` the controller of ``obj`` (mutates ``obj``; deep-copy cached objects first).
+
+    Adds an owner reference with ``apiVersion``, ``kind``, ``name``, ``uid``,
+    ``controller: true`` and ``blockOwnerDeletion: true``. A reference that
+    already points at the same owner UID is replaced in place rather than
+    duplicated; other (non-controller) references are kept.
+
+    Refuses, like the API server does, with ValueError:
+
+    * an owner missing apiVersion, kind, metadata.name or metadata.uid;
+    * a namespaced owner for a cluster-scoped object;
+    * an owner in another namespace than the object.
+
+    Raises :class:`AlreadyOwnedError` (a ValueError) naming the other owner
+    when a different controller already owns ``obj``.
+    """
+    missing = [
+        f for f, v in (
+            ("apiVersion", owner.get("apiVersion")),
+            ("kind", owner.get("kind")),
+            ("metadata.name", name(owner)),
+            ("metadata.uid", uid(owner)),
+        ) if not v
+    ]
+    if missing:
+        raise ValueError(f"owner {_describe(owner)} lacks {', '.join(missing)}; cannot reference it")
+    owner_ns, obj_ns = namespace(owner), namespace(obj)
+    if owner_ns is not None:
+        if obj_ns is None:
+            raise ValueError(
+                f"cluster-scoped {_describe(obj)} cannot have a namespaced owner ({_describe(owner)})"
+            )
+        if owner_ns != obj_ns:
+            raise ValueError(
+                f"cross-namespace owner references are not allowed: owner {_describe(owner)} "
+                f"is in namespace {owner_ns!r}, {_describe(obj)} in {obj_ns!r}"
+            )
+    owner_uid = uid(owner)
+    existing = controller_of(obj)
+    if existing is not None and existing.get("uid") != owner_uid:
+        raise AlreadyOwnedError(_describe(obj), existing)
+    ref = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": name(owner),
+        "uid": owner_uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    refs = [r for r in owner_references(obj)]
+    for i, r in enumerate(refs):
+        if r.get("uid") == owner_uid:
+            refs[i] = ref
+            break
+    else:
+        refs.append(ref)
+    md = obj.get("metadata")
+    if md is None:
+        md = obj["metadata"] = {}
+    md["ownerReferences"] = refs
+
+
+# --------------------------------------------------------------------------- copies
+
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_list(src: list) -> list:
+    out = []
+    append = out.append
+    for v in src:
+        t = type(v)
+        if t is dict:
+            append(_copy_dict(v))
+        elif t is list:
+            append(_copy_list(v))
+        elif t in _ATOMIC:
+            append(v)
+        else:
+            append(_copy.deepcopy(v))
+    return out
+
+
+def _copy_dict(src: dict) -> dict:
+    out = {}
+    for k, v in src.items():
+        t = type(v)
+        if t is str:
+            out[k] = v
+        elif t is dict:
+            out[k] = _copy_dict(v)
+        elif t is list:
+            out[k] = _copy_list(v)
+        elif t in _ATOMIC:
+            out[k] = v
+        else:
+            out[k] = _copy.deepcopy(v)
+    return out
+
+
+def deep_copy(obj: Any) -> Any:
+    """A deep copy of ``obj``, specialised for JSON-shaped data (dicts, lists, scalars).
+
+    Several times faster than :func:`copy.deepcopy` on decoded API objects
+    (see ``benchmarks/bench_cache.py``) because it skips the memo and the
+    dispatch machinery JSON data does not need. Anything else met on the way
+    (a tuple, a datetime, a dict subclass) is copied with
+    :func:`copy.deepcopy`, so the result is always a faithful deep copy.
+    Shared sub-objects are copied once per occurrence (JSON data is a tree);
+    a self-referencing structure is not supported on the fast path.
+    """
+    t = type(obj)
+    if t is dict:
+        return _copy_dict(obj)
+    if t is list:
+        return _copy_list(obj)
+    if t in _ATOMIC:
+        return obj
+    return _copy.deepcopy(obj)
