@@ -1,1 +1,22 @@
-"""pyinformers.record (being built)."""
+"""pyinformers.record: Kubernetes Events about the objects a controller manages.
+
+:class:`EventRecorder` writes ``core/v1`` Events asynchronously through a
+bounded buffer and aggregates identical events into one Event with a growing
+``count`` (client-go's ``tools/record``). :class:`EventSink` is the seam
+tests replace.
+"""
+
+from pyinformers.record.correlator import CorrelationKey, EventCorrelator, EventRecord
+from pyinformers.record.recorder import EventRecorder, EventType, RecorderStats
+from pyinformers.record.sink import EventSink, ResourceClientSink
+
+__all__ = [
+    "CorrelationKey",
+    "EventCorrelator",
+    "EventRecord",
+    "EventRecorder",
+    "EventSink",
+    "EventType",
+    "RecorderStats",
+    "ResourceClientSink",
+]

@@ -1,0 +1,151 @@
+"""Correlating identical events into one Event with a growing ``count``.
+
+A controller that fails the same way on every retry would otherwise write a
+new Event per attempt. Like client-go's event correlator (``tools/record``),
+we key every event by everything that makes two events "the same" -- the
+source, the involved object, the type, the reason and the message -- and
+while a key was last seen less than ``window`` seconds ago, a new occurrence
+updates the existing Event (``count`` + 1, ``lastTimestamp``) instead of
+creating another one.
+
+The correlator is pure bookkeeping: it decides *which* Event an occurrence
+belongs to and what its count is; it performs no I/O. It is not thread-safe
+on its own: the :class:`~pyinformers.record.recorder.EventRecorder` calls it
+under its lock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+__all__ = ["CorrelationKey", "EventRecord", "EventCorrelator", "DEFAULT_WINDOW", "DEFAULT_CACHE_SIZE"]
+
+#: Identical events closer together than this (seconds) aggregate into one Event.
+DEFAULT_WINDOW = 600.0
+#: How many distinct events the correlator remembers (least recently seen evicted first).
+DEFAULT_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class CorrelationKey:
+    """What makes two events identical (client-go's ``getEventKey``)."""
+
+    component: str
+    host: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class EventRecord:
+    """The Event one correlation key currently aggregates into.
+
+    Mutable, owned by the correlator; callers read it under the recorder's lock.
+
+    Invariants: ``count >= 1``; ``first_timestamp <= last_timestamp`` (wall seconds);
+    ``event_name`` never changes for a record (a new window means a new record).
+    """
+
+    key: CorrelationKey
+    event_name: str
+    event_namespace: str
+    count: int
+    first_timestamp: float
+    last_timestamp: float
+    last_seen: float  # monotonic clock seconds, decides the window
+    #: True once the Event was created on the server (later occurrences patch it).
+    created: bool = False
+    #: The resourceVersion of the involved object at the latest occurrence.
+    object_resource_version: str = ""
+
+
+class EventCorrelator:
+    """Maps each occurrence of an event to the :class:`EventRecord` it aggregates into.
+
+    ``observe`` either starts a fresh record (count 1, a new Event name) or, when
+    the same key was seen within ``window`` seconds, bumps the existing record.
+    Remembers at most ``cache_size`` keys, evicting the least recently seen.
+    """
+
+    def __init__(
+        self,
+        *,
+        name_func: Callable[[str], str],
+        window: float = DEFAULT_WINDOW,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        if window < 0:
+            raise ValueError(f"window must be >= 0 seconds, got {window!r}")
+        if cache_size < 1:
+            raise ValueError(f"cache_size must be >= 1, got {cache_size!r}")
+        self._name_func = name_func
+        self._window = window
+        self._cache_size = cache_size
+        # least recently seen first
+        self._records: OrderedDict[CorrelationKey, EventRecord] = OrderedDict()
+
+    def observe(
+        self,
+        key: CorrelationKey,
+        *,
+        namespace: str,
+        now: float,
+        wall: float,
+        object_resource_version: str = "",
+    ) -> tuple[EventRecord, Optional[EventRecord]]:
+        """Record one occurrence of ``key``; return ``(record, previous)``.
+
+        ``previous`` is the record's state before this occurrence (a copy), or
+        None when the occurrence started a new record. The recorder uses it to
+        undo the occurrence if it cannot be buffered.
+        """
+        record = self._records.get(key)
+        if record is not None and now - record.last_seen <= self._window:
+            previous = EventRecord(**vars(record))
+            record.count += 1
+            record.last_timestamp = max(record.last_timestamp, wall)
+            record.last_seen = now
+            record.object_resource_version = object_resource_version
+            self._records.move_to_end(key)
+            return record, previous
+        record = EventRecord(
+            key=key,
+            event_name=self._name_func(key.name),
+            event_namespace=namespace,
+            count=1,
+            first_timestamp=wall,
+            last_timestamp=wall,
+            last_seen=now,
+            object_resource_version=object_resource_version,
+        )
+        self._records[key] = record
+        self._records.move_to_end(key)
+        while len(self._records) > self._cache_size:
+            self._records.popitem(last=False)
+        return record, None
+
+    def undo(self, record: EventRecord, previous: Optional[EventRecord]) -> None:
+        """Forget the occurrence that ``observe`` just returned (it was dropped)."""
+        if previous is None:
+            if self._records.get(record.key) is record:
+                del self._records[record.key]
+            return
+        # The record object is shared with the write path: restore it in place.
+        record.count = previous.count
+        record.last_timestamp = previous.last_timestamp
+        record.last_seen = previous.last_seen
+        record.object_resource_version = previous.object_resource_version
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return f"<EventCorrelator records={len(self._records)} window={self._window}s>"
