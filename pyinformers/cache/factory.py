@@ -1,0 +1,213 @@
+"""SharedInformerFactory: one shared informer per (resource, namespace), started and stopped together.
+
+Controllers ask the factory for the informer of a resource instead of
+building their own, so two controllers watching Pods share one watch, one
+cache and one set of threads. Every informer the factory makes gets the
+factory's defaults: resync period, namespace, label and field selectors,
+transform (``drop_managed_fields`` unless told otherwise) and the built-in
+indexes (by namespace and by controller owner UID).
+
+Thread-safety: every method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Callable, Optional, Union
+
+from pyinformers.api.client import ListWatch, ResourceClient
+from pyinformers.api.resource import Resource
+from pyinformers.cache.informer import SharedIndexInformer
+from pyinformers.cache.lister import Lister
+from pyinformers.cache.store import default_indexers
+from pyinformers.cache.transforms import drop_managed_fields
+from pyinformers.clock import Clock
+
+__all__ = ["SharedInformerFactory"]
+
+_DEFAULT = object()  # "use the factory's namespace"
+
+
+def _api_client_from_environment(kubeconfig: Union[str, os.PathLike, None]) -> Any:
+    """An official ``ApiClient``: from ``kubeconfig``, else in-cluster, else ``~/.kube/config``."""
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    if kubeconfig is not None:
+        return k8s_config.new_client_from_config(config_file=os.fspath(kubeconfig))
+    try:
+        configuration = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return k8s_client.ApiClient(configuration)
+    except k8s_config.ConfigException:
+        return k8s_config.new_client_from_config()
+
+
+class SharedInformerFactory:
+    """Shared informers for many resources, from one API client.
+
+    :param api_client: an official ``kubernetes.client.ApiClient``; or give
+        ``kubeconfig`` (a path); with neither, the in-cluster configuration or
+        ``~/.kube/config`` is used.
+    :param resync_period: default resync period of every informer (seconds; 0: none).
+    :param namespace: watch only this namespace (``None``: all); per-call
+        ``informer(..., namespace=...)`` overrides it. Ignored for
+        cluster-scoped resources.
+    :param label_selector: / :param field_selector: restrict every informer.
+    :param transform: applied to every object before caching; the default
+        drops ``metadata.managedFields``; ``None`` keeps objects as sent.
+    :param reflector_options: extra keyword arguments for every Reflector.
+    :param metrics_registry: prometheus-client registry (default global; ``False``: none).
+    """
+
+    def __init__(
+        self,
+        api_client: Any = None,
+        *,
+        kubeconfig: Union[str, os.PathLike, None] = None,
+        resync_period: float = 0,
+        namespace: Optional[str] = None,
+        label_selector: Any = None,
+        field_selector: Any = None,
+        transform: Optional[Callable[[Any], Any]] = drop_managed_fields,
+        clock: Optional[Clock] = None,
+        reflector_options: Optional[dict] = None,
+        metrics_registry: Any = None,
+    ) -> None:
+        if api_client is not None and kubeconfig is not None:
+            raise ValueError("give either api_client or kubeconfig, not both")
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0, got {resync_period!r}")
+        if transform is not None and not callable(transform):
+            raise TypeError(f"transform must be callable or None, got {transform!r}")
+        self._api_client = api_client if api_client is not None else _api_client_from_environment(kubeconfig)
+        self._resync_period = float(resync_period)
+        self._namespace = namespace
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._transform = transform
+        self._clock = clock
+        self._reflector_options = dict(reflector_options or {})
+        self._metrics_registry = metrics_registry
+        self._lock = threading.Lock()
+        # (resource, namespace) -> informer; insertion order = creation order
+        self._informers: dict[tuple[Resource, Optional[str]], SharedIndexInformer] = {}
+        self._clients: dict[Resource, ResourceClient] = {}
+        self._shut_down = False
+
+    @property
+    def api_client(self) -> Any:
+        return self._api_client
+
+    def client(self, resource: Resource) -> ResourceClient:
+        """The (shared, stateless) :class:`ResourceClient` for ``resource``."""
+        if not isinstance(resource, Resource):
+            raise TypeError(f"resource must be a Resource, got {type(resource).__name__}")
+        with self._lock:
+            client = self._clients.get(resource)
+            if client is None:
+                client = self._clients[resource] = ResourceClient(self._api_client, resource)
+            return client
+
+    def informer(self, resource: Resource, *, namespace: Any = _DEFAULT) -> SharedIndexInformer:
+        """The one informer for ``resource`` (in ``namespace``), created on first use.
+
+        An informer created after :meth:`start` is not running until
+        :meth:`start` is called again.
+        """
+        client = self.client(resource)
+        ns = self._namespace if namespace is _DEFAULT else namespace
+        if not resource.namespaced:
+            ns = None
+        key = (resource, ns)
+        with self._lock:
+            if self._shut_down:
+                raise RuntimeError("the informer factory was shut down")
+            informer = self._informers.get(key)
+            if informer is None:
+                name = str(resource) if ns is None else f"{resource}@{ns}"
+                lister_watcher = ListWatch(
+                    client, namespace=ns,
+                    label_selector=self._label_selector, field_selector=self._field_selector,
+                )
+                informer = SharedIndexInformer(
+                    lister_watcher,
+                    name=name,
+                    resync_period=self._resync_period,
+                    indexers=default_indexers(),
+                    transform=self._transform,
+                    clock=self._clock,
+                    reflector_options=self._reflector_options,
+                    metrics_registry=self._metrics_registry,
+                )
+                self._informers[key] = informer
+            return informer
+
+    def lister(self, resource: Resource, *, namespace: Any = _DEFAULT) -> Lister:
+        """The lister over :meth:`informer`'s cache."""
+        return self.informer(resource, namespace=namespace).lister
+
+    def informers(self) -> dict[tuple[Resource, Optional[str]], SharedIndexInformer]:
+        """A snapshot of ``{(resource, namespace): informer}``."""
+        with self._lock:
+            return dict(self._informers)
+
+    def start(self) -> None:
+        """Start every informer not yet running (call again after adding informers)."""
+        with self._lock:
+            if self._shut_down:
+                raise RuntimeError("the informer factory was shut down")
+            informers = list(self._informers.values())
+        for informer in informers:
+            informer.start()
+
+    def wait_for_cache_sync(self, timeout: Optional[float] = None) -> dict[Resource, bool]:
+        """Wait until every started informer synced; ``{resource: synced}``.
+
+        ``timeout`` (real seconds) bounds the whole wait. Informers not started
+        are left out. A resource watched in several namespaces is synced when
+        all of them are.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        result: dict[Resource, bool] = {}
+        for (resource, _ns), informer in self.informers().items():
+            if not informer.is_running() and not informer.has_synced():
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            synced = informer.wait_for_sync(remaining)
+            result[resource] = result.get(resource, True) and synced
+        return result
+
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Stop every informer and join their threads within ``timeout`` seconds in all.
+
+        True when every thread ended. The factory cannot be used afterwards.
+        """
+        with self._lock:
+            self._shut_down = True
+            informers = list(self._informers.values())
+        deadline = time.monotonic() + timeout
+        for informer in informers:  # signal all first so they wind down in parallel
+            informer.stop(timeout=0)
+        ok = True
+        for informer in informers:
+            ok = informer.stop(timeout=max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+    def __enter__(self) -> "SharedInformerFactory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            informers = list(self._informers.values())
+        running = sum(1 for i in informers if i.is_running())
+        synced = sum(1 for i in informers if i.has_synced())
+        return (
+            f"<SharedInformerFactory informers={len(informers)} running={running} synced={synced}"
+            f" namespace={self._namespace!r} resync={self._resync_period:g}s>"
+        )

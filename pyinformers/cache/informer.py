@@ -1,0 +1,491 @@
+"""SharedIndexInformer: a reflector, a DeltaFIFO and an indexed cache, shared by many handlers.
+
+Threads of one informer named ``N``:
+
+* ``pyinformers-reflector-N`` lists and watches the API server and writes
+  deltas into the :class:`~pyinformers.cache.delta_fifo.DeltaFIFO`;
+* ``pyinformers-informer-N`` pops the FIFO, applies each change to the
+  :class:`~pyinformers.cache.store.Indexer` (the cache every
+  :class:`~pyinformers.cache.lister.Lister` reads) and appends a notification
+  to every handler's buffer;
+* ``pyinformers-handler-N-<k>``, one per registered handler, calls the handler
+  (see :mod:`pyinformers.cache.processor`).
+
+The informer thread never calls user code and never blocks on a handler, so
+the cache is updated at the pace of the watch whatever the handlers do.
+
+Invariants:
+
+* the cache is written only by the informer thread, while it holds the
+  delivery lock (``_lock``); a change is in the cache before any handler is
+  told about it, so a handler that reads the cache sees that change or a
+  newer one;
+* per key, every handler receives the changes in the order the API server
+  made them (the DeltaFIFO hands a key's deltas to one ``pop`` at a time, and
+  each handler's buffer is FIFO);
+* a handler added after start gets the cache as it is at that moment as adds
+  (``is_in_initial_list=True``) and then every later change: holding the
+  delivery lock while snapshotting guarantees it misses nothing and sees
+  nothing twice.
+
+GC: filling a large cache with the cyclic garbage collector running costs
+about five times as much as without it (the collector re-traverses the
+growing cache). Until its initial list is in the cache, a running informer
+pauses the cyclic GC process-wide (reference-counted across informers, the
+previous state restored after the last one), bounded by ``gc_pause_limit``
+seconds. Reference counting still frees everything acyclic meanwhile; plain
+JSON objects are acyclic.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+import time
+from typing import Any, Callable, Mapping, Optional
+
+from pyinformers.cache.delta_fifo import (
+    DeletedFinalStateUnknown,
+    DeltaFIFO,
+    DeltaType,
+    FIFOClosedError,
+)
+from pyinformers.cache.lister import Lister
+from pyinformers.cache.processor import (
+    _ADD,
+    _DELETE,
+    _UPDATE,
+    EventHandlerFuncs,
+    HandlerRegistration,
+    HandlerSet,
+    effective_resync_period,
+    track_informer,
+)
+from pyinformers.cache.reflector import Reflector
+from pyinformers.cache.store import Indexer
+from pyinformers.clock import REAL_CLOCK, Clock
+
+__all__ = ["SharedIndexInformer", "EventHandlerFuncs", "HandlerRegistration", "gc_paused"]
+
+log = logging.getLogger(__name__)
+
+_REPLACED = DeltaType.REPLACED
+_SYNC = DeltaType.SYNC
+_DELETED = DeltaType.DELETED
+
+# How often an idle informer thread looks at its stop event and GC-pause bound.
+_IDLE_POLL = 0.5
+
+
+class _GcPause:
+    """Process-wide, reference-counted pause of the cyclic garbage collector.
+
+    The first holder records whether the GC was enabled and disables it; the
+    last one to release restores that state. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._was_enabled = False
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._holders == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._holders += 1
+
+    def release(self) -> None:
+        with self._lock:
+            if self._holders <= 0:
+                raise RuntimeError("gc pause released more often than acquired")
+            self._holders -= 1
+            if self._holders == 0 and self._was_enabled:
+                gc.enable()
+
+    @property
+    def holders(self) -> int:
+        return self._holders
+
+    def __enter__(self) -> "_GcPause":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+#: The process-wide GC pause informers share; usable as a context manager
+#: (``with gc_paused: fill_something_big()``).
+gc_paused = _GcPause()
+
+
+def _resource_version(obj: Any) -> Optional[str]:
+    try:
+        return obj["metadata"].get("resourceVersion")
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+class SharedIndexInformer:
+    """An indexed, watch-driven cache of one resource, with event handlers.
+
+    :param lister_watcher: the list/watch source (a
+        :class:`~pyinformers.api.client.ListWatch`, or a test fake).
+    :param name: names threads and metric labels (``"v1/pods"``).
+    :param resync_period: default resync period of handlers, seconds (0: no
+        resync). A resync replays the cache to a handler as
+        ``on_update(obj, obj)``; it does not talk to the API server.
+    :param indexers: extra indexes ``{name: obj -> list[str]}`` for the cache.
+    :param transform: ``obj -> obj`` applied to every object before it is
+        stored (e.g. :func:`~pyinformers.cache.transforms.drop_managed_fields`).
+        It receives freshly decoded objects and may modify them in place.
+    :param clock: time for resync scheduling and the reflector's backoff.
+    :param reflector_options: extra keyword arguments for the
+        :class:`~pyinformers.cache.reflector.Reflector` (page size, backoff,
+        stall timeout, ...).
+    :param pause_gc_during_sync: pause the cyclic GC while the initial list
+        fills the cache (see the module docstring); at most
+        ``gc_pause_limit`` seconds.
+    :param metrics_registry: prometheus-client registry for the handler and
+        cache gauges (default: the global one; ``False``: none).
+
+    Thread-safety: every public method may be called from any thread. An
+    informer runs once: after :meth:`stop` it cannot be started again.
+    """
+
+    def __init__(
+        self,
+        lister_watcher: Any,
+        *,
+        name: str,
+        resync_period: float = 0,
+        indexers: Optional[Mapping[str, Callable[[Any], list]]] = None,
+        transform: Optional[Callable[[Any], Any]] = None,
+        clock: Optional[Clock] = None,
+        reflector_options: Optional[dict] = None,
+        pause_gc_during_sync: bool = True,
+        gc_pause_limit: float = 300.0,
+        metrics_registry: Any = None,
+    ) -> None:
+        if not name:
+            raise ValueError("an informer needs a name (it names its threads and metrics)")
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0, got {resync_period!r}")
+        if transform is not None and not callable(transform):
+            raise TypeError(f"transform must be callable, got {transform!r}")
+        self._lw = lister_watcher
+        self._name = str(name)
+        self._clock = clock if clock is not None else REAL_CLOCK
+        self._default_resync = float(resync_period)
+        # The reflector asks "should resync?" this often; lowered by handlers before start.
+        self._resync_check_period = float(resync_period)
+        self._reflector_options = dict(reflector_options or {})
+        self._pause_gc = pause_gc_during_sync
+        self._gc_pause_limit = gc_pause_limit
+
+        self._indexer = Indexer(dict(indexers) if indexers else None)
+        self._fifo = DeltaFIFO(known_objects=self._indexer, transform=transform)
+        self._lister = Lister(self._indexer)
+
+        # The delivery lock: held while a popped change is applied to the cache and
+        # fanned out, and while a late handler snapshots the cache.
+        self._lock = threading.RLock()
+        self._handlers = HandlerSet(informer_name=self._name, lock=self._lock, clock=self._clock)
+
+        self._state_lock = threading.Lock()
+        self._started = False
+        self._stop_event: Optional[threading.Event] = None
+        self._stopping = threading.Event()
+        self._reflector: Optional[Reflector] = None
+        self._thread: Optional[threading.Thread] = None
+        self._reflector_thread: Optional[threading.Thread] = None
+        self._synced = False
+        self._synced_cond = threading.Condition(threading.Lock())
+        self._process_errors = 0
+        track_informer(self, metrics_registry)
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def indexer(self) -> Indexer:
+        """The cache. Read it (or better, :attr:`lister`); never write it, never mutate its objects."""
+        return self._indexer
+
+    @property
+    def lister(self) -> Lister:
+        return self._lister
+
+    @property
+    def reflector(self) -> Optional[Reflector]:
+        """The reflector, once the informer runs (for its ``stats``)."""
+        return self._reflector
+
+    def registrations(self) -> list[HandlerRegistration]:
+        """The handlers currently registered."""
+        return self._handlers.registrations()
+
+    # -- configuration --------------------------------------------------------------------
+    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> HandlerRegistration:
+        """Register ``handler`` and return its registration.
+
+        ``handler`` is any object with some of ``on_add(obj,
+        is_in_initial_list)``, ``on_update(old, new)``, ``on_delete(obj)``
+        (:class:`EventHandlerFuncs` wraps plain functions). ``resync_period``
+        defaults to the informer's. Before start, a shorter period than the
+        informer's lowers the informer's resync check period; after start it
+        is raised to the check period.
+
+        Added while the informer runs, the handler first receives every cached
+        object as ``on_add(obj, True)``, then every later change.
+        """
+        requested = self._default_resync if resync_period is None else float(resync_period)
+        with self._lock:
+            with self._state_lock:
+                if self._stopping.is_set():
+                    raise RuntimeError(f"informer {self._name!r} is stopped")
+                started = self._started
+                period, check = effective_resync_period(requested, self._resync_check_period, started=started)
+                self._resync_check_period = check
+            registration = self._handlers.new_registration(
+                handler, resync_period=period, upstream_synced=self.has_synced
+            )
+            self._handlers.add(registration)
+            if started:
+                for obj in self._indexer.list():
+                    registration.add_initial(obj)
+        return registration
+
+    def remove_event_handler(self, registration: HandlerRegistration, timeout: float = 5.0) -> bool:
+        """Same as ``registration.remove(timeout)``."""
+        return registration.remove(timeout)
+
+    def add_indexers(self, indexers: Mapping[str, Callable[[Any], list]]) -> None:
+        """Add indexes to the cache; only before the informer starts."""
+        with self._state_lock:
+            if self._started:
+                raise RuntimeError(f"informer {self._name!r} has started: add indexers before start()")
+            self._indexer.add_indexers(dict(indexers))
+
+    # -- state ------------------------------------------------------------------------------
+    def has_synced(self) -> bool:
+        """True once the initial list has been popped into the cache and handed to handlers' buffers.
+
+        Handlers may still be working through it; a handler's own
+        :meth:`HandlerRegistration.has_synced` says when it has.
+        """
+        if self._synced:
+            return True
+        if self._started and self._fifo.has_synced():
+            self._mark_synced()
+            return True
+        return False
+
+    def wait_for_sync(self, timeout: Optional[float] = None) -> bool:
+        """Wait (in real seconds) until the cache has synced and every handler has handled it.
+
+        Returns False on timeout, or if the informer stops first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.has_synced() and all(r.has_synced() for r in self._handlers.registrations()):
+                return True
+            if self._stopping.is_set():
+                return False
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            # Handlers finishing their initial adds do not notify us: poll briefly.
+            with self._synced_cond:
+                self._synced_cond.wait(0.02 if remaining is None else min(0.02, remaining))
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the cache reflects ("" before the first list)."""
+        reflector = self._reflector
+        return reflector.last_sync_resource_version() if reflector is not None else ""
+
+    def is_running(self) -> bool:
+        if self._stopping.is_set():
+            return False
+        thread = self._thread
+        return self._started or (thread is not None and thread.is_alive())
+
+    def healthy(self) -> bool:
+        """Running, with a healthy reflector."""
+        reflector = self._reflector
+        return self.is_running() and reflector is not None and reflector.healthy()
+
+    # -- running ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Run the informer in its own thread, ``pyinformers-informer-<name>``. Idempotent."""
+        with self._state_lock:
+            if self._stopping.is_set():
+                raise RuntimeError(f"informer {self._name!r} was stopped; informers do not restart")
+            if self._thread is not None or self._stop_event is not None:
+                return
+            stop = threading.Event()
+            thread = threading.Thread(
+                target=self._run_checked, args=(stop,), name=f"pyinformers-informer-{self._name}", daemon=True
+            )
+            self._thread = thread
+        thread.start()
+
+    def run(self, stop: threading.Event) -> None:
+        """Run the informer in the calling thread until ``stop`` is set (or :meth:`stop` is called)."""
+        self._run_checked(stop)
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop the reflector, the informer thread and every handler thread.
+
+        Returns promptly even while a watch is open (the reflector closes its
+        stream). Waits up to ``timeout`` real seconds for the threads; returns
+        True if they all ended.
+        """
+        deadline = time.monotonic() + timeout
+        with self._state_lock:
+            self._stopping.set()
+            stop_event = self._stop_event
+            reflector = self._reflector
+        if stop_event is not None:
+            stop_event.set()
+        self._shutdown_components(reflector)
+        ok = self._handlers.stop(timeout=max(0.0, deadline - time.monotonic()))
+        for thread in (self._reflector_thread, self._thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+                ok = ok and not thread.is_alive()
+        with self._synced_cond:
+            self._synced_cond.notify_all()
+        return ok
+
+    def _shutdown_components(self, reflector: Optional[Reflector]) -> None:
+        if reflector is not None:
+            try:
+                reflector.stop()
+            except Exception:  # stopping must go on whatever the reflector does
+                log.exception("informer %s: stopping the reflector failed", self._name)
+        self._fifo.close()
+
+    def _run_checked(self, stop: threading.Event) -> None:
+        with self._state_lock:
+            if self._stop_event is not None:
+                raise RuntimeError(f"informer {self._name!r} already ran; informers do not restart")
+            if self._stopping.is_set():
+                return
+            self._started = True
+            self._stop_event = stop
+            options = dict(self._reflector_options)
+            options.setdefault("clock", self._clock)
+            self._reflector = Reflector(
+                self._lw,
+                self._fifo,
+                name=self._name,
+                resync_period=self._resync_check_period,
+                should_resync=self._handlers.should_resync,
+                **options,
+            )
+            reflector = self._reflector
+            self._reflector_thread = threading.Thread(
+                target=self._run_reflector, args=(reflector, stop),
+                name=f"pyinformers-reflector-{self._name}", daemon=True,
+            )
+        gc_held = False
+        if self._pause_gc:
+            gc_paused.acquire()
+            gc_held = True
+        gc_deadline = time.monotonic() + self._gc_pause_limit
+        try:
+            self._handlers.start()
+            self._reflector_thread.start()
+            self._process_loop(stop, gc_held, gc_deadline)
+        finally:
+            if gc_held and not self._gc_released:
+                self._release_gc()
+            stop.set()
+            self._stopping.set()
+            self._shutdown_components(reflector)
+            if threading.current_thread() is not self._thread:
+                # run() in a caller's thread: leave nothing behind.
+                self._handlers.stop(timeout=5.0)
+                self._reflector_thread.join(5.0)
+
+    _gc_released = False
+
+    def _release_gc(self) -> None:
+        if not self._gc_released:
+            self._gc_released = True
+            gc_paused.release()
+
+    def _run_reflector(self, reflector: Reflector, stop: threading.Event) -> None:
+        try:
+            reflector.run(stop)
+        except Exception:
+            log.exception("informer %s: reflector crashed", self._name)
+        if stop.is_set():
+            self._fifo.close()  # wakes the informer thread at once
+
+    def _process_loop(self, stop: threading.Event, gc_held: bool, gc_deadline: float) -> None:
+        fifo = self._fifo
+        process = self._process
+        while not stop.is_set():
+            try:
+                fifo.pop(process, timeout=_IDLE_POLL)
+            except FIFOClosedError:
+                return
+            except Exception:
+                # _process already logged; a failing change must not stop the informer.
+                self._process_errors += 1
+            if gc_held and not self._gc_released:
+                if self.has_synced() or time.monotonic() >= gc_deadline:
+                    self._release_gc()
+
+    def _mark_synced(self) -> None:
+        if not self._synced:
+            self._synced = True
+            with self._synced_cond:
+                self._synced_cond.notify_all()
+
+    # -- the hot path ---------------------------------------------------------------------
+    def _process(self, deltas: tuple, is_in_initial_list: bool) -> None:
+        """Apply one key's deltas to the cache and fan them out (informer thread)."""
+        indexer = self._indexer
+        handlers = self._handlers
+        with self._lock:
+            for delta in deltas:
+                obj = delta.object
+                kind = delta.type
+                try:
+                    if kind is _DELETED:
+                        indexer.delete(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+                        handlers.distribute((_DELETE, obj, None))
+                        continue
+                    old = indexer.get(obj)
+                    if old is not None:
+                        indexer.update(obj)
+                        # A resync, or a relist that found the object unchanged, only
+                        # concerns handlers whose resync is due.
+                        sync = kind is _SYNC or (
+                            kind is _REPLACED and _resource_version(old) == _resource_version(obj)
+                        )
+                        handlers.distribute((_UPDATE, old, obj), sync)
+                    else:
+                        indexer.add(obj)
+                        if is_in_initial_list:
+                            handlers.distribute_initial(obj)
+                        else:
+                            handlers.distribute((_ADD, obj, False))
+                except Exception:
+                    log.exception("informer %s: cannot apply %s delta for %r", self._name, kind, obj)
+                    raise
+
+    def __repr__(self) -> str:
+        state = ("stopped" if self._stopping.is_set() else "running" if self._started else "new")
+        return (
+            f"<SharedIndexInformer {self._name!r} {state} synced={self._synced} "
+            f"objects={len(self._indexer)} handlers={len(self._handlers)} fifo={len(self._fifo)}>"
+        )

@@ -1,0 +1,427 @@
+"""SharedIndexInformer against a scripted list/watch source (no HTTP): cache, handlers, resync, GC."""
+
+from __future__ import annotations
+
+import gc
+import queue
+import threading
+import time
+from typing import Optional
+
+import pytest
+
+from pyinformers.api.client import ListPage, WatchEvent
+from pyinformers.api.errors import Gone
+from pyinformers.cache import (
+    DeletedFinalStateUnknown,
+    EventHandlerFuncs,
+    SharedIndexInformer,
+    drop_managed_fields,
+    gc_paused,
+)
+from pyinformers.clock import FakeClock
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_until(predicate, timeout=10.0, message="condition"):
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        pause.wait(0.002)
+
+
+def pod(name, rv, namespace="default", **extra):
+    obj = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": namespace, "resourceVersion": str(rv)}}
+    obj.update(extra)
+    return obj
+
+
+#: Pushed on a stream to make the watch fail with 410 Gone (the reflector must relist).
+_GONE = object()
+
+
+class _Stream:
+    """A watch stream fed by the test; ``close()`` ends iteration from any thread."""
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self.events: queue.Queue = queue.Queue()
+        self.closed = False
+
+    def push(self, event_type: str, obj: dict) -> None:
+        self.events.put(WatchEvent(event_type, obj))
+
+    def end(self) -> None:
+        self.events.put(self._END)
+
+    def close(self) -> None:
+        self.closed = True
+        self.events.put(self._END)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self.events.get()
+        if item is self._END or self.closed:
+            self.closed = True
+            raise StopIteration
+        if item is _GONE:
+            self.closed = True
+            raise Gone("too old resource version", reason="Expired")
+        return item
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ScriptedListerWatcher:
+    """A ListerWatcher over an in-memory object set; the test pushes watch events.
+
+    ``objects`` is what the next list returns. Each ``watch()`` opens a new
+    stream (``self.streams[-1]``); ``emit()`` applies a change to the object set
+    and pushes it on the current stream.
+    """
+
+    def __init__(self, objects=()) -> None:
+        self.lock = threading.Lock()
+        self.objects = {o["metadata"]["name"]: o for o in objects}
+        self.rv = max([int(o["metadata"]["resourceVersion"]) for o in objects], default=0) + 1
+        self.lists = 0
+        self.streams: list[_Stream] = []
+        self.watch_opened = threading.Condition(self.lock)
+
+    def list(self, *, limit=None, continue_=None, resource_version=None, resource_version_match=None):
+        with self.lock:
+            self.lists += 1
+            return ListPage(items=[dict(o) for o in self.objects.values()], resource_version=str(self.rv))
+
+    def watch(self, *, resource_version=None, allow_bookmarks=True, timeout_seconds=None,
+              send_initial_events=False):
+        with self.lock:
+            stream = _Stream()
+            self.streams.append(stream)
+            self.watch_opened.notify_all()
+            return stream
+
+    def wait_for_watch(self, count=1, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while len(self.streams) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"expected {count} watch(es), got {len(self.streams)}")
+                self.watch_opened.wait(remaining)
+            return self.streams[count - 1]
+
+    def emit(self, event_type: str, name: str, **extra) -> dict:
+        with self.lock:
+            self.rv += 1
+            obj = pod(name, self.rv, **extra)
+            if event_type == "DELETED":
+                self.objects.pop(name, None)
+            else:
+                self.objects[name] = obj
+            stream = self.streams[-1]
+        stream.push(event_type, dict(obj))
+        return obj
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: list[tuple] = []
+
+    def on_add(self, obj, is_in_initial_list):
+        with self.lock:
+            self.calls.append(("add", obj["metadata"]["name"], obj["metadata"]["resourceVersion"], is_in_initial_list))
+
+    def on_update(self, old, new):
+        with self.lock:
+            self.calls.append(("update", new["metadata"]["name"], old["metadata"]["resourceVersion"],
+                               new["metadata"]["resourceVersion"]))
+
+    def on_delete(self, obj):
+        with self.lock:
+            if isinstance(obj, DeletedFinalStateUnknown):
+                self.calls.append(("tombstone", obj.key))
+            else:
+                self.calls.append(("delete", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
+
+    def state(self) -> dict:
+        """The name -> resourceVersion map these calls add up to."""
+        state: dict[str, str] = {}
+        for call in list(self.calls):
+            if call[0] == "add":
+                assert call[1] not in state, f"add for {call[1]} already present"
+                state[call[1]] = call[2]
+            elif call[0] == "update":
+                assert state.get(call[1]) == call[2], f"update {call} from a stale version"
+                state[call[1]] = call[3]
+            elif call[0] == "delete":
+                assert call[1] in state
+                del state[call[1]]
+            else:
+                state.pop(call[1].split("/")[-1], None)
+        return state
+
+
+def cache_state(informer) -> dict:
+    return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.indexer.list()}
+
+
+@pytest.fixture
+def make_informer():
+    made = []
+
+    def make(lw, **kwargs):
+        kwargs.setdefault("name", f"test-{len(made)}")
+        kwargs.setdefault("metrics_registry", False)
+        informer = SharedIndexInformer(lw, **kwargs)
+        made.append(informer)
+        return informer
+
+    yield make
+    for informer in made:
+        assert informer.stop(timeout=5.0), f"{informer!r} did not stop"
+
+
+def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(make_informer):
+    lw = ScriptedListerWatcher([pod(f"p{i}", i + 1) for i in range(50)])
+    informer = make_informer(lw)
+    rec = Recorder()
+    registration = informer.add_event_handler(rec)
+    assert not informer.has_synced() and not registration.has_synced()
+    informer.start()
+    assert informer.wait_for_sync(10)
+    assert registration.has_synced()
+    assert len(informer.indexer) == 50
+    assert sorted(c[1] for c in rec.calls) == sorted(f"p{i}" for i in range(50))
+    assert all(c[0] == "add" and c[3] is True for c in rec.calls)
+    assert informer.last_sync_resource_version() == "51"
+    assert informer.lister is not None and informer.is_running()
+
+
+def test_changes_after_sync_reach_every_handler_in_order(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1)])
+    informer = make_informer(lw)
+    recorders = [Recorder(), Recorder()]
+    for rec in recorders:
+        informer.add_event_handler(rec)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    lw.emit("MODIFIED", "a")
+    lw.emit("ADDED", "b")
+    lw.emit("MODIFIED", "b")
+    lw.emit("DELETED", "a")
+    expected = [("add", "a", "1", True), ("update", "a", "1", "3"), ("add", "b", "4", False),
+                ("update", "b", "4", "5"), ("delete", "a", "6")]
+    for rec in recorders:
+        wait_until(lambda: len(rec.calls) == len(expected))
+        # Order holds per key (the FIFO batches a key's deltas), not across keys.
+        for key in ("a", "b"):
+            assert [c for c in rec.calls if c[1] == key] == [c for c in expected if c[1] == key]
+    assert cache_state(informer) == {"b": "5"}
+
+
+def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_once(make_informer):
+    lw = ScriptedListerWatcher([pod(f"p{i}", i + 1) for i in range(20)])
+    informer = make_informer(lw)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    stop = threading.Event()
+
+    def writer():
+        n = 0
+        while not stop.is_set() and n < 2000:
+            lw.emit("MODIFIED", f"p{n % 20}")
+            n += 1
+
+    thread = threading.Thread(target=writer, name="test-writer")
+    thread.start()
+    late = Recorder()
+    registration = informer.add_event_handler(late)
+    thread.join(30)
+    stop.set()
+    wait_until(lambda: cache_state(informer) == {k: v["metadata"]["resourceVersion"] for k, v in lw.objects.items()})
+    wait_until(lambda: registration.backlog() == 0 and late.state() == cache_state(informer))
+    assert registration.has_synced()
+    initial = [c for c in late.calls if c[0] == "add"]
+    assert len(initial) == 20 and all(c[3] is True for c in initial)
+
+
+def test_deletes_deliver_the_last_object_and_relists_deliver_tombstones(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1), pod("b", 2), pod("c", 3)])
+    informer = make_informer(lw)
+    rec = Recorder()
+    informer.add_event_handler(rec)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    lw.emit("DELETED", "a")
+    wait_until(lambda: ("delete", "a", "5") in rec.calls)
+    # "b" vanishes while the watch is down; the next list no longer has it.
+    with lw.lock:
+        del lw.objects["b"]
+    lw.streams[-1].events.put(_GONE)  # the watch fails with 410: the reflector must relist
+    wait_until(lambda: ("tombstone", "default/b") in rec.calls, message="tombstone for b")
+    assert cache_state(informer) == {"c": "3"}
+
+
+def test_transform_is_applied_before_the_object_is_stored(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1, extra_field=1) | {"metadata": {
+        "name": "a", "namespace": "default", "resourceVersion": "1", "managedFields": [{"m": 1}]}}])
+    informer = make_informer(lw, transform=drop_managed_fields)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    assert "managedFields" not in informer.indexer.list()[0]["metadata"]
+
+
+def test_resync_replays_the_cache_as_updates_to_handlers_whose_period_is_due(make_informer):
+    clock = FakeClock()
+    lw = ScriptedListerWatcher([pod("a", 1), pod("b", 2)])
+    informer = make_informer(lw, clock=clock)
+    often, rarely, never = Recorder(), Recorder(), Recorder()
+    informer.add_event_handler(often, resync_period=10)
+    informer.add_event_handler(rarely, resync_period=30)
+    informer.add_event_handler(never)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    for _ in range(3):
+        clock.block_until_waiters(1)
+        clock.step(10)
+    wait_until(lambda: sum(c[0] == "update" for c in often.calls) == 6, message="3 resyncs of 2 objects")
+    wait_until(lambda: sum(c[0] == "update" for c in rarely.calls) == 2, message="1 resync of 2 objects")
+    assert all(c[2] == c[3] for c in often.calls if c[0] == "update"), "resync passes the same object"
+    assert [c[0] for c in never.calls] == ["add", "add"]
+    assert lw.lists == 1, "a resync is not a relist"
+
+
+def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(make_informer):
+    assert gc.isenabled()
+    lw = ScriptedListerWatcher([pod("a", 1)])
+    gate = threading.Event()
+    original = lw.list
+
+    def slow_list(**kwargs):
+        assert gate.wait(10)
+        return original(**kwargs)
+
+    lw.list = slow_list
+    informer = make_informer(lw)
+    informer.start()
+    wait_until(lambda: gc_paused.holders == 1, message="gc pause")
+    assert not gc.isenabled()
+    gate.set()
+    assert informer.wait_for_sync(10)
+    wait_until(gc.isenabled, message="gc restored")
+    assert gc_paused.holders == 0
+
+
+def test_the_gc_pause_is_reference_counted_and_keeps_a_disabled_gc_disabled():
+    assert gc.isenabled()
+    with gc_paused:
+        with gc_paused:
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused:
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError):
+        gc_paused.release()
+
+
+def test_stop_ends_every_thread_and_an_informer_does_not_restart(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1)])
+    informer = make_informer(lw)
+    informer.add_event_handler(Recorder())
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    began = time.monotonic()
+    assert informer.stop(timeout=5.0)
+    assert time.monotonic() - began < 1.0
+    names = {t.name for t in threading.enumerate()}
+    assert not any(n.startswith(("pyinformers-informer-test", "pyinformers-reflector-test",
+                                 "pyinformers-handler-test")) for n in names), names
+    assert not informer.is_running()
+    with pytest.raises(RuntimeError):
+        informer.start()
+    with pytest.raises(RuntimeError):
+        informer.add_event_handler(Recorder())
+
+
+def test_run_blocks_the_calling_thread_until_stop_is_set(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1)])
+    informer = make_informer(lw)
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="pyinformers-test-run")
+    thread.start()
+    assert informer.wait_for_sync(10)
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_add_indexers_only_before_start(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1, spec={"nodeName": "n1"})])
+    informer = make_informer(lw)
+    informer.add_indexers({"node": lambda o: [o.get("spec", {}).get("nodeName", "")]})
+    informer.start()
+    assert informer.wait_for_sync(10)
+    assert [o["metadata"]["name"] for o in informer.indexer.by_index("node", "n1")] == ["a"]
+    with pytest.raises(RuntimeError):
+        informer.add_indexers({"other": lambda o: []})
+
+
+def test_event_handler_funcs_and_bad_arguments(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1)])
+    with pytest.raises(ValueError):
+        SharedIndexInformer(lw, name="")
+    with pytest.raises(ValueError):
+        SharedIndexInformer(lw, name="x", resync_period=-1)
+    with pytest.raises(TypeError):
+        SharedIndexInformer(lw, name="x", transform=42)
+    informer = make_informer(lw)
+    added = []
+    registration = informer.add_event_handler(EventHandlerFuncs(on_add=lambda o, i: added.append(o)))
+    informer.start()
+    assert informer.wait_for_sync(10)
+    assert [o["metadata"]["name"] for o in added] == ["a"]
+    assert "synced=True" in repr(informer) and "objects=1" in repr(informer)
+    assert registration.remove(timeout=5)
+    assert informer.registrations() == []
+
+
+def test_a_failing_handler_does_not_break_the_informer(make_informer):
+    lw = ScriptedListerWatcher([pod("a", 1)])
+    informer = make_informer(lw)
+
+    def explode(obj, initial):
+        raise ValueError("handler bug")
+
+    bad = informer.add_event_handler(EventHandlerFuncs(on_add=explode))
+    good = Recorder()
+    informer.add_event_handler(good)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    lw.emit("ADDED", "b")
+    wait_until(lambda: len(good.calls) == 2)
+    wait_until(lambda: bad.errors == 2)
