@@ -1,0 +1,208 @@
+"""Work queue throughput: our :class:`Queue` against :class:`queue.Queue`, same run.
+
+A *cycle* is one add (``put``) plus, for the item it made waiting, one get and
+one done (``task_done``). Scenarios:
+
+* one thread: add a batch of 100 keys, then get + done until empty (a
+  non-blocking get that finds the queue empty ends the batch);
+* 1 producer / 1 consumer and 2 producers / 2 consumers on threads;
+* each with unique keys, and with 10% duplicate adds (a key added again
+  right after itself). ``queue.Queue`` hands duplicates out twice; ours
+  queues a key once, which is the point of it, so the rate counts adds.
+
+Then the cost of a retry: ``add_rate_limited`` + ``forget`` on a
+:class:`RateLimitingQueue` with the default controller rate limiter, against a
+plain add + get + done cycle.
+
+Threaded runs are bimodal (lock convoys under the GIL), so each figure is
+the best of several repetitions; ratios are ours / baseline.
+"""
+
+from __future__ import annotations
+
+import queue as stdlib_queue
+import threading
+import time
+from typing import Callable
+
+from pyinformers.workqueue import Queue, RateLimitingQueue
+
+ADDS = 60_000  # adds per measurement
+BATCH = 100
+REPEATS = 5
+
+
+def _keys(n: int, duplicates: bool, offset: int = 0) -> list[str]:
+    """n keys; with duplicates, every tenth add repeats the previous key."""
+    keys = []
+    for i in range(n):
+        if duplicates and i % 10 == 9:
+            keys.append(keys[-1])
+        else:
+            keys.append(f"ns/obj-{offset + i}")
+    return keys
+
+
+# -- one thread ---------------------------------------------------------------------
+def _ours_single(keys: list[str]) -> float:
+    q = Queue()
+    add, get, done = q.add, q.get, q.done
+    start = time.perf_counter()
+    for base in range(0, len(keys), BATCH):
+        for key in keys[base : base + BATCH]:
+            add(key)
+        try:
+            while True:
+                item, _ = get(0)
+                done(item)
+        except TimeoutError:  # empty: next batch
+            pass
+    return time.perf_counter() - start
+
+
+def _stdlib_single(keys: list[str]) -> float:
+    q: stdlib_queue.Queue = stdlib_queue.Queue()
+    put, get_nowait, task_done = q.put, q.get_nowait, q.task_done
+    start = time.perf_counter()
+    for base in range(0, len(keys), BATCH):
+        for key in keys[base : base + BATCH]:
+            put(key)
+        try:
+            while True:
+                get_nowait()
+                task_done()
+        except stdlib_queue.Empty:  # empty: next batch
+            pass
+    return time.perf_counter() - start
+
+
+# -- producers and consumers --------------------------------------------------------
+def _ours_threads(key_sets: list[list[str]], consumers: int) -> float:
+    q = Queue()
+
+    def produce(keys: list[str]) -> None:
+        add = q.add
+        for key in keys:
+            add(key)
+
+    def consume() -> None:
+        get, done = q.get, q.done
+        while True:
+            item, shutting_down = get()
+            if shutting_down:
+                return
+            done(item)
+
+    return _run_threads(key_sets, produce, consume, consumers, q.shutdown)
+
+
+def _stdlib_threads(key_sets: list[list[str]], consumers: int) -> float:
+    q: stdlib_queue.Queue = stdlib_queue.Queue()
+
+    def produce(keys: list[str]) -> None:
+        put = q.put
+        for key in keys:
+            put(key)
+
+    def consume() -> None:
+        get, task_done = q.get, q.task_done
+        while True:
+            item = get()
+            task_done()
+            if item is None:
+                return
+
+    def stop() -> None:
+        for _ in range(consumers):
+            q.put(None)
+
+    return _run_threads(key_sets, produce, consume, consumers, stop)
+
+
+def _run_threads(
+    key_sets: list[list[str]],
+    produce: Callable[[list[str]], None],
+    consume: Callable[[], None],
+    consumers: int,
+    stop: Callable[[], None],
+) -> float:
+    producer_threads = [
+        threading.Thread(target=produce, args=(keys,), name=f"bench-producer-{i}")
+        for i, keys in enumerate(key_sets)
+    ]
+    consumer_threads = [threading.Thread(target=consume, name=f"bench-consumer-{i}") for i in range(consumers)]
+    start = time.perf_counter()
+    for thread in consumer_threads + producer_threads:
+        thread.start()
+    for thread in producer_threads:
+        thread.join()
+    stop()
+    for thread in consumer_threads:
+        thread.join()
+    return time.perf_counter() - start
+
+
+# -- rate limiting --------------------------------------------------------------------
+def _rate_limited(keys: list[str]) -> float:
+    q = RateLimitingQueue()
+    add_rate_limited, forget = q.add_rate_limited, q.forget
+    try:
+        start = time.perf_counter()
+        for key in keys:
+            add_rate_limited(key)
+            forget(key)
+        return time.perf_counter() - start
+    finally:
+        q.shutdown()
+
+
+def _plain_cycle(keys: list[str]) -> float:
+    q = RateLimitingQueue()
+    add, get, done = q.add, q.get, q.done
+    try:
+        start = time.perf_counter()
+        for key in keys:
+            add(key)
+            item, _ = get()
+            done(item)
+        return time.perf_counter() - start
+    finally:
+        q.shutdown()
+
+
+def _compare(ours: Callable[[], float], baseline: Callable[[], float], ops: int) -> tuple[float, float]:
+    """Best ops/s of each side; repetitions alternate so both see the same machine load."""
+    best_ours = best_base = 0.0
+    for _ in range(REPEATS):
+        best_ours = max(best_ours, ops / ours())
+        best_base = max(best_base, ops / baseline())
+    return best_ours, best_base
+
+
+def main() -> None:
+    rows: list[tuple[str, float, float, str]] = []
+    for duplicates in (False, True):
+        tag = "10% dup adds" if duplicates else "unique keys"
+        keys = _keys(ADDS, duplicates)
+        ours, base = _compare(lambda: _ours_single(keys), lambda: _stdlib_single(keys), ADDS)
+        rows.append((f"one thread, {tag}", ours, base, "queue.Queue"))
+        for workers in (1, 2):
+            per = ADDS // workers
+            key_sets = [_keys(per, duplicates, offset=w * per) for w in range(workers)]
+            ours, base = _compare(
+                lambda: _ours_threads(key_sets, workers), lambda: _stdlib_threads(key_sets, workers), per * workers
+            )
+            rows.append((f"{workers} producer(s) / {workers} consumer(s), {tag}", ours, base, "queue.Queue"))
+    ring = [f"ns/obj-{i}" for i in range(1000)] * (ADDS // 1000)
+    ours, base = _compare(lambda: _rate_limited(ring), lambda: _plain_cycle(ring), len(ring))
+    rows.append(("add_rate_limited + forget (default limiter)", ours, base, "add+get+done"))
+
+    width = max(len(row[0]) for row in rows)
+    print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio':>6}  baseline")
+    for label, ours, base, baseline in rows:
+        print(f"{label:<{width}}  {ours:>13,.0f}  {base:>16,.0f}  {ours / base:>5.2f}x  {baseline}")
+    print("ratio = ours / baseline; for the rate-limited row, >= 0.33x means within 3x of a plain cycle")
+
+
+if __name__ == "__main__":
+    main()
