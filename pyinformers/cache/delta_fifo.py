@@ -1,0 +1,392 @@
+"""client-go's DeltaFIFO: the queue between a Reflector and an informer's cache.
+
+A producer (the Reflector) tells the FIFO what happened to each object:
+:meth:`DeltaFIFO.add`, :meth:`~DeltaFIFO.update`, :meth:`~DeltaFIFO.delete`,
+:meth:`~DeltaFIFO.replace` after a (re)list, :meth:`~DeltaFIFO.resync`. The FIFO
+keeps, per key, the list of :class:`Delta` s that arrived since the key was
+last popped, in arrival order, and queues each key once. A consumer (the
+informer) calls :meth:`~DeltaFIFO.pop`, which hands *all* of one key's deltas
+to its ``process`` callback: a consumer sees every change, in order, and
+handles a burst of changes to one object in one go.
+
+Deletions the producer never saw are not lost: when a relist (``replace``)
+no longer contains an object that the consumer's store (``known_objects``)
+still holds, the FIFO queues a ``Deleted`` delta carrying a
+:class:`DeletedFinalStateUnknown` tombstone with the last state it knew.
+Handlers receiving a delete must therefore accept either an object or a
+tombstone.
+
+Invariants (under the lock):
+
+* a key is in ``_queue`` if and only if it is in ``_items``, and
+  ``_items[key]`` is a non-empty list;
+* a key being processed (in ``_processing``) is handed to no second
+  ``pop`` until its ``process`` returns; new deltas for it wait in
+  ``_items`` meanwhile;
+* two consecutive ``Deleted`` deltas of one key collapse into one (the one
+  that is not a tombstone, when there is a choice).
+
+Thread-safety: all methods are safe from any thread. ``process`` runs
+without the FIFO's lock held, so producers are never blocked by a slow
+consumer. ``known_objects`` is read while the FIFO's lock is held; it must
+never call back into the FIFO.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol
+
+from pyinformers.api.meta import object_key
+from pyinformers.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "DeltaType",
+    "Delta",
+    "DeletedFinalStateUnknown",
+    "DeltaFIFO",
+    "FIFOClosedError",
+    "KnownObjects",
+]
+
+
+class DeltaType(enum.Enum):
+    """What happened to an object."""
+
+    ADDED = "Added"
+    UPDATED = "Updated"
+    DELETED = "Deleted"
+    #: the object was (still) in a relist; the consumer decides add or update
+    REPLACED = "Replaced"
+    #: a periodic resync replaying the consumer's own cache
+    SYNC = "Sync"
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """Tombstone for an object deleted while nobody was watching.
+
+    ``obj`` is the last state known (from the consumer's store or the queue);
+    it may be stale. ``key`` is the object's key.
+    """
+
+    key: str
+    obj: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One change: its type and the object after it (or a tombstone, for deletions)."""
+
+    type: DeltaType
+    object: Any
+
+
+class KnownObjects(Protocol):
+    """The part of the consumer's store the FIFO reads (the Indexer satisfies it)."""
+
+    def list_keys(self) -> list[str]: ...
+
+    def get_by_key(self, key: str) -> Any | None: ...
+
+
+class FIFOClosedError(Exception):
+    """Raised by :meth:`DeltaFIFO.pop` once the FIFO is closed."""
+
+
+ProcessFunc = Callable[["tuple[Delta, ...]", bool], None]
+
+_DELETED = DeltaType.DELETED
+
+
+class DeltaFIFO:
+    """A queue of per-key delta lists with client-go's semantics; see the module docstring.
+
+    ``key_func`` computes keys (tombstones are keyed by their ``key``);
+    ``known_objects`` is the consumer's store, used to detect deletions on
+    :meth:`replace` and to replay objects on :meth:`resync` (without it the
+    FIFO knows only what is queued); ``transform`` is applied to each object
+    entering through add/update/delete/replace -- not to tombstones and not
+    to ``Sync`` replays, whose objects come from the consumer's store and
+    were transformed on their way in. ``clock`` measures :meth:`pop` timeouts.
+    With ``requeue_on_error`` a ``process`` that raises gets its deltas put
+    back (ahead of any that arrived meanwhile) before the error propagates;
+    by default, as in client-go, they are dropped.
+    """
+
+    def __init__(
+        self,
+        *,
+        key_func: Callable[[Any], str] = object_key,
+        known_objects: KnownObjects | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        clock: Clock | None = None,
+        requeue_on_error: bool = False,
+    ) -> None:
+        self._key_func = key_func
+        self._known = known_objects
+        self._transform = transform
+        self._clock = clock or REAL_CLOCK
+        self._requeue_on_error = requeue_on_error
+        self._cond = threading.Condition(threading.Lock())
+        # key -> deltas not yet popped (never empty); a key is here iff it is in _queue
+        self._items: dict[str, list[Delta]] = {}
+        # keys in arrival order of their first pending delta
+        self._queue: deque[str] = deque()
+        # key -> deltas handed to a process() that has not returned yet
+        self._processing: dict[str, tuple[Delta, ...]] = {}
+        # True once anything was added/updated/deleted/replaced
+        self._populated = False
+        # keys of the first replace (plus what was queued then) not yet fully processed
+        self._initial_population = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------ keys
+
+    def key_of(self, obj: Any) -> str:
+        """The key of an object or tombstone."""
+        if isinstance(obj, DeletedFinalStateUnknown):
+            return obj.key
+        return self._key_func(obj)
+
+    # ------------------------------------------------------------------ producer side
+
+    def _queue_locked(self, key: str, delta: Delta) -> None:
+        deltas = self._items.get(key)
+        if deltas is None:
+            self._items[key] = [delta]
+            self._queue.append(key)
+            self._cond.notify()
+            return
+        if delta.type is _DELETED and deltas[-1].type is _DELETED:
+            # Consecutive deletes collapse: keep the newer unless it is only a tombstone.
+            if not isinstance(delta.object, DeletedFinalStateUnknown):
+                deltas[-1] = delta
+            return
+        deltas.append(delta)
+
+    def _enter(self, obj: Any) -> Any:
+        return self._transform(obj) if self._transform is not None else obj
+
+    def add(self, obj: Any) -> None:
+        """Queue an ``Added`` delta."""
+        obj = self._enter(obj)
+        key = self.key_of(obj)
+        with self._cond:
+            self._populated = True
+            self._queue_locked(key, Delta(DeltaType.ADDED, obj))
+
+    def update(self, obj: Any) -> None:
+        """Queue an ``Updated`` delta."""
+        obj = self._enter(obj)
+        key = self.key_of(obj)
+        with self._cond:
+            self._populated = True
+            self._queue_locked(key, Delta(DeltaType.UPDATED, obj))
+
+    def _downstream_state(self, key: str) -> tuple[bool, Any]:
+        """(exists, object) for ``key`` as the consumer will hold it once in-flight work lands.
+
+        Lock held. A key being processed is judged by its newest in-flight
+        delta, because the consumer's store may not reflect it yet.
+        """
+        inflight = self._processing.get(key)
+        if inflight is not None:
+            newest = inflight[-1]
+            if newest.type is _DELETED:
+                return False, None
+            return True, newest.object
+        if self._known is None:
+            return False, None
+        obj = self._known.get_by_key(key)
+        return obj is not None, obj
+
+    def delete(self, obj: Any) -> None:
+        """Queue a ``Deleted`` delta, unless the FIFO and the consumer already forgot the key.
+
+        Objects are transformed; tombstones are queued as they are.
+        """
+        if not isinstance(obj, DeletedFinalStateUnknown):
+            obj = self._enter(obj)
+        key = self.key_of(obj)
+        with self._cond:
+            self._populated = True
+            if key not in self._items and not self._downstream_state(key)[0]:
+                return  # never seen, or already deleted: nothing to tell the consumer
+            self._queue_locked(key, Delta(_DELETED, obj))
+
+    def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
+        """A relist: ``Replaced`` for each object, tombstones for keys the list lacks.
+
+        A key gets a ``Deleted`` delta with a :class:`DeletedFinalStateUnknown`
+        when it is absent from ``objects`` and either has pending deltas whose
+        newest is not already a deletion, or is held by ``known_objects``.
+        ``resource_version`` is accepted for the Reflector's store protocol.
+        """
+        entering = [self._enter(o) for o in objects]
+        keyed = [(self.key_of(o), o) for o in entering]
+        with self._cond:
+            new_keys = set()
+            for key, obj in keyed:
+                new_keys.add(key)
+                self._queue_locked(key, Delta(DeltaType.REPLACED, obj))
+            # Queued keys the list lacks: their newest pending state is the last known.
+            for key in [k for k in self._items if k not in new_keys]:
+                newest = self._items[key][-1]
+                if newest.type is _DELETED:
+                    continue
+                last = newest.object
+                if isinstance(last, DeletedFinalStateUnknown):
+                    last = last.obj
+                self._queue_locked(key, Delta(_DELETED, DeletedFinalStateUnknown(key, last)))
+            # Keys only the consumer (or an in-flight pop) knows about.
+            candidates: list[str] = list(self._known.list_keys()) if self._known is not None else []
+            candidates.extend(self._processing)
+            for key in candidates:
+                if key in new_keys or key in self._items:
+                    continue
+                exists, last = self._downstream_state(key)
+                if exists:
+                    self._queue_locked(key, Delta(_DELETED, DeletedFinalStateUnknown(key, last)))
+            if not self._populated:
+                self._populated = True
+                self._initial_population = len(self._queue)
+
+    def resync(self) -> None:
+        """Queue ``Sync`` for each object in ``known_objects`` with nothing pending or in flight.
+
+        A key with pending deltas is skipped: replaying the consumer's
+        (older) copy after them would make it go back in time.
+        """
+        if self._known is None:
+            return
+        with self._cond:
+            for key in self._known.list_keys():
+                if key in self._items or key in self._processing:
+                    continue
+                obj = self._known.get_by_key(key)
+                if obj is None:
+                    continue
+                self._queue_locked(key, Delta(DeltaType.SYNC, obj))
+
+    # ------------------------------------------------------------------ consumer side
+
+    def _next_key_locked(self) -> str | None:
+        queue = self._queue
+        if not queue:
+            return None
+        first = queue[0]
+        if first not in self._processing:
+            return queue.popleft()
+        for i, key in enumerate(queue):
+            if key not in self._processing:
+                del queue[i]
+                return key
+        return None
+
+    def pop(self, process: ProcessFunc, timeout: float | None = None) -> bool:
+        """Hand the deltas of the oldest queued key to ``process(deltas, is_in_initial_list)``.
+
+        Blocks until a key is ready, the FIFO is closed (raises
+        :class:`FIFOClosedError`, even with keys still queued: a closed FIFO
+        is being torn down) or ``timeout`` seconds pass (returns False).
+        Returns True once ``process`` has returned; an exception from
+        ``process`` propagates (see ``requeue_on_error``).
+        ``is_in_initial_list`` is True while the FIFO has not synced, i.e.
+        the key belongs to the initial population still being drained.
+        """
+        with self._cond:
+            deadline = None if timeout is None else self._clock.now() + timeout
+            while True:
+                if self._closed:
+                    raise FIFOClosedError("DeltaFIFO is closed")
+                key = self._next_key_locked()
+                if key is not None:
+                    break
+                if deadline is None:
+                    self._cond.wait()
+                else:
+                    remaining = deadline - self._clock.now()
+                    if remaining <= 0:
+                        return False
+                    self._clock.wait(self._cond, remaining)
+            deltas = tuple(self._items.pop(key))
+            self._processing[key] = deltas
+            in_initial = not self._has_synced_locked()
+        requeued = False
+        try:
+            process(deltas, in_initial)
+        except BaseException:
+            if self._requeue_on_error:
+                with self._cond:
+                    self._requeue_locked(key, deltas)
+                    requeued = True
+            raise
+        finally:
+            with self._cond:
+                del self._processing[key]
+                if self._initial_population > 0 and not requeued:
+                    self._initial_population -= 1
+                self._cond.notify_all()
+        return True
+
+    def _requeue_locked(self, key: str, deltas: tuple[Delta, ...]) -> None:
+        newer = self._items.get(key)
+        if newer is None:
+            self._items[key] = list(deltas)
+            self._queue.appendleft(key)
+            return
+        merged = list(deltas)
+        for d in newer:
+            if d.type is _DELETED and merged and merged[-1].type is _DELETED:
+                if not isinstance(d.object, DeletedFinalStateUnknown):
+                    merged[-1] = d
+                continue
+            merged.append(d)
+        self._items[key] = merged
+
+    # ------------------------------------------------------------------ state
+
+    def _has_synced_locked(self) -> bool:
+        return self._populated and self._initial_population == 0
+
+    def has_synced(self) -> bool:
+        """True once the first :meth:`replace` (or any earlier add/update/delete) has been popped through."""
+        with self._cond:
+            return self._has_synced_locked()
+
+    def close(self) -> None:
+        """Close the FIFO: every blocked and future :meth:`pop` raises :class:`FIFOClosedError`."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        """Number of keys with pending deltas."""
+        with self._cond:
+            return len(self._queue)
+
+    def list_keys(self) -> list[str]:
+        """Keys with pending deltas, in queue order."""
+        with self._cond:
+            return list(self._queue)
+
+    def get_by_key(self, key: str) -> tuple[Delta, ...] | None:
+        """The pending deltas of ``key`` (a snapshot), or None."""
+        with self._cond:
+            deltas = self._items.get(key)
+            return tuple(deltas) if deltas is not None else None
+
+    def __repr__(self) -> str:
+        with self._cond:
+            return (
+                f"<DeltaFIFO queued={len(self._queue)} processing={len(self._processing)} "
+                f"synced={self._has_synced_locked()} closed={self._closed}>"
+            )
