@@ -54,6 +54,13 @@ from pyinformers.api.meta import (
 )
 from pyinformers.api.models import from_model, to_model
 from pyinformers.api.resource import Resource
+from pyinformers.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    Requirement,
+    as_field_selector,
+    as_label_selector,
+)
 
 __all__ = [
     # resources
@@ -95,6 +102,12 @@ __all__ = [
     "labels",
     "annotations",
     "owner_references",
+    # selectors
+    "LabelSelector",
+    "FieldSelector",
+    "Requirement",
+    "as_label_selector",
+    "as_field_selector",
     # models
     "to_model",
     "from_model",

@@ -1,0 +1,770 @@
+"""``Reflector``: keep a store in step with one collection of the API server.
+
+A reflector lists a collection (in pages), hands the result to a store with
+``replace(objects, resource_version)``, then watches from that
+resourceVersion and hands every change to the store (``add``/``update``/
+``delete``). It is written as an explicit state machine, after kube-rs'
+watcher: every recovery rule is one visible transition of :meth:`Reflector.step`.
+
+States and transitions::
+
+    NeedList ──► Listing(continue) ──page──► Listing(next continue) ... ──last page──► Watching(rv)
+                   │ 410 on a continue token: restart with one unpaged list (Listing(paged=False))
+                   │ other error: Backoff(→ the same page)
+    WatchListing (use_watch_list=True): one watch with sendInitialEvents; objects collected until the
+                   bookmark annotated k8s.io/initial-events-end, then replace(); then it goes on as a watch.
+                   A server that rejects the request makes the reflector fall back to NeedList for good.
+    Watching(rv) ──open watch from rv, consume events──►
+                   normal close after a healthy watch: Watching(last rv)          (re-watch at once)
+                   normal close of a watch that was short and empty: Backoff(→ Watching(last rv))
+                   network error / 5xx / other ApiError: Backoff(→ Watching(last rv))
+                   429: Backoff(at least Retry-After → Watching(last rv))
+                   410 Gone/Expired: NeedList                                    (the only relist)
+                   stalled (no event, bookmarks included, for stall_timeout): Backoff(→ Watching(last rv))
+    Backoff(until, then) ──clock reaches until──► then
+    any state ──stop──► Stopped
+
+Bookmarks advance the last resourceVersion without touching the store, so a
+re-watch after a quiet hour does not fall off the server's history window.
+Backoff delays come from :class:`~pyinformers.cache.backoff.Backoff` (0.8 s
+doubling to 30 s, jittered, forgotten after a failure-free stretch).
+
+Threads. :meth:`run` drives :meth:`step` on the calling thread and starts one
+helper thread, ``pyinformers-reflector-<name>-watchdog``, which runs the
+timers (:meth:`tick`: periodic ``store.resync()``, stall detection) and turns
+the ``stop`` event into :meth:`stop`. :meth:`stop` may be called from any
+thread: it closes the open watch stream (the blocked reader returns at once)
+and wakes a backoff wait, so it never waits for the network. An in-flight
+*list* request is not interruptible; it ends within the client's request
+timeout. Counters are written by the reflector's thread and read anywhere.
+
+Memory. While a list page is decoded and while the full list is handed to the
+store, the cyclic garbage collector is paused (:func:`gc_paused`, reference
+counted across threads): it would otherwise re-traverse the growing cache
+over and over, which makes filling a large cache several times slower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import random
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional, Protocol, Union
+
+from pyinformers.api.client import ListerWatcher, WatchStream
+from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
+from pyinformers.cache.backoff import Backoff
+from pyinformers.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "Reflector",
+    "ReflectorStats",
+    "ReflectorStore",
+    "State",
+    "NeedList",
+    "Listing",
+    "WatchListing",
+    "Watching",
+    "BackingOff",
+    "Stopped",
+    "gc_paused",
+    "INITIAL_EVENTS_END_ANNOTATION",
+]
+
+log = logging.getLogger("pyinformers.reflector")
+
+#: The annotation on the bookmark that ends the initial events of a streaming list.
+INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
+
+# A watch that closes normally sooner than this with no event is treated as a failure
+# (a server or proxy that drops watches at once must not be hammered).
+_SHORT_WATCH = 1.0
+# Consecutive failures after which healthy() reports False.
+_UNHEALTHY_AFTER = 3
+# Real-time slice in which the watchdog notices an external stop event.
+_STOP_POLL = 0.2
+
+
+class ReflectorStore(Protocol):
+    """The part of a store a reflector writes (a DeltaFIFO, or an Indexer)."""
+
+    def replace(self, objects: list, resource_version: str) -> None: ...
+
+    def add(self, obj: dict) -> None: ...
+
+    def update(self, obj: dict) -> None: ...
+
+    def delete(self, obj: dict) -> None: ...
+
+    def resync(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- states
+
+
+@dataclass(frozen=True)
+class NeedList:
+    """Start a full list (paged unless ``paged`` is False)."""
+
+    paged: bool = True
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Fetch the next page of a list (``continue_`` None: the first page)."""
+
+    continue_: Optional[str] = None
+    paged: bool = True
+
+
+@dataclass(frozen=True)
+class WatchListing:
+    """Start a streaming list: a watch with ``sendInitialEvents=true``."""
+
+
+@dataclass(frozen=True)
+class Watching:
+    """Open a watch from ``resource_version`` and consume it until it ends."""
+
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class BackingOff:
+    """Wait until clock time ``until`` (``delay`` seconds after the failure), then go to ``then``."""
+
+    until: float
+    then: "State"
+    delay: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Terminal: the reflector was stopped."""
+
+
+State = Union[NeedList, Listing, WatchListing, Watching, BackingOff, Stopped]
+
+
+@dataclass(frozen=True)
+class ReflectorStats:
+    """A snapshot of a reflector's counters (monotonic, since construction)."""
+
+    lists: int = 0  # full lists completed (streaming lists included)
+    watches: int = 0  # watch requests opened successfully
+    events: int = 0  # ADDED/MODIFIED/DELETED events applied to the store
+    bookmarks: int = 0  # BOOKMARK events seen
+    errors: int = 0  # failed list/watch requests and streams (each one counted once)
+    restarts: int = 0  # watches re-opened after a close, an error or a stall (no relist)
+    relists: int = 0  # lists forced by 410 Gone/Expired (or an expired continue token)
+    stalls: int = 0  # watches closed because they went silent
+    resyncs: int = 0  # store.resync() calls
+
+
+# --------------------------------------------------------------------------- GC pause
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block (reference counting still frees memory).
+
+    Nestable and safe across threads: the collector is re-enabled when the last
+    pauser leaves, and only if it was enabled when the first one entered.
+    """
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+class _Collector:
+    """Prometheus collector reading the counters of live reflectors at scrape time.
+
+    The hot path only bumps plain integers; nothing is locked per event.
+    One collector per registry; reflectors add themselves (weakly).
+    """
+
+    def __init__(self) -> None:
+        self._reflectors: "weakref.WeakSet[Reflector]" = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def add(self, reflector: "Reflector") -> None:
+        with self._lock:
+            self._reflectors.add(reflector)
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        with self._lock:
+            reflectors = list(self._reflectors)
+        counters = {
+            "lists": "Full lists completed (streaming lists included).",
+            "watches": "Watch requests opened.",
+            "watch_events": "Watch events (added, modified, deleted) applied to the store.",
+            "bookmarks": "Bookmark events received.",
+            "errors": "Failed list or watch requests and broken watch streams.",
+            "restarts": "Watches re-opened from the last resourceVersion after a close, an error or a stall.",
+            "relists": "Lists forced by 410 Gone/Expired.",
+            "stalls": "Watches closed because they stayed silent for the stall timeout.",
+        }
+        sums: dict[str, dict[str, float]] = {key: {} for key in counters}
+        ages: dict[str, float] = {}
+        healthy: dict[str, float] = {}
+        for reflector in reflectors:
+            stats = reflector.stats
+            for key in counters:
+                attr = "events" if key == "watch_events" else key
+                bucket = sums[key]
+                bucket[reflector.name] = bucket.get(reflector.name, 0) + getattr(stats, attr)
+            age = reflector.last_activity_age()
+            if age is not None:
+                ages[reflector.name] = min(age, ages.get(reflector.name, age))
+            healthy[reflector.name] = min(healthy.get(reflector.name, 1.0), 1.0 if reflector.healthy() else 0.0)
+        for key, doc in counters.items():
+            family = CounterMetricFamily(f"pyinformers_reflector_{key}", doc, labels=["name"])
+            for name, value in sorted(sums[key].items()):
+                family.add_metric([name], value)
+            yield family
+        family = GaugeMetricFamily(
+            "pyinformers_reflector_last_sync_age_seconds",
+            "Seconds since the reflector last heard from the server (a list page, an event or a bookmark).",
+            labels=["name"],
+        )
+        for name, value in sorted(ages.items()):
+            family.add_metric([name], value)
+        yield family
+        family = GaugeMetricFamily(
+            "pyinformers_reflector_healthy", "1 when the reflector is not stuck in repeated failures.", labels=["name"]
+        )
+        for name, value in sorted(healthy.items()):
+            family.add_metric([name], value)
+        yield family
+
+
+_collectors_lock = threading.Lock()
+_collectors: "weakref.WeakKeyDictionary[Any, _Collector]" = weakref.WeakKeyDictionary()
+
+
+def _collector_for(registry: Any) -> _Collector:
+    with _collectors_lock:
+        collector = _collectors.get(registry)
+        if collector is None:
+            collector = _Collector()
+            registry.register(collector)
+            _collectors[registry] = collector
+        return collector
+
+
+# --------------------------------------------------------------------------- reflector
+
+
+def _object_key(obj: dict) -> str:
+    md = obj.get("metadata") or {}
+    ns = md.get("namespace")
+    return f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+
+
+class Reflector:
+    """List and watch one collection into a store, recovering from every fault (see the module doc).
+
+    Options (keyword-only):
+
+    * ``page_size`` -- items per list page (``limit``); 0 or None lists in one request.
+    * ``resync_period`` / ``should_resync`` -- every ``resync_period`` seconds (0: never),
+      call ``store.resync()`` if ``should_resync()`` (default: always) says so.
+    * ``use_watch_list`` -- sync with a streaming list (``sendInitialEvents``) instead of a paged one.
+    * ``min_watch_timeout`` / ``max_watch_timeout`` -- each watch asks the server to end it
+      after a random number of seconds in this range (spreads reconnects).
+    * ``backoff_initial`` / ``backoff_max`` -- the retry delays.
+    * ``stall_timeout`` -- a watch with no event (bookmarks included) for this long is closed
+      and re-opened; None relies on the client's read timeout (server timeout + 60 s).
+    * ``on_watch_error`` -- called (on the reflector's thread) with every list/watch error.
+    * ``metrics_registry`` -- prometheus registry (default: the global one); None-safe.
+    * ``rng`` -- the random source for jitter and watch timeouts (tests pass a seeded one).
+
+    Thread-safety: :meth:`step`/:meth:`run` belong to one thread; :meth:`stop`,
+    :meth:`tick`, :attr:`stats`, :meth:`healthy` and the getters may be called
+    from any thread.
+    """
+
+    def __init__(
+        self,
+        lister_watcher: ListerWatcher,
+        store: ReflectorStore,
+        *,
+        name: str,
+        clock: Optional[Clock] = None,
+        page_size: Optional[int] = 500,
+        resync_period: float = 0,
+        should_resync: Optional[Callable[[], bool]] = None,
+        use_watch_list: bool = False,
+        min_watch_timeout: float = 300,
+        max_watch_timeout: float = 600,
+        backoff_initial: float = 0.8,
+        backoff_max: float = 30.0,
+        stall_timeout: Optional[float] = None,
+        on_watch_error: Optional[Callable[[BaseException], None]] = None,
+        metrics_registry: Any = None,
+        rng: Optional[random.Random] = None,
+    ) -> None:
+        if not name:
+            raise ValueError("a reflector needs a name (it labels its thread and metrics)")
+        if page_size is not None and page_size < 0:
+            raise ValueError(f"page_size must be >= 0, got {page_size}")
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0, got {resync_period}")
+        if not 0 < min_watch_timeout <= max_watch_timeout:
+            raise ValueError(
+                f"need 0 < min_watch_timeout <= max_watch_timeout, got {min_watch_timeout}, {max_watch_timeout}"
+            )
+        if stall_timeout is not None and stall_timeout <= 0:
+            raise ValueError(f"stall_timeout must be positive, got {stall_timeout}")
+        self.name = name
+        self._lw = lister_watcher
+        self._store = store
+        self._clock = clock or REAL_CLOCK
+        self._rng = rng or random.Random()
+        self.page_size = page_size or None
+        self.resync_period = float(resync_period)
+        self._should_resync = should_resync
+        self.use_watch_list = use_watch_list
+        self.min_watch_timeout = min_watch_timeout
+        self.max_watch_timeout = max_watch_timeout
+        self.stall_timeout = stall_timeout
+        self._on_watch_error = on_watch_error
+        self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng)
+
+        # _lock guards: _state, _stream, _stopping, _stalled, _running (and is _cond's lock).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._state: State = WatchListing() if use_watch_list else NeedList()
+        self._stream: Optional[WatchStream] = None  # the open watch, closed by stop() / a stall
+        self._stopping = False  # set once by stop(); the next step goes to Stopped
+        self._stalled = False  # the watchdog closed the open stream for silence
+        self._running = False
+        self._halt = threading.Event()  # ends the watchdog
+
+        # Written only by the stepping thread.
+        self._pending: list = []  # items of the list pages fetched so far
+        self._list_rv = ""
+        self._last_rv = ""
+        self._synced = False
+        self._consecutive_failures = 0
+        self._watch_list_rejected = False
+
+        # Counters: written by the stepping thread (resyncs by the timer), read anywhere.
+        self._lists = self._watches = self._events = self._bookmarks = 0
+        self._errors = self._restarts = self._relists = self._stalls = self._resyncs = 0
+        self._last_activity: Optional[float] = None  # clock.now() of the last word from the server
+        self._next_resync: Optional[float] = None
+
+        if metrics_registry is None:
+            from prometheus_client import REGISTRY
+
+            metrics_registry = REGISTRY
+        _collector_for(metrics_registry).add(self)
+
+    # -- observation -------------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        with self._lock:
+            return self._state
+
+    @property
+    def stats(self) -> ReflectorStats:
+        return ReflectorStats(
+            lists=self._lists,
+            watches=self._watches,
+            events=self._events,
+            bookmarks=self._bookmarks,
+            errors=self._errors,
+            restarts=self._restarts,
+            relists=self._relists,
+            stalls=self._stalls,
+            resyncs=self._resyncs,
+        )
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last list, event or bookmark applied ("" before the first list)."""
+        return self._last_rv
+
+    def has_synced_once(self) -> bool:
+        """True once a full list (or the initial events of a streaming list) reached the store."""
+        return self._synced
+
+    def last_activity_age(self) -> Optional[float]:
+        """Seconds since the server last sent anything (None before the first answer)."""
+        last = self._last_activity
+        return None if last is None else max(0.0, self._clock.now() - last)
+
+    def healthy(self) -> bool:
+        """False while the reflector is failing repeatedly (several consecutive list/watch failures)."""
+        return self._consecutive_failures < _UNHEALTHY_AFTER
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (
+            f"<Reflector {self.name!r} state={self.state} rv={self._last_rv!r} lists={s.lists} "
+            f"watches={s.watches} events={s.events} errors={s.errors} relists={s.relists}>"
+        )
+
+    # -- control -----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop: close the open watch and wake any wait. Returns at once; safe from any thread."""
+        with self._cond:
+            self._stopping = True
+            stream = self._stream
+            self._cond.notify_all()
+        self._halt.set()
+        if stream is not None:
+            stream.close()
+
+    def run(self, stop: Optional[threading.Event] = None) -> None:
+        """Step until stopped (by :meth:`stop` or by ``stop`` being set), with the timers on a helper thread.
+
+        Returns when the reflector is stopped; the helper thread has ended by then.
+        Exceptions from the store propagate (after the stream is closed).
+        """
+        with self._lock:
+            if self._running:
+                raise RuntimeError(f"reflector {self.name!r} is already running")
+            if isinstance(self._state, Stopped):
+                raise RuntimeError(f"reflector {self.name!r} was stopped; make a new one")
+            self._running = True
+        watchdog = threading.Thread(
+            target=self._watchdog, args=(stop,), name=f"pyinformers-reflector-{self.name}-watchdog", daemon=True
+        )
+        watchdog.start()
+        try:
+            while not isinstance(self.step(stop), Stopped):
+                pass
+        finally:
+            with self._lock:
+                stream = self._stream
+                self._state = Stopped()
+            if stream is not None:
+                stream.close()
+            self._halt.set()
+            watchdog.join()
+            with self._lock:
+                self._running = False
+
+    def _watchdog(self, stop: Optional[threading.Event]) -> None:
+        """Run the timers until halted; turn an external stop event into stop()."""
+        while not self._halt.is_set():
+            if stop is not None and stop.is_set():
+                self.stop()
+                return
+            wait = self.tick()
+            if stop is not None:
+                wait = _STOP_POLL if wait is None else min(wait, _STOP_POLL)
+            if isinstance(self._clock, type(REAL_CLOCK)) or wait is None:
+                self._halt.wait(wait)
+            else:
+                # A fake clock: the timers follow its time, which moves only when a test steps
+                # it; look again in short real-time slices so stepping it is noticed promptly.
+                self._halt.wait(min(wait, 0.01) if wait > 0 else 0)
+
+    def tick(self) -> Optional[float]:
+        """Run the timers that are due: periodic resync and stall detection.
+
+        Returns the seconds (clock time) until the next timer, or None if no
+        timer is armed. Called by the watchdog thread; tests call it directly.
+        """
+        now = self._clock.now()
+        waits: list[float] = []
+        if self.resync_period > 0:
+            if self._next_resync is None:
+                self._next_resync = now + self.resync_period
+            elif now >= self._next_resync:
+                self._next_resync = now + self.resync_period
+                if self._synced and (self._should_resync is None or self._should_resync()):
+                    self._resyncs += 1
+                    self._store.resync()
+            waits.append(self._next_resync - now)
+        if self.stall_timeout is not None:
+            stream = None
+            with self._lock:
+                if self._stream is not None and not self._stalled and self._last_activity is not None:
+                    silent = now - self._last_activity
+                    if silent >= self.stall_timeout:
+                        self._stalled = True
+                        stream = self._stream
+                    else:
+                        waits.append(self.stall_timeout - silent)
+            if stream is not None:
+                log.warning("%s: watch silent for %.0fs: restarting it", self.name, self.stall_timeout)
+                stream.close()
+            waits.append(self.stall_timeout / 4)
+        return min(waits) if waits else None
+
+    # -- the state machine ------------------------------------------------------------
+    def step(self, stop: Optional[threading.Event] = None) -> State:
+        """Advance one transition and return the new state (see the module doc)."""
+        with self._lock:
+            state = self._state
+            if self._stopping or (stop is not None and stop.is_set()):
+                self._state = Stopped()
+                return self._state
+        if isinstance(state, Stopped):
+            return state
+        if isinstance(state, Watching):
+            new = self._watch(state.resource_version, initial=None)
+        elif isinstance(state, Listing):
+            new = self._list_page(state)
+        elif isinstance(state, NeedList):
+            self._pending = []
+            new = Listing(None, paged=state.paged)
+        elif isinstance(state, WatchListing):
+            new = self._watch(None, initial={}) if not self._watch_list_rejected else NeedList()
+        elif isinstance(state, BackingOff):
+            new = state.then if self._wait_until(state.until, stop) else Stopped()
+        else:  # pragma: no cover - exhaustive
+            raise AssertionError(f"unknown state {state!r}")
+        with self._lock:
+            if self._stopping or isinstance(new, Stopped):
+                new = Stopped()
+            self._state = new
+        return new
+
+    def _wait_until(self, until: float, stop: Optional[threading.Event]) -> bool:
+        """Wait on the clock until ``until``; False if stopped first."""
+        with self._cond:
+            while True:
+                if self._stopping or (stop is not None and stop.is_set()):
+                    return False
+                remaining = until - self._clock.now()
+                if remaining <= 0:
+                    return True
+                self._clock.wait(self._cond, remaining)
+
+    def _fail(self, error: BaseException, then: State, what: str) -> State:
+        """Count a failure, tell the callback, and back off before ``then``."""
+        self._errors += 1
+        self._consecutive_failures += 1
+        delay = self._backoff.next()
+        if isinstance(error, TooManyRequests) and error.retry_after is not None:
+            delay = max(delay, error.retry_after)
+        level = logging.INFO if self._consecutive_failures < _UNHEALTHY_AFTER else logging.WARNING
+        log.log(level, "%s: %s failed (%s); retrying in %.2fs", self.name, what, _describe(error), delay)
+        self._notify_error(error)
+        return BackingOff(self._clock.now() + delay, then, delay, f"{what}: {_describe(error)}")
+
+    def _notify_error(self, error: BaseException) -> None:
+        if self._on_watch_error is None:
+            return
+        try:
+            self._on_watch_error(error)
+        except Exception:  # a broken callback must not break the reflector
+            log.exception("%s: on_watch_error callback failed", self.name)
+
+    def _succeeded(self) -> None:
+        self._consecutive_failures = 0
+        self._backoff.reset()
+
+    # -- list --------------------------------------------------------------------------
+    def _list_page(self, state: Listing) -> State:
+        try:
+            with gc_paused():
+                page = self._lw.list(
+                    limit=self.page_size if state.paged else None,
+                    continue_=state.continue_,
+                )
+        except Gone as error:
+            if state.continue_:
+                # The snapshot the pages came from is gone: start over with one full list.
+                self._relists += 1
+                self._errors += 1
+                self._notify_error(error)
+                log.info("%s: list continue token expired; relisting without paging", self.name)
+                self._pending = []
+                return Listing(None, paged=False)
+            return self._fail(error, NeedList(paged=state.paged), "list")
+        except Exception as error:  # ApiError or network: retry this same page after a backoff
+            return self._fail(error, state, "list")
+        self._last_activity = self._clock.now()
+        self._pending.extend(page.items)
+        if page.continue_:
+            return Listing(page.continue_, paged=state.paged)
+        items, self._pending = self._pending, []
+        rv = page.resource_version
+        with gc_paused():
+            self._store.replace(items, rv)
+        del items
+        self._lists += 1
+        self._list_rv = self._last_rv = rv
+        self._synced = True
+        self._succeeded()
+        return Watching(rv)
+
+    # -- watch -------------------------------------------------------------------------
+    def _watch(self, resource_version: Optional[str], *, initial: Optional[dict]) -> State:
+        """Open one watch and consume it; ``initial`` is the collection dict of a streaming list."""
+        retry: State = Watching(resource_version or "") if initial is None else WatchListing()
+        timeout = self._rng.randint(int(self.min_watch_timeout), int(self.max_watch_timeout))
+        try:
+            stream = self._lw.watch(
+                resource_version=resource_version or None,
+                allow_bookmarks=True,
+                timeout_seconds=timeout,
+                send_initial_events=initial is not None,
+            )
+        except Gone as error:
+            return self._relist(error)
+        except ApiError as error:
+            if initial is not None and _rejects_watch_list(error):
+                return self._reject_watch_list(error)
+            return self._fail(error, retry, "watch")
+        except Exception as error:
+            return self._fail(error, retry, "watch")
+        started = self._clock.now()
+        with self._lock:
+            stopped = self._stopping
+            if not stopped:
+                self._last_activity = started  # before publishing the stream: the stall timer reads both
+                self._stream = stream
+                self._stalled = False
+        if stopped:
+            stream.close()
+            return Stopped()
+        self._watches += 1
+        try:
+            return self._consume(stream, resource_version or "", initial, started)
+        finally:
+            with self._lock:
+                self._stream = None
+            stream.close()
+
+    def _consume(self, stream: WatchStream, rv: str, initial: Optional[dict], started: float) -> State:
+        store = self._store
+        now = self._clock.now
+        iterator = iter(stream)
+        received = 0  # events of this stream, bookmarks included
+        while True:
+            try:
+                event = next(iterator)
+            except StopIteration:
+                break
+            except Gone as error:
+                return self._relist(error)
+            except Exception as error:  # an ERROR event, a broken connection, a garbled line
+                if self._stopping:
+                    return Stopped()
+                if initial is not None and isinstance(error, ApiError) and _rejects_watch_list(error):
+                    return self._reject_watch_list(error)
+                if received:
+                    self._succeeded()  # it made progress: this failure starts a fresh backoff sequence
+                self._restarts += 1
+                then: State = WatchListing() if initial is not None else Watching(rv)
+                return self._fail(error, then, "watch")
+            self._last_activity = now()
+            received += 1
+            etype = event.type
+            obj = event.object
+            try:
+                new_rv = obj["metadata"]["resourceVersion"]
+            except (KeyError, TypeError):
+                new_rv = None
+            if initial is not None:
+                # The initial events of a streaming list: collect, then replace all at once.
+                if etype == "BOOKMARK":
+                    self._bookmarks += 1
+                    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+                    if annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true":
+                        items = list(initial.values())
+                        initial = None
+                        with gc_paused():
+                            store.replace(items, new_rv or rv)
+                        del items
+                        self._lists += 1
+                        self._list_rv = self._last_rv = new_rv or rv
+                        self._synced = True
+                        self._succeeded()
+                elif etype == "DELETED":
+                    initial.pop(_object_key(obj), None)
+                elif etype in ("ADDED", "MODIFIED"):
+                    initial[_object_key(obj)] = obj
+                if new_rv:
+                    rv = new_rv
+                continue
+            if etype == "MODIFIED":
+                store.update(obj)
+            elif etype == "ADDED":
+                store.add(obj)
+            elif etype == "DELETED":
+                store.delete(obj)
+            elif etype == "BOOKMARK":
+                self._bookmarks += 1
+            else:
+                log.warning("%s: ignoring a watch event of unknown type %r", self.name, etype)
+                continue
+            if new_rv:
+                rv = self._last_rv = new_rv
+            if etype != "BOOKMARK":
+                self._events += 1
+        # The stream ended without an error.
+        with self._lock:
+            stalled = self._stalled
+            self._stalled = False
+        if self._stopping:
+            return Stopped()
+        if initial is not None:
+            # Ended before the initial events were complete: the streaming list failed.
+            return self._fail(ConnectionError("watch ended before the initial events were complete"), WatchListing(), "streaming list")
+        if stalled:
+            self._stalls += 1
+            self._restarts += 1
+            return self._fail(TimeoutError(f"no event for {self.stall_timeout}s"), Watching(rv), "watch")
+        self._restarts += 1
+        if received == 0 and self._clock.now() - started < _SHORT_WATCH:
+            return self._fail(ConnectionError("watch closed at once with no event"), Watching(rv), "watch")
+        self._succeeded()
+        return Watching(rv)
+
+    def _relist(self, error: ApiError) -> State:
+        """410: the resourceVersion left the server's history; the cache must be rebuilt from a list."""
+        self._errors += 1
+        self._relists += 1
+        self._notify_error(error)
+        log.info("%s: resourceVersion %s is too old (%s); relisting", self.name, self._last_rv, _describe(error))
+        return WatchListing() if self.use_watch_list and not self._watch_list_rejected else NeedList()
+
+    def _reject_watch_list(self, error: ApiError) -> State:
+        self._watch_list_rejected = True
+        self._notify_error(error)
+        log.info("%s: the server rejects streaming lists (%s); using paged lists", self.name, _describe(error))
+        return NeedList()
+
+
+def _rejects_watch_list(error: ApiError) -> bool:
+    """Whether an error says the server does not support ``sendInitialEvents`` (not a transient failure)."""
+    return isinstance(error, (BadRequest, Invalid, Forbidden, NotFound, MethodNotAllowed))
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

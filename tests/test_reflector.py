@@ -1,0 +1,533 @@
+"""Reflector state machine, driven step by step against a scripted lister-watcher (no server)."""
+
+from __future__ import annotations
+
+import gc
+import random
+import threading
+import time
+from collections import deque
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from pyinformers.api import BadRequest, Gone, ServerError, TooManyRequests, WatchEvent
+from pyinformers.api.client import ListPage
+from pyinformers.cache.reflector import (
+    INITIAL_EVENTS_END_ANNOTATION,
+    BackingOff,
+    Listing,
+    NeedList,
+    Reflector,
+    Stopped,
+    WatchListing,
+    Watching,
+    gc_paused,
+)
+from pyinformers.clock import REAL_CLOCK, FakeClock
+
+# --------------------------------------------------------------------------- fakes
+
+
+def pod(name: str, rv: str, ns: str = "default") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "resourceVersion": rv}}
+
+
+def bookmark(rv: str, *, initial_end: bool = False) -> WatchEvent:
+    md: dict = {"resourceVersion": rv}
+    if initial_end:
+        md["annotations"] = {INITIAL_EVENTS_END_ANNOTATION: "true"}
+    return WatchEvent("BOOKMARK", {"kind": "Pod", "apiVersion": "v1", "metadata": md})
+
+
+class FakeStream:
+    """A scripted watch stream: yields its events, then raises ``error`` or (``block``) waits for close()."""
+
+    def __init__(self, events=(), *, error: BaseException | None = None, block: bool = False) -> None:
+        self.events = list(events)
+        self.error = error
+        self.block = block
+        self.closed = threading.Event()
+        self.blocking = threading.Event()
+
+    def __iter__(self):
+        for event in self.events:
+            if self.closed.is_set():
+                return
+            yield event
+        if self.error is not None:
+            raise self.error
+        if self.block:
+            self.blocking.set()
+            assert self.closed.wait(10), "a blocked fake stream was never closed"
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class ScriptedLW:
+    """Answers list() and watch() from queues of results (an exception in the queue is raised)."""
+
+    def __init__(self, lists=(), watches=()) -> None:
+        self.lists = deque(lists)
+        self.watches = deque(watches)
+        self.calls: list[tuple[str, dict]] = []
+
+    def list(self, **kwargs):
+        self.calls.append(("list", kwargs))
+        result = self.lists.popleft()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def watch(self, **kwargs):
+        self.calls.append(("watch", kwargs))
+        result = self.watches.popleft()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def watch_calls(self) -> list[dict]:
+        return [kw for what, kw in self.calls if what == "watch"]
+
+    def list_calls(self) -> list[dict]:
+        return [kw for what, kw in self.calls if what == "list"]
+
+
+class RecordingStore:
+    def __init__(self) -> None:
+        self.ops: list[tuple] = []
+        self.resyncs = 0
+
+    def replace(self, objects, resource_version):
+        self.ops.append(("replace", [o["metadata"]["name"] for o in objects], resource_version))
+
+    def add(self, obj):
+        self.ops.append(("add", obj["metadata"]["name"]))
+
+    def update(self, obj):
+        self.ops.append(("update", obj["metadata"]["name"]))
+
+    def delete(self, obj):
+        self.ops.append(("delete", obj["metadata"]["name"]))
+
+    def resync(self):
+        self.resyncs += 1
+
+
+def make(lw, store=None, **options) -> tuple[Reflector, RecordingStore, FakeClock]:
+    clock = options.pop("clock", None) or FakeClock()
+    store = store or RecordingStore()
+    options.setdefault("metrics_registry", CollectorRegistry())
+    options.setdefault("rng", random.Random(7))
+    reflector = Reflector(lw, store, name="test/pods", clock=clock, **options)
+    return reflector, store, clock
+
+
+def wait_for(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        threading.Event().wait(0.005)
+
+
+def synced(lw: ScriptedLW, **options):
+    """A reflector that has listed one page (rv 10) and is about to watch."""
+    lw.lists.appendleft(ListPage([pod("a", "5")], "10"))
+    reflector, store, clock = make(lw, **options)
+    assert reflector.step() == Listing(None)
+    assert reflector.step() == Watching("10")
+    return reflector, store, clock
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def test_lists_in_pages_then_replaces_once_and_watches_from_the_list_resource_version():
+    lw = ScriptedLW(
+        lists=[ListPage([pod("a", "1"), pod("b", "2")], "9", "tok1"), ListPage([pod("c", "3")], "9", None)]
+    )
+    reflector, store, _ = make(lw, page_size=2)
+    assert reflector.state == NeedList()
+    assert reflector.step() == Listing(None)
+    assert reflector.step() == Listing("tok1")
+    assert store.ops == []  # nothing reaches the store before the last page
+    assert reflector.step() == Watching("9")
+    assert store.ops == [("replace", ["a", "b", "c"], "9")]
+    assert [c["limit"] for c in lw.list_calls()] == [2, 2]
+    assert [c["continue_"] for c in lw.list_calls()] == [None, "tok1"]
+    assert reflector.has_synced_once()
+    assert reflector.last_sync_resource_version() == "9"
+    assert reflector.stats.lists == 1
+
+
+def test_an_expired_continue_token_restarts_with_one_unpaged_list():
+    lw = ScriptedLW(
+        lists=[
+            ListPage([pod("a", "1")], "9", "tok1"),
+            Gone("continue expired", reason="Expired"),
+            ListPage([pod("a", "1"), pod("b", "12")], "12"),
+        ]
+    )
+    reflector, store, _ = make(lw, page_size=1)
+    reflector.step()
+    reflector.step()
+    assert reflector.step() == Listing(None, paged=False)
+    assert reflector.step() == Watching("12")
+    assert lw.list_calls()[-1]["limit"] is None
+    assert store.ops == [("replace", ["a", "b"], "12")]  # page one is not kept twice
+    assert reflector.stats.relists == 1
+
+
+def test_a_failed_list_page_is_retried_after_a_backoff():
+    lw = ScriptedLW(
+        lists=[ListPage([pod("a", "1")], "9", "tok1"), ServerError("boom"), ListPage([pod("b", "2")], "9")]
+    )
+    reflector, store, clock = make(lw, page_size=1)
+    reflector.step()
+    reflector.step()
+    state = reflector.step()
+    assert isinstance(state, BackingOff) and state.then == Listing("tok1")
+    assert 0.8 <= state.delay <= 0.96
+    clock.step(state.delay)
+    assert reflector.step() == Listing("tok1")
+    assert reflector.step() == Watching("9")
+    assert store.ops == [("replace", ["a", "b"], "9")]
+    assert reflector.stats.errors == 1
+
+
+def test_list_throttled_with_retry_after_waits_at_least_that_long():
+    lw = ScriptedLW(lists=[TooManyRequests("slow down", retry_after=7.0)])
+    reflector, _, _ = make(lw)
+    reflector.step()
+    state = reflector.step()
+    assert isinstance(state, BackingOff) and state.delay == 7.0
+
+
+# --------------------------------------------------------------------------- watching
+
+
+def test_watch_events_reach_the_store_and_bookmarks_advance_the_resource_version():
+    stream = FakeStream(
+        [
+            WatchEvent("ADDED", pod("b", "11")),
+            WatchEvent("MODIFIED", pod("a", "12")),
+            WatchEvent("DELETED", pod("b", "13")),
+            bookmark("20"),
+        ]
+    )
+    lw = ScriptedLW(watches=[stream])
+    reflector, store, _ = synced(lw)
+    assert reflector.step() == Watching("20")  # a healthy watch that closed normally: re-watch at once
+    assert store.ops[1:] == [("add", "b"), ("update", "a"), ("delete", "b")]
+    assert reflector.last_sync_resource_version() == "20"
+    assert reflector.stats.events == 3 and reflector.stats.bookmarks == 1
+    call = lw.watch_calls()[0]
+    assert call["resource_version"] == "10" and call["allow_bookmarks"] is True
+    assert stream.closed.is_set()
+
+
+def test_each_watch_asks_for_a_random_server_timeout_within_the_bounds():
+    lw = ScriptedLW(watches=[FakeStream([bookmark("11")]) for _ in range(20)])
+    reflector, _, _ = synced(lw, min_watch_timeout=300, max_watch_timeout=600)
+    for _ in range(20):
+        reflector.step()
+    timeouts = [c["timeout_seconds"] for c in lw.watch_calls()]
+    assert all(300 <= t <= 600 for t in timeouts)
+    assert len(set(timeouts)) > 1
+
+
+def test_a_network_error_backs_off_then_rewatches_from_the_last_resource_version():
+    lw = ScriptedLW(
+        watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))], error=ConnectionResetError("reset")), FakeStream()]
+    )
+    reflector, store, clock = synced(lw)
+    state = reflector.step()
+    assert isinstance(state, BackingOff) and state.then == Watching("11")
+    assert 0.8 <= state.delay <= 0.96
+    clock.step(state.delay)
+    assert reflector.step() == Watching("11")
+    reflector.step()
+    assert lw.watch_calls()[1]["resource_version"] == "11"
+    assert reflector.stats.relists == 0 and reflector.stats.lists == 1  # no relist
+    assert reflector.stats.restarts >= 1
+
+
+def test_consecutive_watch_failures_double_the_backoff_up_to_the_maximum():
+    lw = ScriptedLW(watches=[ServerError("down")] * 12)
+    reflector, _, clock = synced(lw, backoff_max=30.0)
+    delays = []
+    for _ in range(12):
+        state = reflector.step()
+        assert isinstance(state, BackingOff)
+        delays.append(state.delay)
+        clock.step(state.delay)
+        assert reflector.step() == Watching("10")
+    assert delays[0] < 1.0 and 1.6 <= delays[1] < 2.0 and 3.2 <= delays[2] < 3.9
+    assert max(delays) == 30.0
+    assert all(b >= a for a, b in zip(delays, delays[1:]))
+
+
+def test_gone_inside_the_watch_stream_relists():
+    lw = ScriptedLW(
+        lists=[ListPage([pod("a", "30")], "30")],
+        watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))], error=Gone("too old", reason="Expired"))],
+    )
+    reflector, store, _ = synced(lw)
+    assert reflector.step() == NeedList()
+    assert reflector.step() == Listing(None)
+    assert reflector.step() == Watching("30")
+    assert store.ops[-1] == ("replace", ["a"], "30")
+    assert reflector.stats.relists == 1 and reflector.stats.lists == 2
+
+
+def test_gone_when_opening_the_watch_relists():
+    lw = ScriptedLW(watches=[Gone("too old", reason="Gone")])
+    reflector, _, _ = synced(lw)
+    assert reflector.step() == NeedList()
+    assert reflector.stats.relists == 1
+
+
+def test_a_throttled_watch_waits_at_least_retry_after():
+    lw = ScriptedLW(watches=[TooManyRequests("slow", retry_after=12.0)])
+    reflector, _, _ = synced(lw)
+    state = reflector.step()
+    assert isinstance(state, BackingOff) and state.delay == 12.0 and state.then == Watching("10")
+
+
+def test_a_watch_that_closes_at_once_with_nothing_is_backed_off_not_hammered():
+    lw = ScriptedLW(watches=[FakeStream(), FakeStream()])
+    reflector, _, _ = synced(lw)
+    state = reflector.step()
+    assert isinstance(state, BackingOff) and state.then == Watching("10")
+
+
+def test_an_unknown_event_type_is_ignored():
+    lw = ScriptedLW(watches=[FakeStream([WatchEvent("WEIRD", pod("x", "11")), WatchEvent("ADDED", pod("y", "12"))])])
+    reflector, store, _ = synced(lw)
+    assert reflector.step() == Watching("12")
+    assert store.ops[1:] == [("add", "y")]
+
+
+# --------------------------------------------------------------------------- streaming list
+
+
+def test_a_streaming_list_collects_the_initial_events_then_replaces_and_keeps_watching():
+    stream = FakeStream(
+        [
+            WatchEvent("ADDED", pod("a", "3")),
+            WatchEvent("ADDED", pod("b", "4")),
+            WatchEvent("DELETED", pod("a", "5")),
+            WatchEvent("ADDED", pod("c", "6")),
+            bookmark("8", initial_end=True),
+            WatchEvent("MODIFIED", pod("b", "9")),
+        ]
+    )
+    lw = ScriptedLW(watches=[stream])
+    reflector, store, _ = make(lw, use_watch_list=True)
+    assert reflector.state == WatchListing()
+    assert not reflector.has_synced_once()
+    assert reflector.step() == Watching("9")
+    assert store.ops == [("replace", ["b", "c"], "8"), ("update", "b")]
+    assert lw.watch_calls()[0]["send_initial_events"] is True
+    assert lw.watch_calls()[0]["resource_version"] is None
+    assert reflector.has_synced_once() and reflector.stats.lists == 1
+    assert lw.list_calls() == []
+
+
+def test_a_streaming_list_falls_back_to_a_paged_list_when_the_server_rejects_it():
+    lw = ScriptedLW(
+        lists=[ListPage([pod("a", "1")], "5"), ListPage([pod("a", "1")], "7")],
+        watches=[BadRequest("sendInitialEvents is not supported"), Gone("old")],
+    )
+    reflector, store, _ = make(lw, use_watch_list=True)
+    assert reflector.step() == NeedList()
+    reflector.step()
+    assert reflector.step() == Watching("5")
+    assert reflector.step() == NeedList()  # after a 410 it stays on paged lists
+    assert store.ops[0] == ("replace", ["a"], "5")
+
+
+def test_a_streaming_list_that_ends_before_the_end_bookmark_is_retried():
+    lw = ScriptedLW(watches=[FakeStream([WatchEvent("ADDED", pod("a", "3"))])])
+    reflector, store, _ = make(lw, use_watch_list=True)
+    state = reflector.step()
+    assert isinstance(state, BackingOff) and state.then == WatchListing()
+    assert store.ops == []
+
+
+# --------------------------------------------------------------------------- errors, health, metrics
+
+
+def test_on_watch_error_sees_every_error_and_a_failing_callback_is_contained():
+    seen = []
+
+    def callback(error):
+        seen.append(error)
+        raise RuntimeError("callback bug")
+
+    errors = [ServerError("a"), ConnectionError("b")]
+    lw = ScriptedLW(watches=list(errors))
+    reflector, _, clock = synced(lw, on_watch_error=callback)
+    for _ in errors:
+        state = reflector.step()
+        clock.step(state.delay)
+        reflector.step()
+    assert seen == errors
+
+
+def test_healthy_turns_false_after_repeated_failures_and_back_after_a_good_watch():
+    lw = ScriptedLW(watches=[ServerError("x")] * 3 + [FakeStream([bookmark("11")])])
+    reflector, _, clock = synced(lw)
+    assert reflector.healthy()
+    for _ in range(3):
+        state = reflector.step()
+        clock.step(state.delay)
+        reflector.step()
+    assert not reflector.healthy()
+    reflector.step()
+    assert reflector.healthy()
+
+
+def test_counters_are_exposed_as_prometheus_metrics():
+    registry = CollectorRegistry()
+    lw = ScriptedLW(watches=[FakeStream([WatchEvent("ADDED", pod("b", "11")), bookmark("12")])])
+    reflector, _, _ = synced(lw, metrics_registry=registry)
+    reflector.step()
+    labels = {"name": "test/pods"}
+    assert registry.get_sample_value("pyinformers_reflector_lists_total", labels) == 1
+    assert registry.get_sample_value("pyinformers_reflector_watches_total", labels) == 1
+    assert registry.get_sample_value("pyinformers_reflector_watch_events_total", labels) == 1
+    assert registry.get_sample_value("pyinformers_reflector_bookmarks_total", labels) == 1
+    assert registry.get_sample_value("pyinformers_reflector_healthy", labels) == 1
+    assert registry.get_sample_value("pyinformers_reflector_last_sync_age_seconds", labels) == 0
+    make(ScriptedLW(), metrics_registry=registry)  # a second reflector on one registry: no clash
+
+
+# --------------------------------------------------------------------------- resync
+
+
+def test_resync_runs_every_period_after_sync_when_should_resync_agrees():
+    allow = [True]
+    lw = ScriptedLW()
+    reflector, store, clock = synced(lw, resync_period=30, should_resync=lambda: allow[0])
+    assert reflector.tick() == 30
+    clock.step(30)
+    reflector.tick()
+    assert store.resyncs == 1
+    allow[0] = False
+    clock.step(30)
+    reflector.tick()
+    assert store.resyncs == 1 and reflector.stats.resyncs == 1
+
+
+def test_no_resync_before_the_first_list():
+    reflector, store, clock = make(ScriptedLW(), resync_period=5)
+    reflector.tick()
+    clock.step(5)
+    reflector.tick()
+    assert store.resyncs == 0
+
+
+# --------------------------------------------------------------------------- threads: stop and stall
+
+
+def test_stop_returns_at_once_and_run_ends_promptly_even_while_a_watch_is_blocked():
+    stream = FakeStream(block=True)
+    lw = ScriptedLW(lists=[ListPage([], "3")], watches=[stream])
+    reflector, _, _ = make(lw)
+    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
+    runner.start()
+    assert stream.blocking.wait(5)
+    started = time.monotonic()
+    reflector.stop()
+    runner.join(1.0)
+    assert not runner.is_alive() and time.monotonic() - started < 1.0
+    assert reflector.state == Stopped()
+    assert stream.closed.is_set()
+
+
+def test_setting_the_run_stop_event_closes_a_blocked_watch():
+    stream = FakeStream(block=True)
+    lw = ScriptedLW(lists=[ListPage([], "3")], watches=[stream])
+    reflector, _, _ = make(lw, clock=REAL_CLOCK)  # the watchdog's real-time stop poll
+    stop = threading.Event()
+    runner = threading.Thread(target=reflector.run, args=(stop,), name="pyinformers-test-reflector", daemon=True)
+    runner.start()
+    assert stream.blocking.wait(5)
+    stop.set()
+    runner.join(1.0)
+    assert not runner.is_alive()
+
+
+def test_stop_wakes_a_backoff_wait():
+    lw = ScriptedLW(lists=[ServerError("down")])
+    reflector, _, clock = make(lw)
+    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
+    runner.start()
+    clock.block_until_waiters(1)
+    reflector.stop()
+    runner.join(1.0)
+    assert not runner.is_alive()
+
+
+def test_a_stalled_watch_is_closed_and_reopened_from_the_same_resource_version():
+    first = FakeStream([bookmark("11")], block=True)
+    second = FakeStream(block=True)
+    lw = ScriptedLW(lists=[ListPage([], "10")], watches=[first, second])
+    reflector, _, clock = make(lw, stall_timeout=60)
+    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
+    runner.start()
+    try:
+        assert first.blocking.wait(5)
+        clock.step(59)
+        assert not first.closed.wait(0.05)  # not yet silent long enough
+        clock.step(2)
+        assert first.closed.wait(5)
+        wait_for(lambda: isinstance(reflector.state, BackingOff))
+        clock.step(reflector.state.delay)
+        assert second.blocking.wait(5)
+        assert lw.watch_calls()[1]["resource_version"] == "11"
+        assert reflector.stats.stalls == 1 and reflector.stats.relists == 0
+    finally:
+        reflector.stop()
+        runner.join(2)
+    assert not runner.is_alive()
+
+
+def test_step_after_stop_is_stopped_and_run_refuses_a_stopped_reflector():
+    reflector, _, _ = make(ScriptedLW())
+    reflector.stop()
+    assert reflector.step() == Stopped()
+    with pytest.raises(RuntimeError):
+        reflector.run()
+
+
+def test_bad_options_are_rejected():
+    with pytest.raises(ValueError):
+        Reflector(ScriptedLW(), RecordingStore(), name="")
+    with pytest.raises(ValueError):
+        make(ScriptedLW(), min_watch_timeout=10, max_watch_timeout=5)
+    with pytest.raises(ValueError):
+        make(ScriptedLW(), stall_timeout=0)
+
+
+# --------------------------------------------------------------------------- gc pause
+
+
+def test_gc_paused_nests_and_restores_the_collector_state():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: it stays off
+    finally:
+        gc.enable()
