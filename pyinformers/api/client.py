@@ -40,6 +40,7 @@ import orjson
 
 from pyinformers.api.errors import ApiError, error_from_status
 from pyinformers.api.resource import Resource
+from pyinformers.api.selectors import as_field_selector, as_label_selector
 
 __all__ = [
     "ListPage",
@@ -226,13 +227,12 @@ def _selector(value: Selector, kind: str) -> Optional[str]:
     if isinstance(value, str):
         return value or None
     if isinstance(value, Mapping):
-        # {"app": "web"} means equality on each pair (matchLabels); a full
-        # LabelSelector dict (matchLabels/matchExpressions) goes through the
-        # selectors module, which knows the grammar.
-        from pyinformers.api import selectors
-
-        convert = selectors.as_label_selector if kind == "label" else selectors.as_field_selector
-        value = convert(value)
+        if kind == "field":
+            value = as_field_selector(value)
+        elif set(value) <= {"matchLabels", "matchExpressions"}:
+            value = as_label_selector(value)  # the LabelSelector object form
+        else:
+            value = as_label_selector({"matchLabels": value})  # {"app": "web"}: equality on each pair
     text = str(value)
     return text or None
 
