@@ -1,0 +1,82 @@
+"""Tests for pyinformers.cache.lister: reads from the cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyinformers.api.selectors import LabelSelector
+from pyinformers.cache.lister import Lister
+from pyinformers.cache.store import OWNER_UID_INDEX, Indexer, default_indexers
+
+
+def obj(name, ns=None, labels=None, owner_uid=None):
+    md = {"name": name}
+    if ns:
+        md["namespace"] = ns
+    if labels is not None:
+        md["labels"] = labels
+    if owner_uid:
+        md["ownerReferences"] = [{"uid": owner_uid, "controller": True}]
+    return {"metadata": md}
+
+
+@pytest.fixture(params=["indexed", "plain"])
+def lister(request):
+    store = Indexer(default_indexers()) if request.param == "indexed" else Indexer()
+    for o in (
+        obj("a", "ns1", {"app": "web", "tier": "fe"}, owner_uid="u1"),
+        obj("b", "ns1", {"app": "db"}),
+        obj("a", "ns2", {"app": "web"}, owner_uid="u1"),
+        obj("c", "ns2"),
+        obj("node-1", None, {"role": "worker"}),
+    ):
+        store.add(o)
+    return Lister(store)
+
+
+def names(objs):
+    return sorted((o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objs)
+
+
+def test_get_by_name_and_namespace(lister):
+    assert lister.get("a", "ns1")["metadata"]["labels"]["tier"] == "fe"
+    assert lister.get("node-1")["metadata"]["name"] == "node-1"
+    assert lister.get("a", "nope") is None
+    assert lister.get("a") is None
+    with pytest.raises(ValueError):
+        lister.get("")
+
+
+def test_get_returns_the_cached_object_itself(lister):
+    assert lister.get("a", "ns1") is lister.indexer.get_by_key("ns1/a")
+
+
+def test_list_all_and_by_namespace(lister):
+    assert len(lister.list()) == 5
+    assert names(lister.list("ns1")) == [("ns1", "a"), ("ns1", "b")]
+    assert lister.list("empty") == []
+
+
+@pytest.mark.parametrize(
+    "selector",
+    ["app=web", {"matchLabels": {"app": "web"}}, LabelSelector.parse("app in (web)")],
+)
+def test_list_with_label_selectors(lister, selector):
+    assert names(lister.list(selector=selector)) == [("ns1", "a"), ("ns2", "a")]
+    assert names(lister.list("ns2", selector)) == [("ns2", "a")]
+
+
+def test_list_with_a_selector_on_unlabelled_objects(lister):
+    assert names(lister.list("ns2", "!app")) == [("ns2", "c")]
+
+
+def test_list_rejects_a_bad_selector(lister):
+    with pytest.raises(ValueError, match="position"):
+        lister.list(selector="app in (web")
+
+
+def test_by_index_for_children_of_an_owner():
+    store = Indexer(default_indexers())
+    store.add(obj("a", "ns", owner_uid="u1"))
+    store.add(obj("b", "ns", owner_uid="u2"))
+    assert names(Lister(store).by_index(OWNER_UID_INDEX, "u1")) == [("ns", "a")]
