@@ -1,1 +1,22 @@
-"""pyinformers.testing (being built)."""
+"""pyinformers.testing: test your controllers against a real API protocol, in process.
+
+:class:`ApiServer` is an in-process Kubernetes API server over real HTTP: the
+official ``kubernetes`` client, pyinformers' informers and ``kubectl`` talk to
+it through a kubeconfig, unchanged. It keeps objects in memory with one global
+resourceVersion, serves lists (paged, with selectors) and watches (chunked
+JSON lines, bookmarks, 410 Expired after compaction), runs garbage collection
+and finalizers, can simulate Deployments becoming ready, and injects faults on
+demand (dropped or stalled watches, 500s, 429s with Retry-After, latency).
+
+Pytest fixtures live in :mod:`pyinformers.testing.pytest_plugin`
+(``api_server``, ``kubeconfig``, ``api_client``). ``python -m
+pyinformers.testing --port 8001 --kubeconfig kubeconfig.yaml`` runs the server
+from the command line.
+"""
+
+from pyinformers.clock import FakeClock
+from pyinformers.testing.faults import Faults
+from pyinformers.testing.httpd import RequestRecord
+from pyinformers.testing.server import ApiServer
+
+__all__ = ["ApiServer", "Faults", "FakeClock", "RequestRecord"]

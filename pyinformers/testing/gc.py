@@ -1,0 +1,176 @@
+"""Garbage collection and finalizer processing for the in-process API server.
+
+Plays the part of kube-controller-manager's garbage collector and namespace
+controller, asynchronously like them (tests wait for the outcome):
+
+* when an object is deleted, its dependents (objects whose
+  ``metadata.ownerReferences`` name its uid) are deleted in the background --
+  unless another owner of theirs still exists, in which case only the dangling
+  reference is removed;
+* an owner deleted with ``propagationPolicy=Orphan`` carries the ``orphan``
+  finalizer: the collector removes the owner's references from its dependents,
+  then the finalizer, and the owner goes away with its dependents left alone;
+* an owner deleted with ``propagationPolicy=Foreground`` carries the
+  ``foregroundDeletion`` finalizer: the collector deletes its dependents and
+  removes the finalizer once none is left;
+* a namespace marked for deletion loses all its contents, then its
+  ``kubernetes`` finalizer, then goes away.
+
+The collector listens to the store (quickly, under the store lock: it only
+queues work) and does the work on its own daemon thread,
+``pyinformers-apiserver-gc``, through the REST layer, so every write it makes
+is a normal write with a resourceVersion and watch events.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Optional
+
+from pyinformers.testing.rest import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER, RestApi
+from pyinformers.testing.status import StatusError
+from pyinformers.testing.storage import Change, ChangeType
+
+__all__ = ["GarbageCollector"]
+
+
+class GarbageCollector:
+    """Background deletion of dependents, orphaning, foreground deletion, namespace cleanup."""
+
+    def __init__(self, rest: RestApi) -> None:
+        self._rest = rest
+        self._cond = threading.Condition(threading.Lock())
+        self._work: deque[Change] = deque()  # changes still to look at, in rv order
+        self._busy = False
+        self._stopped = False
+        self._thread: Optional[threading.Thread] = None
+        rest.store.add_listener(self._on_change)
+
+    def __repr__(self) -> str:
+        return f"<GarbageCollector pending={len(self._work)} running={self._thread is not None and self._thread.is_alive()}>"
+
+    def _on_change(self, change: Change) -> None:
+        if change.type is ChangeType.DELETED or (change.obj.get("metadata") or {}).get("deletionTimestamp"):
+            with self._cond:
+                self._work.append(change)
+                self._cond.notify()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="pyinformers-apiserver-gc", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._rest.store.remove_listener(self._on_change)
+
+    def idle(self) -> bool:
+        """True when no work is queued or in progress (for tests that wait for the collector)."""
+        with self._cond:
+            return not self._work and not self._busy
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._work and not self._stopped:
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                change = self._work.popleft()
+                self._busy = True
+            try:
+                self._process(change)
+            except StatusError:
+                pass  # a concurrent client write won the race; the next change re-triggers the work
+            finally:
+                with self._cond:
+                    self._busy = False
+
+    # -- the rules ---------------------------------------------------------------------------
+
+    def _type(self, storage_key: str):
+        types = self._rest.registry.types_for_storage_key(storage_key)
+        return types[0] if types else None
+
+    def _process(self, change: Change) -> None:
+        meta = change.obj.get("metadata") or {}
+        uid = meta.get("uid", "")
+        if change.type is ChangeType.DELETED:
+            self._collect_dependents(uid)
+            self._recheck_owners(change.obj)
+            if change.namespace:
+                self._recheck_namespace(change.namespace)
+            return
+        finalizers = meta.get("finalizers") or ()
+        rt = self._type(change.storage_key)
+        if rt is None:
+            return
+        if ORPHAN_FINALIZER in finalizers:
+            for (key, ns, name), dep in self._rest.store.dependents(uid):
+                dep_rt = self._type(key)
+                refs = [r for r in (dep.get("metadata") or {}).get("ownerReferences") or () if r.get("uid") != uid]
+                if dep_rt is not None:
+                    self._rest.set_owner_references(dep_rt, ns, name, refs)
+            self._rest.remove_finalizer(rt, change.namespace, change.name, ORPHAN_FINALIZER)
+        elif FOREGROUND_FINALIZER in finalizers:
+            dependents = self._rest.store.dependents(uid)
+            if not dependents:
+                self._rest.remove_finalizer(rt, change.namespace, change.name, FOREGROUND_FINALIZER)
+            for (key, ns, name), dep in dependents:
+                dep_rt = self._type(key)
+                if dep_rt is not None and not (dep.get("metadata") or {}).get("deletionTimestamp"):
+                    self._delete(dep_rt, ns, name, "Foreground")
+        if change.storage_key == "/namespaces":
+            self._recheck_namespace(change.name)
+
+    def _delete(self, rt, ns: str, name: str, policy: str) -> None:
+        try:
+            self._rest.delete(rt, ns, name, {"propagationPolicy": policy})
+        except StatusError as exc:
+            if exc.code != 404:
+                raise
+
+    def _collect_dependents(self, owner_uid: str) -> None:
+        store = self._rest.store
+        for (key, ns, name), dep in store.dependents(owner_uid):
+            dep_rt = self._type(key)
+            if dep_rt is None:
+                continue
+            refs = (dep.get("metadata") or {}).get("ownerReferences") or ()
+            alive = [r for r in refs if r.get("uid") != owner_uid and store.get_by_uid(r.get("uid", "")) is not None]
+            if alive:
+                self._rest.set_owner_references(dep_rt, ns, name, [r for r in refs if r.get("uid") != owner_uid])
+            elif not (dep.get("metadata") or {}).get("deletionTimestamp"):
+                self._delete(dep_rt, ns, name, "Background")
+
+    def _recheck_owners(self, deleted: dict) -> None:
+        """A dependent went away: an owner waiting in foreground deletion may now be done."""
+        for ref in (deleted.get("metadata") or {}).get("ownerReferences") or ():
+            found = self._rest.store.get_by_uid(ref.get("uid", ""))
+            if found is None:
+                continue
+            (key, ns, name), owner = found
+            meta = owner.get("metadata") or {}
+            if FOREGROUND_FINALIZER in (meta.get("finalizers") or ()) and not self._rest.store.dependents(meta.get("uid", "")):
+                rt = self._type(key)
+                if rt is not None:
+                    self._rest.remove_finalizer(rt, ns, name, FOREGROUND_FINALIZER)
+
+    def _recheck_namespace(self, namespace: str) -> None:
+        store = self._rest.store
+        ns_obj = store.get("/namespaces", "", namespace)
+        if ns_obj is None or not (ns_obj.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        remaining = store.keys_in_namespace(namespace)
+        for key, ns, name in remaining:
+            rt = self._type(key)
+            obj = store.get(key, ns, name)
+            if rt is not None and obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp"):
+                self._delete(rt, ns, name, "Background")
+        if not store.keys_in_namespace(namespace):
+            ns_rt = self._type("/namespaces")
+            self._rest.remove_finalizer(ns_rt, "", namespace, NAMESPACE_FINALIZER, spec=True)

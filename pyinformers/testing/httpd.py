@@ -1,0 +1,562 @@
+"""HTTP for the in-process API server: routing, responses, chunked watch streams.
+
+:class:`HttpServer` is a ``ThreadingHTTPServer`` speaking HTTP/1.1 with
+keep-alive; every connection gets one daemon thread named
+``pyinformers-apiserver-conn-<n>``, tracked so that :meth:`HttpServer.close`
+can cut open connections (idle keep-alives and watch streams) and join their
+threads. :class:`Dispatcher` turns a request into a call on
+:class:`~pyinformers.testing.rest.RestApi` and the result into a JSON
+response; every failure becomes a ``Status`` body, never a traceback or a hung
+connection.
+
+Watches are answered with ``Transfer-Encoding: chunked``, one JSON event per
+line, several lines per chunk when events arrive faster than they are
+written. A watch ends cleanly (final empty chunk) at ``timeoutSeconds`` or when
+its watcher is closed for overflow; it is cut abruptly (like a broken
+connection) when dropped by a fault or when the server stops.
+
+URL layout (as the real server's)::
+
+    /api/v1[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]
+    /apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]
+
+Thread-safety: the dispatcher is shared by all connection threads; its
+mutable state (request log, counters) sits behind one lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import select
+import socket
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import orjson
+
+from pyinformers.testing.faults import Faults
+from pyinformers.testing.registry import Registry, ResourceType
+from pyinformers.testing.rest import RestApi, parse_list_options, parse_watch_options
+from pyinformers.testing.status import StatusError, bad_request, method_not_allowed, not_found, status_object
+from pyinformers.testing.watch import Watcher, WatchHub
+
+__all__ = ["RequestRecord", "Dispatcher", "HttpServer"]
+
+_JSON = "application/json"
+_LIVENESS_CHECK = 0.25  # how often an idle watch checks that its client is still there
+_CHUNK_LINES = 512  # initial-state lines per chunk
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the server answered (watches are logged when their stream starts)."""
+
+    method: str
+    path: str
+    query: dict
+    status: int
+
+
+@dataclass(frozen=True)
+class _Route:
+    resource: ResourceType
+    namespace: Optional[str]
+    name: Optional[str]
+    subresource: Optional[str]
+
+
+class _Cut(Exception):
+    """The connection must be cut without a proper end (fault, stop, or the client went away)."""
+
+
+class Dispatcher:
+    """Routes requests to the REST layer; records a log and counters. Thread-safe."""
+
+    def __init__(
+        self,
+        rest: RestApi,
+        registry: Registry,
+        hub: WatchHub,
+        faults: Faults,
+        *,
+        token: Optional[str],
+        bookmark_interval: float,
+        max_watch_queue: int,
+        stopping: threading.Event,
+        request_log_size: int = 100_000,
+        version_info: Optional[dict] = None,
+    ) -> None:
+        self.rest = rest
+        self.registry = registry
+        self.hub = hub
+        self.faults = faults
+        self.token = token
+        self.bookmark_interval = bookmark_interval
+        self.max_watch_queue = max_watch_queue
+        self.stopping = stopping
+        self.version_info = version_info or {
+            "major": "1",
+            "minor": "31",
+            "gitVersion": "v1.31.0-pyinformers",
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "python",
+            "compiler": "cpython",
+            "platform": "python/any",
+        }
+        self._lock = threading.Lock()
+        self._log: deque[RequestRecord] = deque(maxlen=request_log_size)
+        self._counters: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"<Dispatcher requests={self._counters['requests']} watches_open={self.hub.count()}>"
+
+    # -- observability -----------------------------------------------------------------
+
+    def requests(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self._log)
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._log.clear()
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            counters = dict(self._counters)
+        counters["watches_open"] = self.hub.count()
+        return counters
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counters[name] += n
+
+    def _record(self, method: str, path: str, query: dict, status: int, verb: str) -> None:
+        with self._lock:
+            self._log.append(RequestRecord(method, path, query, status))
+            self._counters["requests"] += 1
+            self._counters[f"verb:{verb}"] += 1
+            self._counters[f"status:{status}"] += 1
+
+    # -- entry point ---------------------------------------------------------------------
+
+    def handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        split = urlsplit(h.path)
+        path = unquote(split.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        verb = method.lower()
+        try:
+            body = self._read_body(h)
+            if self.token is not None:
+                header = h.headers.get("Authorization", "")
+                if header != f"Bearer {self.token}":
+                    raise StatusError(401, "Unauthorized", "Unauthorized")
+            document = self._non_resource(path, method)
+            if document is not None:
+                self._send_json(h, 200, document)
+                self._record(method, path, query, 200, "discovery")
+                return
+            route = self._route(path)
+            verb = self._verb(method, route, query)
+            self._inject_faults()
+            if verb == "watch":
+                self._watch(h, route, query, method, path)
+                return
+            code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""))
+            self._send_json(h, code, result)
+            self._record(method, path, query, code, verb)
+        except StatusError as exc:
+            headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+            self._send_json(h, exc.code, exc.status, headers=headers)
+            self._record(method, path, query, exc.code, verb)
+        except _Cut:
+            h.close_connection = True
+        except (BrokenPipeError, ConnectionError):
+            h.close_connection = True
+        except Exception as exc:  # a bug in the server must still produce an answer
+            self._send_json(h, 500, status_object(500, "InternalError", f"pyinformers.testing: internal error: {exc!r}"))
+            self._record(method, path, query, 500, verb)
+
+    def _read_body(self, h: BaseHTTPRequestHandler) -> bytes:
+        if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size_line = h.rfile.readline(65537)
+                try:
+                    size = int(size_line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    h.close_connection = True
+                    raise bad_request("malformed chunked request body") from None
+                if size == 0:
+                    while h.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(h.rfile.read(size))
+                h.rfile.readline(65537)
+        length = h.headers.get("Content-Length")
+        if not length:
+            return b""
+        try:
+            n = int(length)
+        except ValueError:
+            h.close_connection = True
+            raise bad_request("invalid Content-Length") from None
+        return h.rfile.read(n)
+
+    def _inject_faults(self) -> None:
+        faults = self.faults
+        if faults.latency > 0:
+            self.stopping.wait(faults.latency)
+        if faults.roll(faults.throttle_rate):
+            self.count("faults:throttled")
+            retry = int(faults.retry_after)
+            raise StatusError(
+                429,
+                "TooManyRequests",
+                "pyinformers.testing: too many requests (injected fault), please try again later",
+                details={"retryAfterSeconds": retry},
+                retry_after=retry,
+            )
+        if faults.roll(faults.error_rate):
+            self.count("faults:errors")
+            raise StatusError(500, "InternalError", "pyinformers.testing: internal error (injected fault)")
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def _non_resource(self, path: str, method: str) -> Optional[Any]:
+        path = path.rstrip("/") or "/"
+        if method != "GET":
+            return None
+        if path == "/version":
+            return self.version_info
+        if path in ("/healthz", "/readyz", "/livez"):
+            return "ok"
+        if path == "/api":
+            return self.registry.core_versions()
+        if path == "/apis":
+            return self.registry.api_group_list()
+        parts = path.strip("/").split("/")
+        if parts == ["api", "v1"]:
+            return self.registry.resource_list("", "v1")
+        if len(parts) == 2 and parts[0] == "apis":
+            group = self.registry.api_group(parts[1])
+            if group is None:
+                raise not_found("", "", None)
+            return group
+        if len(parts) == 3 and parts[0] == "apis":
+            resources = self.registry.resource_list(parts[1], parts[2])
+            if resources is None:
+                raise not_found("", "", None)
+            return resources
+        return None
+
+    def _route(self, path: str) -> _Route:
+        parts = [p for p in path.split("/") if p]
+        if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
+            group, version, rest = "", "v1", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise not_found("", "", None)
+        if rest and rest[0] == "watch":  # the deprecated /watch/ prefix
+            rest = rest[1:]
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise not_found("", "", None)
+        plural = rest[0]
+        rt = self.registry.lookup(group, version, plural)
+        if rt is None:
+            raise not_found(plural, group, None, message=f"the server could not find the requested resource ({path})")
+        if namespace is not None and not rt.namespaced:
+            raise not_found(plural, group, None, message=f"{plural} is cluster-scoped: it has no namespaced path")
+        name = rest[1] if len(rest) >= 2 else None
+        sub = rest[2] if len(rest) == 3 else None
+        if sub is not None and not (sub == "status" and rt.has_status) and not (sub == "finalize" and plural == "namespaces"):
+            raise not_found(plural, group, name, message=f"the server could not find the requested resource ({path})")
+        return _Route(rt, namespace, name, sub)
+
+    @staticmethod
+    def _verb(method: str, route: _Route, query: dict) -> str:
+        watching = query.get("watch", "").lower() in ("true", "1")
+        if route.name is None:
+            verbs = {"GET": "watch" if watching else "list", "POST": "create", "DELETE": "deletecollection"}
+        else:
+            verbs = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+            if route.subresource and method == "DELETE":
+                verbs = {}
+        verb = verbs.get(method)
+        if verb is None:
+            raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+        if route.resource.namespaced and route.namespace is None and verb in ("create", "deletecollection", "get", "update", "patch", "delete"):
+            raise not_found(route.resource.plural, route.resource.group, route.name, message=f"{route.resource.plural} is namespaced: the request path needs /namespaces/<namespace>/")
+        return verb
+
+    def _decode(self, body: bytes) -> Any:
+        if not body:
+            raise bad_request("the request has no body")
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise bad_request(f"the request body is not valid JSON: {exc}") from None
+
+    def _call(self, verb: str, route: _Route, query: dict, body: bytes, content_type: str) -> tuple[int, Any]:
+        rest, rt, ns, name = self.rest, route.resource, route.namespace, route.name
+        if verb == "list":
+            return 200, rest.list(rt, ns, parse_list_options(query))
+        if verb == "get":
+            return 200, rest.get(rt, ns, name)
+        if verb == "create":
+            return 201, rest.create(rt, ns, self._decode(body))
+        if verb == "update":
+            return 200, rest.update(rt, ns, name, self._decode(body), subresource=route.subresource)
+        if verb == "patch":
+            return 200, rest.patch(rt, ns, name, body, content_type, subresource=route.subresource)
+        if verb in ("delete", "deletecollection"):
+            options = self._delete_options(body, query)
+            if verb == "delete":
+                return rest.delete(rt, ns, name, options)
+            return 200, rest.delete_collection(rt, ns, parse_list_options({k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}), options)
+        raise method_not_allowed(f"unsupported verb {verb}")
+
+    def _delete_options(self, body: bytes, query: dict) -> dict:
+        options: dict = {}
+        if body.strip():
+            options = self._decode(body)
+            if not isinstance(options, dict):
+                raise bad_request("DeleteOptions must be a JSON object")
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if "orphanDependents" in query:
+            options["orphanDependents"] = query["orphanDependents"].lower() == "true"
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = query["gracePeriodSeconds"]
+        return options
+
+    # -- watch ---------------------------------------------------------------------------------
+
+    def _watch(self, h: BaseHTTPRequestHandler, route: _Route, query: dict, method: str, path: str) -> None:
+        options = parse_watch_options(query)
+        rt = route.resource
+        try:
+            watcher, initial, start_rv, initial_end = self.rest.open_watch(rt, route.namespace, options, max_queue=self.max_watch_queue)
+        except StatusError as exc:
+            if exc.code != 410:
+                raise
+            # The real server answers an expired resourceVersion with 200 and an ERROR event.
+            self._start_stream(h)
+            self._record(method, path, query, 200, "watch")
+            self._chunk(h, b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n")
+            self._end_stream(h)
+            return
+        self.count("watches")
+        try:
+            self._start_stream(h)
+            self._record(method, path, query, 200, "watch")
+            self._serve_watch(h, watcher, options, initial, start_rv, initial_end)
+        finally:
+            self.hub.close(watcher)
+
+    def _start_stream(self, h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", _JSON)
+        h.send_header("Transfer-Encoding", "chunked")
+        h.send_header("Cache-Control", "no-cache, private")
+        h.end_headers()
+
+    @staticmethod
+    def _chunk(h: BaseHTTPRequestHandler, data: bytes) -> None:
+        if data:
+            h.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+    @staticmethod
+    def _end_stream(h: BaseHTTPRequestHandler) -> None:
+        h.wfile.write(b"0\r\n\r\n")
+
+    @staticmethod
+    def _client_gone(h: BaseHTTPRequestHandler) -> bool:
+        sock = h.connection
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return False
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _serve_watch(
+        self,
+        h: BaseHTTPRequestHandler,
+        watcher: Watcher,
+        options: Any,
+        initial: list[dict],
+        start_rv: int,
+        initial_end: bool,
+    ) -> None:
+        faults = self.faults
+        now = time.monotonic()
+        deadline = now + options.timeout_seconds if options.timeout_seconds else None
+        next_bookmark = now + self.bookmark_interval if options.allow_bookmarks else None
+        next_liveness = now + _LIVENESS_CHECK
+        sent = 0
+        # Stalled before the first byte: keep the connection open, send nothing.
+        self._stall(h, watcher)
+        for i in range(0, len(initial), _CHUNK_LINES):
+            lines = watcher.encode_objects(initial[i : i + _CHUNK_LINES])
+            sent += len(lines)
+            self._chunk(h, b"".join(lines))
+        if initial_end:
+            self._chunk(h, watcher.bookmark_line(start_rv, initial_events_end=True))
+        while True:
+            if faults.stall_watches:
+                self._stall(h, watcher)
+                continue
+            now = time.monotonic()
+            wait = next_liveness - now
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            if next_bookmark is not None:
+                wait = min(wait, next_bookmark - now)
+            batch = watcher.next_batch(max(wait, 0.0))
+            if batch is None:
+                reason = watcher.close_reason
+                if reason == "overflow":
+                    self.count("watches:overflowed")
+                    break
+                self.count(f"watches:{reason}")
+                raise _Cut()
+            if batch:
+                lines = watcher.encode(batch)
+                if lines:
+                    self._chunk(h, b"".join(lines))
+                    sent += len(lines)
+                    if faults.roll(faults.drop_watch_probability):
+                        self.count("watches:dropped")
+                        raise _Cut()
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                break
+            if next_bookmark is not None and now >= next_bookmark:
+                rv = self.hub.bookmark_rv(watcher)
+                if rv is not None:
+                    self._chunk(h, watcher.bookmark_line(rv))
+                    next_bookmark = now + self.bookmark_interval
+            if now >= next_liveness:
+                if self._client_gone(h):
+                    raise _Cut()
+                next_liveness = now + _LIVENESS_CHECK
+        self.count("watch_events_sent", sent)
+        self._end_stream(h)
+
+    def _stall(self, h: BaseHTTPRequestHandler, watcher: Watcher) -> None:
+        """While watches are stalled: send nothing, but notice stop, drops and a vanished client."""
+        while self.faults.stall_watches:
+            if watcher.closed and watcher.close_reason != "overflow":
+                raise _Cut()
+            if self.stopping.wait(_LIVENESS_CHECK) or self._client_gone(h):
+                raise _Cut()
+
+    # -- responses -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _send_json(h: BaseHTTPRequestHandler, code: int, document: Any, *, headers: Optional[dict] = None) -> None:
+        body = orjson.dumps(document)
+        h.send_response(code)
+        h.send_header("Content-Type", _JSON)
+        h.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            h.send_header(key, value)
+        h.end_headers()
+        h.wfile.write(body)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "pyinformers-apiserver"
+    sys_version = ""
+    server: "HttpServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass
+
+    def do_GET(self) -> None:
+        self.server.dispatcher.handle(self, "GET")
+
+    def do_POST(self) -> None:
+        self.server.dispatcher.handle(self, "POST")
+
+    def do_PUT(self) -> None:
+        self.server.dispatcher.handle(self, "PUT")
+
+    def do_PATCH(self) -> None:
+        self.server.dispatcher.handle(self, "PATCH")
+
+    def do_DELETE(self) -> None:
+        self.server.dispatcher.handle(self, "DELETE")
+
+
+class HttpServer(ThreadingHTTPServer):
+    """HTTP/1.1 server with one named daemon thread per connection, all of them stoppable."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self._conn_lock = threading.Lock()
+        self._connections: dict[threading.Thread, socket.socket] = {}
+        self._ids = itertools.count(1)
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address),
+            name=f"pyinformers-apiserver-conn-{next(self._ids)}",
+            daemon=True,
+        )
+        with self._conn_lock:
+            self._connections[thread] = request
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - a broken connection must not take the server down
+            pass
+        finally:
+            self.shutdown_request(request)
+            with self._conn_lock:
+                self._connections.pop(threading.current_thread(), None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+    def connection_count(self) -> int:
+        with self._conn_lock:
+            return len(self._connections)
+
+    def close_connections(self, timeout: float) -> bool:
+        """Cut every open connection and join the threads serving them; True if all ended in time."""
+        with self._conn_lock:
+            connections = list(self._connections.items())
+        for _thread, sock in connections:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        for thread, _sock in connections:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return all(not t.is_alive() for t, _ in connections)

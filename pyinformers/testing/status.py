@@ -1,0 +1,152 @@
+"""Status objects: how the in-process API server reports every failure.
+
+Every error the server answers with is a ``meta.k8s.io/v1`` ``Status`` whose
+``code`` is the HTTP status and whose ``reason`` is one of the machine-readable
+reasons the Kubernetes API defines (``NotFound``, ``AlreadyExists``,
+``Conflict``, ``Invalid``, ``BadRequest``, ``Expired``, ...). The server's
+modules raise :class:`StatusError`; the HTTP layer turns it into a response
+(or, inside a watch stream, into an ``ERROR`` event).
+
+Pure values; thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+__all__ = [
+    "StatusError",
+    "status_object",
+    "success_status",
+    "bad_request",
+    "not_found",
+    "already_exists",
+    "conflict",
+    "invalid",
+    "expired",
+    "method_not_allowed",
+    "unsupported_media_type",
+    "forbidden",
+]
+
+
+def status_object(
+    code: int,
+    reason: str,
+    message: str,
+    *,
+    details: Optional[Mapping[str, Any]] = None,
+) -> dict:
+    """A failure ``Status`` object as the API server sends it."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        status["details"] = dict(details)
+    return status
+
+
+def success_status(*, details: Optional[Mapping[str, Any]] = None) -> dict:
+    """The ``Status`` a successful delete of an already-gone object returns."""
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        status["details"] = dict(details)
+    return status
+
+
+class StatusError(Exception):
+    """A request failed with an HTTP status and a Kubernetes ``Status`` body.
+
+    ``retry_after`` (seconds), when set, is sent as a ``Retry-After`` header
+    (429 and some 5xx answers).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: Optional[Mapping[str, Any]] = None,
+        retry_after: Optional[int] = None,
+    ) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = dict(details) if details else None
+        self.retry_after = retry_after
+
+    @property
+    def status(self) -> dict:
+        """The ``Status`` object for this error."""
+        return status_object(self.code, self.reason, self.message, details=self.details)
+
+    def __repr__(self) -> str:
+        return f"StatusError(code={self.code}, reason={self.reason!r}, message={self.message!r})"
+
+
+def _details(kind: str, group: str, name: Optional[str], causes: Optional[list] = None) -> dict:
+    details: dict[str, Any] = {"kind": kind}
+    if group:
+        details["group"] = group
+    if name:
+        details["name"] = name
+    if causes:
+        details["causes"] = causes
+    return details
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def forbidden(message: str, *, kind: str = "", group: str = "", name: Optional[str] = None) -> StatusError:
+    return StatusError(403, "Forbidden", message, details=_details(kind, group, name) if kind else None)
+
+
+def not_found(kind: str, group: str, name: Optional[str], *, message: Optional[str] = None) -> StatusError:
+    """404 for one object, or (``name=None``) for an unknown resource or path."""
+    qualified = f"{kind}.{group}" if group else kind
+    if message is None:
+        message = f'{qualified} "{name}" not found' if name else "the server could not find the requested resource"
+    return StatusError(404, "NotFound", message, details=_details(kind, group, name))
+
+
+def already_exists(kind: str, group: str, name: str) -> StatusError:
+    qualified = f"{kind}.{group}" if group else kind
+    return StatusError(409, "AlreadyExists", f'{qualified} "{name}" already exists', details=_details(kind, group, name))
+
+
+def conflict(kind: str, group: str, name: str, reason: str) -> StatusError:
+    qualified = f"{kind}.{group}" if group else kind
+    message = f'Operation cannot be fulfilled on {qualified} "{name}": {reason}'
+    return StatusError(409, "Conflict", message, details=_details(kind, group, name))
+
+
+def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
+    """422 Invalid; ``causes`` are ``(reason, field, message)`` triples (reason like ``FieldValueInvalid``)."""
+    qualified = f"{kind}.{group}" if group else kind
+    summary = ", ".join(f"{field}: {message}" for _, field, message in causes)
+    message = f'{qualified} "{name}" is invalid: {summary}'
+    cause_dicts = [{"reason": reason, "field": field, "message": msg} for reason, field, msg in causes]
+    return StatusError(422, "Invalid", message, details=_details(kind, group, name, cause_dicts))
+
+
+def expired(message: str) -> StatusError:
+    """410 Gone with reason ``Expired``: a resourceVersion or continue token older than the compaction point."""
+    return StatusError(410, "Expired", message)
+
+
+def method_not_allowed(message: str) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(message: str) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType", message)

@@ -1,0 +1,243 @@
+"""Watch fan-out for the in-process API server.
+
+The :class:`WatchHub` listens to the store: for every change it appends the
+change to the queue of each open :class:`Watcher` of that resource (and
+namespace). The store calls the hub under its lock, so every watcher's queue
+receives changes in resourceVersion order, and a watcher registered under that
+lock (after reading its starting state or replaying history) misses nothing
+and sees nothing twice.
+
+Each watcher's queue is bounded (``max_queue``): a watcher that falls that far
+behind is closed with reason ``"overflow"`` -- the real API server likewise
+terminates watchers that cannot keep up -- so a slow or stalled client never
+makes writers wait or the server's memory grow without bound. The client then
+re-watches from the last resourceVersion it saw.
+
+The serving thread of a watch (in the HTTP layer) takes changes in batches
+with :meth:`Watcher.next_batch` and turns them into JSON lines with
+:meth:`Watcher.encode`, which applies the label and field selectors: an object
+that starts matching is sent as ADDED, one that stops matching as DELETED.
+
+Lock order: the store lock, then a watcher's condition. The serving thread
+never holds its watcher's condition while taking the store lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Optional
+
+import orjson
+
+from pyinformers.testing.registry import ResourceType
+from pyinformers.testing.storage import Change, ChangeType, Store
+
+__all__ = ["Watcher", "WatchHub", "INITIAL_EVENTS_END"]
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+_TYPES = {t: t.value.encode() for t in ChangeType}
+
+
+def event_line(event_type: bytes, raw_object: bytes) -> bytes:
+    """One watch event as a JSON line."""
+    return b'{"type":"' + event_type + b'","object":' + raw_object + b"}\n"
+
+
+class Watcher:
+    """One open watch: a bounded queue of changes plus the filter to apply.
+
+    ``label_selector`` and ``field_selector`` are objects with a
+    ``matches(...)`` method (``pyinformers.api.selectors``) or None.
+    """
+
+    def __init__(
+        self,
+        resource: ResourceType,
+        namespace: Optional[str],
+        *,
+        label_selector: Any = None,
+        field_selector: Any = None,
+        max_queue: int = 10_000,
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.max_queue = max_queue
+        self.start_rv = 0
+        self.events_sent = 0
+        self.close_reason: Optional[str] = None
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: deque[Change] = deque()  # changes not yet taken by the serving thread
+
+    def __repr__(self) -> str:
+        where = f" namespace={self.namespace}" if self.namespace else ""
+        return (
+            f"<Watcher {self.resource}{where} queued={len(self._queue)} sent={self.events_sent} "
+            f"closed={self.close_reason!r}>"
+        )
+
+    @property
+    def closed(self) -> bool:
+        return self.close_reason is not None
+
+    def offer(self, change: Change) -> None:
+        """Queue a change (called by the hub under the store lock); closes the watcher on overflow."""
+        with self._cond:
+            if self.close_reason is not None:
+                return
+            if len(self._queue) >= self.max_queue:
+                self.close_reason = "overflow"
+                self._queue.clear()
+            else:
+                self._queue.append(change)
+            self._cond.notify()
+
+    def close(self, reason: str) -> None:
+        """End the watch (idempotent; the first reason wins). Safe from any thread."""
+        with self._cond:
+            if self.close_reason is None:
+                self.close_reason = reason
+            self._cond.notify_all()
+
+    def next_batch(self, timeout: float) -> Optional[list[Change]]:
+        """Wait up to ``timeout`` s for changes; returns them (maybe empty), or None once closed."""
+        with self._cond:
+            if not self._queue and self.close_reason is None and timeout > 0:
+                self._cond.wait(timeout)
+            if self.close_reason is not None:
+                return None
+            batch = list(self._queue)
+            self._queue.clear()
+            return batch
+
+    def is_drained(self) -> bool:
+        with self._cond:
+            return not self._queue
+
+    # -- encoding ------------------------------------------------------------------------
+
+    def matches(self, obj: Optional[dict]) -> bool:
+        if obj is None:
+            return False
+        if self.label_selector is not None and not self.label_selector.matches((obj.get("metadata") or {}).get("labels")):
+            return False
+        if self.field_selector is not None and not self.field_selector.matches(obj):
+            return False
+        return True
+
+    def _raw(self, obj: dict, raw: Optional[bytes]) -> bytes:
+        if obj.get("apiVersion") != self.resource.api_version:
+            obj = dict(obj, apiVersion=self.resource.api_version)
+            return orjson.dumps(obj)
+        return raw if raw is not None else orjson.dumps(obj)
+
+    def encode(self, changes: list[Change]) -> list[bytes]:
+        """The JSON lines for a batch of changes, after the selectors."""
+        lines = []
+        filtered = self.label_selector is not None or self.field_selector is not None
+        for change in changes:
+            if not filtered:
+                lines.append(event_line(_TYPES[change.type], self._raw(change.obj, change.raw)))
+                continue
+            now = self.matches(change.obj)
+            if change.type is ChangeType.MODIFIED:
+                before = self.matches(change.prev)
+                if now and before:
+                    lines.append(event_line(b"MODIFIED", self._raw(change.obj, change.raw)))
+                elif now:
+                    lines.append(event_line(b"ADDED", self._raw(change.obj, change.raw)))
+                elif before:
+                    # It stopped matching: the client must forget it. Send its previous
+                    # state, at this change's resourceVersion, as the real server does.
+                    prev = dict(change.prev or {})
+                    prev["metadata"] = dict(prev.get("metadata") or {}, resourceVersion=str(change.rv))
+                    lines.append(event_line(b"DELETED", self._raw(prev, None)))
+            elif now:
+                lines.append(event_line(_TYPES[change.type], self._raw(change.obj, change.raw)))
+        self.events_sent += len(lines)
+        return lines
+
+    def encode_objects(self, objects: list[dict]) -> list[bytes]:
+        """ADDED lines for a starting state (after the selectors)."""
+        lines = [event_line(b"ADDED", self._raw(obj, None)) for obj in objects if self.matches(obj)]
+        self.events_sent += len(lines)
+        return lines
+
+    def bookmark_line(self, rv: int, *, initial_events_end: bool = False) -> bytes:
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_events_end:
+            metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
+        obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": metadata}
+        return event_line(b"BOOKMARK", orjson.dumps(obj))
+
+
+class WatchHub:
+    """Routes the store's changes to open watchers. Thread-safe (under the store lock)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._watchers: dict[str, list[Watcher]] = {}  # storage key -> open watchers
+        store.add_listener(self._on_change)
+
+    def __repr__(self) -> str:
+        return f"<WatchHub watchers={self.count()}>"
+
+    def _on_change(self, change: Change) -> None:
+        for watcher in self._watchers.get(change.storage_key, ()):
+            if watcher.namespace is None or watcher.namespace == change.namespace:
+                watcher.offer(change)
+
+    def open(
+        self, watcher: Watcher, *, since_rv: Optional[int], initial_state: bool
+    ) -> tuple[list[dict], int]:
+        """Register a watcher atomically with its starting point.
+
+        With ``initial_state`` returns the current objects (to be sent as ADDED)
+        and their rv; otherwise queues every change after ``since_rv`` from
+        history (410 Expired if compacted) and returns ``([], since_rv)``.
+        """
+        key = watcher.resource.storage_key
+        with self._store.lock:
+            if initial_state:
+                objects, rv = self._store.snapshot(key, watcher.namespace)
+            else:
+                assert since_rv is not None
+                backlog = self._store.changes_since(since_rv, key)
+                for change in backlog:
+                    if watcher.namespace is None or watcher.namespace == change.namespace:
+                        watcher.offer(change)
+                objects, rv = [], since_rv
+            watcher.start_rv = rv
+            self._watchers.setdefault(key, []).append(watcher)
+        return objects, rv
+
+    def close(self, watcher: Watcher, reason: str = "closed") -> None:
+        watcher.close(reason)
+        with self._store.lock:
+            watchers = self._watchers.get(watcher.resource.storage_key)
+            if watchers and watcher in watchers:
+                watchers.remove(watcher)
+
+    def bookmark_rv(self, watcher: Watcher) -> Optional[int]:
+        """The rv a bookmark may carry now: every change up to it was delivered (None: drain first)."""
+        with self._store.lock:
+            if not watcher.is_drained():
+                return None
+            return max(self._store.current_rv, watcher.start_rv)
+
+    def watchers(self) -> list[Watcher]:
+        with self._store.lock:
+            return [w for ws in self._watchers.values() for w in ws]
+
+    def count(self) -> int:
+        with self._store.lock:
+            return sum(len(ws) for ws in self._watchers.values())
+
+    def close_all(self, reason: str) -> int:
+        watchers = self.watchers()
+        for watcher in watchers:
+            self.close(watcher, reason)
+        return len(watchers)
