@@ -36,7 +36,7 @@ _EXPORTS = {
     "Lister": "lister",
     "Reflector": "reflector",
     "SharedIndexInformer": "informer",
-    "gc_paused": "informer",
+    "gc_paused": "reflector",
     "EventHandler": "processor",
     "EventHandlerFuncs": "processor",
     "HandlerRegistration": "processor",

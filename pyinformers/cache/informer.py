@@ -30,16 +30,18 @@ Invariants:
 
 GC: filling a large cache with the cyclic garbage collector running costs
 about five times as much as without it (the collector re-traverses the
-growing cache). Until its initial list is in the cache, a running informer
-pauses the cyclic GC process-wide (reference-counted across informers, the
-previous state restored after the last one), bounded by ``gc_pause_limit``
-seconds. Reference counting still frees everything acyclic meanwhile; plain
-JSON objects are acyclic.
+growing cache). The reflector pauses the collector while it decodes the list;
+the informer keeps it paused until the listed objects are in the cache (they
+are inserted on the informer thread, after the reflector handed them over),
+bounded by ``gc_pause_limit`` seconds. Both use the same process-wide,
+reference-counted pause (:func:`pyinformers.cache.reflector.gc_paused`), which
+restores the collector's previous state when the last holder leaves.
+Reference counting still frees everything acyclic meanwhile, and decoded JSON
+is acyclic.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -62,11 +64,11 @@ from pyinformers.cache.processor import (
     effective_resync_period,
     track_informer,
 )
-from pyinformers.cache.reflector import Reflector
+from pyinformers.cache.reflector import Reflector, gc_paused
 from pyinformers.cache.store import Indexer
 from pyinformers.clock import REAL_CLOCK, Clock
 
-__all__ = ["SharedIndexInformer", "EventHandlerFuncs", "HandlerRegistration", "gc_paused"]
+__all__ = ["SharedIndexInformer", "EventHandlerFuncs", "HandlerRegistration"]
 
 log = logging.getLogger(__name__)
 
@@ -76,50 +78,6 @@ _DELETED = DeltaType.DELETED
 
 # How often an idle informer thread looks at its stop event and GC-pause bound.
 _IDLE_POLL = 0.5
-
-
-class _GcPause:
-    """Process-wide, reference-counted pause of the cyclic garbage collector.
-
-    The first holder records whether the GC was enabled and disables it; the
-    last one to release restores that state. Thread-safe.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._holders = 0
-        self._was_enabled = False
-
-    def acquire(self) -> None:
-        with self._lock:
-            if self._holders == 0:
-                self._was_enabled = gc.isenabled()
-                gc.disable()
-            self._holders += 1
-
-    def release(self) -> None:
-        with self._lock:
-            if self._holders <= 0:
-                raise RuntimeError("gc pause released more often than acquired")
-            self._holders -= 1
-            if self._holders == 0 and self._was_enabled:
-                gc.enable()
-
-    @property
-    def holders(self) -> int:
-        return self._holders
-
-    def __enter__(self) -> "_GcPause":
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-#: The process-wide GC pause informers share; usable as a context manager
-#: (``with gc_paused: fill_something_big()``).
-gc_paused = _GcPause()
 
 
 def _resource_version(obj: Any) -> Optional[str]:
@@ -206,6 +164,12 @@ class SharedIndexInformer:
         self._synced_cond = threading.Condition(threading.Lock())
         self._process_errors = 0
         track_informer(self, metrics_registry)
+        if metrics_registry is False:
+            from prometheus_client import CollectorRegistry
+
+            self._reflector_registry: Any = CollectorRegistry()  # nobody scrapes it
+        else:
+            self._reflector_registry = metrics_registry
 
     # -- properties ---------------------------------------------------------------------
     @property
@@ -381,6 +345,7 @@ class SharedIndexInformer:
             self._stop_event = stop
             options = dict(self._reflector_options)
             options.setdefault("clock", self._clock)
+            options.setdefault("metrics_registry", self._reflector_registry)
             self._reflector = Reflector(
                 self._lw,
                 self._fifo,
@@ -396,7 +361,8 @@ class SharedIndexInformer:
             )
         gc_held = False
         if self._pause_gc:
-            gc_paused.acquire()
+            self._gc_pause = gc_paused()
+            self._gc_pause.__enter__()
             gc_held = True
         gc_deadline = time.monotonic() + self._gc_pause_limit
         try:
@@ -415,11 +381,13 @@ class SharedIndexInformer:
                 self._reflector_thread.join(5.0)
 
     _gc_released = False
+    _gc_pause: Any = None
 
     def _release_gc(self) -> None:
+        """Leave the GC pause (informer thread only; once)."""
         if not self._gc_released:
             self._gc_released = True
-            gc_paused.release()
+            self._gc_pause.__exit__(None, None, None)
 
     def _run_reflector(self, reflector: Reflector, stop: threading.Event) -> None:
         try:
