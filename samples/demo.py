@@ -31,10 +31,13 @@ import sys
 import time
 from typing import Any, Callable, Optional, Sequence, TextIO
 
+from prometheus_client import CollectorRegistry
+
 from pyinformers.api import meta
 from pyinformers.api.client import ResourceClient
 from pyinformers.api.errors import AlreadyExists, NotFound
 from pyinformers.cache import SharedInformerFactory
+from pyinformers.controller.metrics import RESULTS
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS
 from samples._support import Convergence, install_crd
@@ -85,8 +88,8 @@ def _replicas(obj: Optional[dict]) -> Any:
     return None if obj is None else (obj.get("spec") or {}).get("replicas")
 
 
-def _available(foo: Optional[dict]) -> Any:
-    return None if foo is None else (foo.get("status") or {}).get("availableReplicas")
+def _available(obj: Optional[dict]) -> Any:
+    return None if obj is None else (obj.get("status") or {}).get("availableReplicas")
 
 
 def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float = 10.0, out: TextIO = sys.stdout) -> None:
@@ -106,7 +109,8 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
         stack.callback(factory.shutdown, 5.0)
         recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
         stack.callback(recorder.close, 5.0)
-        controller = FooController(factory, recorder, workers=2)
+        registry = CollectorRegistry()  # this run's metrics only
+        controller = FooController(factory, recorder, workers=2, metrics_registry=registry)
         foos, deployments = factory.lister(FOOS), factory.lister(DEPLOYMENTS)
         convergence = stack.enter_context(Convergence([factory.informer(FOOS), factory.informer(DEPLOYMENTS)]))
         factory.start()
@@ -151,7 +155,7 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
             create_foo,
             convergence,
             lambda created: (d := deployment()) is not None and meta.is_controlled_by(d, created)
-            and _replicas(d) == 1,
+            and _replicas(d) == 1 and _available(foo()) == 1,
             describe,
             timeout,
         )
@@ -176,7 +180,8 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
             lambda edited: convergence.seen("Deployment", meta.object_key(edited), meta.resource_version(edited))
             and (d := deployment()) is not None
             and meta.resource_version(d) != meta.resource_version(edited)
-            and _replicas(d) == 3,
+            and _replicas(d) == 3
+            and _available(foo()) == 3,
             describe,
             timeout,
         )
@@ -187,10 +192,11 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
             return uid
 
         say.step(
-            "delete the Deployment: the controller recreates it",
+            "delete the Deployment: the controller recreates it, the Foo's status catches up",
             delete_deployment,
             convergence,
-            lambda old_uid: (d := deployment()) is not None and meta.uid(d) != old_uid and _replicas(d) == 3,
+            lambda old_uid: (d := deployment()) is not None and meta.uid(d) != old_uid and _replicas(d) == 3
+            and _available(d) == 3 and _available(foo()) == 3,
             describe,
             timeout,
         )
@@ -222,6 +228,23 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
             )
         if not events:
             raise DemoFailed("no Events were recorded about the Foo")
+        say.say()
+        say.say(_reconcile_summary(registry, controller.name))
+
+
+def _reconcile_summary(registry: CollectorRegistry, name: str) -> str:
+    def value(metric: str, **labels: str) -> int:
+        return int(registry.get_sample_value(metric, {"controller": name, **labels}) or 0)
+
+    total = sum(value("controller_runtime_reconcile_total", result=r) for r in RESULTS)
+    errors = value("controller_runtime_reconcile_errors_total")
+    text = f"The controller ran {total} reconciles"
+    if errors:
+        text += (
+            f"; {errors} raised and were retried with backoff (a write that raced a newer version"
+            " of the object, or an object deleted meanwhile: the retry reads the fresher cache; -v shows them)"
+        )
+    return text + "."
 
 
 def _api_client_for(kubeconfig: str) -> Any:
@@ -238,10 +261,12 @@ def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout) -> i
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds each step may take (default 10)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the controller's log")
     args = parser.parse_args(argv)
-    if args.verbose:
-        logging.basicConfig(level=logging.INFO, format="    %(levelname)s %(name)s: %(message)s")
-    else:
-        logging.basicConfig(level=logging.ERROR, format="    %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR, format="    %(levelname)s %(name)s: %(message)s"
+    )
+    if not args.verbose:
+        # A reconcile that raises is retried; the narration counts those at the end instead.
+        logging.getLogger("pyinformers.controller").setLevel(logging.CRITICAL)
 
     started = time.monotonic()
     try:
