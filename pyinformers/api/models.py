@@ -14,6 +14,7 @@ for (de)serialization, which keeps no per-call state.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Mapping, Optional, Union
 
@@ -69,8 +70,27 @@ def to_model(obj: Mapping[str, Any], model: Union[str, type], *, api_client: Any
 
 
 def from_model(model: Any, *, api_client: Any = None) -> Any:
-    """A model instance (or a structure of them) back to plain JSON data (dicts, lists, strings)."""
-    return _serializer(api_client).sanitize_for_serialization(model)
+    """A model instance (or a structure of them) back to plain JSON data (dicts, lists, strings).
+
+    Keys are the API's (camelCase); unset fields are left out; timestamps are
+    written the way the API server writes them (``...T10:00:00Z``), so a dict
+    that went through :func:`to_model` and back compares equal to the original.
+    """
+    return _utc_z(_serializer(api_client).sanitize_for_serialization(model))
+
+
+_UTC_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\+00:00\Z")
+
+
+def _utc_z(data: Any) -> Any:
+    """Rewrite ``isoformat()`` UTC timestamps (``+00:00``) in RFC 3339 ``Z`` form, recursively."""
+    if isinstance(data, dict):
+        return {key: _utc_z(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_utc_z(value) for value in data]
+    if isinstance(data, str) and _UTC_ISO.match(data):
+        return data[:-6] + "Z"
+    return data
 
 
 class _LegacyResponse:  # pragma: no cover - only for kubernetes <= 36
