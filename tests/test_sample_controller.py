@@ -1,0 +1,211 @@
+"""The sample-controller port, end to end against the in-process API server over HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Callable
+
+import pytest
+
+from pyinformers.api import meta
+from pyinformers.api.client import ResourceClient
+from pyinformers.api.resource import Resource
+from pyinformers.cache import SharedInformerFactory
+from pyinformers.record import EventRecorder
+from pyinformers.resources import DEPLOYMENTS, EVENTS
+from pyinformers.testing import ApiServer
+from samples._support import Convergence, install_crd, load_yaml
+from samples.sample_controller import (
+    ARTIFACTS,
+    CONTROLLER_AGENT_NAME,
+    ERR_RESOURCE_EXISTS,
+    FOOS,
+    MESSAGE_RESOURCE_SYNCED,
+    SUCCESS_SYNCED,
+    FooController,
+    new_deployment,
+)
+
+NS = "default"
+TIMEOUT = 10.0
+
+
+@pytest.fixture
+def api_client():
+    """A client of a fresh in-process API server whose Deployments become available after 50 ms."""
+    with ApiServer(simulate_workloads=True, workload_delay=0.05) as server:
+        client = server.api_client()
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+@dataclasses.dataclass
+class Harness:
+    api_client: Any
+    controller: FooController
+    recorder: EventRecorder
+    convergence: Convergence
+    foos: ResourceClient
+    deployments: ResourceClient
+
+    def foo(self, name: str = "example-foo"):
+        return self.controller.foos.get(name, NS)
+
+    def deployment(self, name: str = "example-foo"):
+        return self.controller.deployments.get(name, NS)
+
+    def wait(self, condition: Callable[[], Any], what: str) -> Any:
+        value, _ = self.convergence.wait(condition, TIMEOUT)
+        assert value, f"timed out after {TIMEOUT}s waiting for {what}; foo={self.foo()} deployment={self.deployment()}"
+        return value
+
+    def create_foo(self, name: str = "example-foo", deployment_name: str = "example-foo", replicas: int = 1) -> dict:
+        return self.foos.create(
+            {
+                "apiVersion": FOOS.api_version,
+                "kind": FOOS.kind,
+                "metadata": {"name": name},
+                "spec": {"deploymentName": deployment_name, "replicas": replicas},
+            },
+            namespace=NS,
+        )
+
+    def events(self, reason: str) -> list[dict]:
+        assert self.recorder.flush(TIMEOUT)
+        return [e for e in ResourceClient(self.api_client, EVENTS).list(NS).items if e.get("reason") == reason]
+
+
+@pytest.fixture
+def harness(api_client):
+    install_crd(api_client, ARTIFACTS / "crd.yaml")
+    with contextlib.ExitStack() as stack:
+        factory = SharedInformerFactory(api_client, namespace=NS, metrics_registry=False)
+        stack.callback(factory.shutdown, 5.0)
+        recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
+        stack.callback(recorder.close, 5.0)
+        controller = FooController(factory, recorder, workers=2)
+        convergence = stack.enter_context(Convergence([factory.informer(FOOS), factory.informer(DEPLOYMENTS)]))
+        factory.start()
+        controller.start()
+        stack.callback(controller.stop, 5.0)
+        yield Harness(
+            api_client, controller, recorder, convergence,
+            ResourceClient(api_client, FOOS), ResourceClient(api_client, DEPLOYMENTS),
+        )
+
+
+def replicas(obj) -> Any:
+    return None if obj is None else obj["spec"].get("replicas")
+
+
+def available(obj) -> Any:
+    return None if obj is None else (obj.get("status") or {}).get("availableReplicas")
+
+
+def test_the_foo_resource_matches_the_crd_and_the_example_is_a_foo():
+    assert Resource.from_crd(ARTIFACTS / "crd.yaml") == FOOS
+    crd = load_yaml(ARTIFACTS / "crd.yaml")
+    assert crd["spec"]["versions"][0]["subresources"] == {"status": {}}
+    example = load_yaml(ARTIFACTS / "example-foo.yaml")
+    assert (example["apiVersion"], example["kind"]) == (FOOS.api_version, FOOS.kind)
+    assert example["spec"] == {"deploymentName": "example-foo", "replicas": 1}
+
+
+def test_new_deployment_is_nginx_labelled_and_controlled_by_the_foo():
+    foo = {
+        "apiVersion": FOOS.api_version, "kind": "Foo",
+        "metadata": {"name": "f", "namespace": NS, "uid": "u-1"},
+        "spec": {"deploymentName": "d", "replicas": 2},
+    }
+    d = new_deployment(foo)
+    assert d["metadata"]["name"] == "d" and d["spec"]["replicas"] == 2
+    labels = {"app": "nginx", "controller": "f"}
+    assert d["spec"]["selector"]["matchLabels"] == labels == d["spec"]["template"]["metadata"]["labels"]
+    assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:latest"
+    assert meta.is_controlled_by(d, foo)
+
+
+def test_creating_a_foo_creates_its_owned_deployment_and_reports_availability(harness):
+    foo = harness.create_foo(replicas=2)
+    d = harness.wait(lambda: harness.deployment(), "the deployment")
+    assert meta.is_controlled_by(d, foo)
+    assert replicas(d) == 2
+    harness.wait(lambda: available(harness.foo()) == 2, "status.availableReplicas == 2")
+    synced = harness.events(SUCCESS_SYNCED)
+    assert synced and synced[0]["message"] == MESSAGE_RESOURCE_SYNCED
+    assert synced[0]["involvedObject"]["kind"] == "Foo" and synced[0]["type"] == "Normal"
+    assert synced[0]["source"]["component"] == CONTROLLER_AGENT_NAME
+
+
+def test_scaling_the_foo_scales_the_deployment_and_the_status_follows(harness):
+    harness.create_foo(replicas=1)
+    harness.wait(lambda: available(harness.foo()) == 1, "first sync")
+    harness.foos.patch("example-foo", {"spec": {"replicas": 3}}, namespace=NS)
+    harness.wait(lambda: replicas(harness.deployment()) == 3, "deployment replicas 3")
+    harness.wait(lambda: available(harness.foo()) == 3, "status.availableReplicas == 3")
+
+
+def test_a_deployment_scaled_by_hand_is_scaled_back(harness):
+    harness.create_foo(replicas=2)
+    harness.wait(lambda: available(harness.foo()) == 2, "first sync")
+    edited = harness.deployments.patch("example-foo", {"spec": {"replicas": 7}}, namespace=NS)
+    harness.wait(
+        lambda: harness.convergence.seen("Deployment", f"{NS}/example-foo", meta.resource_version(edited))
+        and meta.resource_version(harness.deployment()) != meta.resource_version(edited)
+        and replicas(harness.deployment()) == 2,
+        "the deployment reverted to 2",
+    )
+
+
+def test_a_deleted_deployment_is_recreated(harness):
+    harness.create_foo(replicas=1)
+    old = harness.wait(lambda: harness.deployment(), "the deployment")
+    harness.deployments.delete("example-foo", NS)
+    new = harness.wait(
+        lambda: (d := harness.deployment()) is not None and meta.uid(d) != meta.uid(old) and d, "a new deployment"
+    )
+    assert meta.is_controlled_by(new, harness.foo())
+
+
+def test_deleting_the_foo_garbage_collects_its_deployment(harness):
+    harness.create_foo()
+    harness.wait(lambda: harness.deployment(), "the deployment")
+    harness.foos.delete("example-foo", NS)
+    harness.wait(lambda: harness.foo() is None and harness.deployment() is None, "both gone")
+
+
+def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(harness):
+    stranger = new_deployment({
+        "apiVersion": FOOS.api_version, "kind": "Foo",
+        "metadata": {"name": "someone-else", "namespace": NS, "uid": "not-a-real-uid"},
+        "spec": {"deploymentName": "taken", "replicas": 4},
+    })
+    stranger["metadata"].pop("ownerReferences")
+    created = harness.deployments.create(stranger, namespace=NS)
+    harness.create_foo("intruder", deployment_name="taken", replicas=1)
+    warning = harness.wait(
+        lambda: harness.recorder.flush(TIMEOUT) and harness.events(ERR_RESOURCE_EXISTS), "the warning event"
+    )[0]
+    assert warning["type"] == "Warning"
+    assert warning["message"] == "Resource 'taken' already exists and is not managed by Foo"
+    assert warning["involvedObject"]["name"] == "intruder"
+    # nothing changed: same object, same replicas, still unowned; the Foo's status untouched
+    current = harness.deployments.get("taken", NS)
+    assert current["spec"] == created["spec"] and not meta.owner_references(current)
+    assert "availableReplicas" not in (harness.foos.get("intruder", NS).get("status") or {})
+    # the sync failed, so the key is being retried with backoff
+    assert harness.controller.queue.num_requeues(f"{NS}/intruder") >= 1
+
+
+def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
+    harness.foos.create(
+        {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "nameless"}, "spec": {"replicas": 1}},
+        namespace=NS,
+    )
+    harness.create_foo("marker", deployment_name="marker")
+    harness.wait(lambda: harness.deployment("marker"), "the marker's deployment")
+    assert harness.controller.queue.num_requeues(f"{NS}/nameless") == 0
+    assert [meta.name(d) for d in harness.controller.deployments.list(NS)] == ["marker"]
