@@ -264,10 +264,18 @@ def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout) -> i
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, format="    %(levelname)s %(name)s: %(message)s"
     )
+    controller_log = logging.getLogger("pyinformers.controller")
+    saved_level = controller_log.level
     if not args.verbose:
         # A reconcile that raises is retried; the narration counts those at the end instead.
-        logging.getLogger("pyinformers.controller").setLevel(logging.CRITICAL)
+        controller_log.setLevel(logging.CRITICAL)
+    try:
+        return _run(args, out)
+    finally:
+        controller_log.setLevel(saved_level)
 
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
     started = time.monotonic()
     try:
         with contextlib.ExitStack() as stack:

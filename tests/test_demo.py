@@ -1,0 +1,41 @@
+"""``make demo`` runs in the suite: every step converges, and a step that cannot fails clearly."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from samples import demo
+from samples.sample_controller import FooController
+
+
+def test_the_demo_converges_at_every_step_and_lists_its_events():
+    out = io.StringIO()
+    status = demo.main(["--timeout", "10"], out=out)
+    text = out.getvalue()
+    assert status == 0, text
+    for step in range(1, 6):
+        assert f"[{step}] " in text
+    assert text.count("converged in") == 5
+    assert "Synced" in text and "sample-controller" in text
+    assert "All steps converged" in text
+
+
+def test_the_demo_exits_non_zero_naming_the_step_that_did_not_converge(monkeypatch):
+    monkeypatch.setattr(FooController, "reconcile", lambda self, key: None)  # a controller that does nothing
+    out = io.StringIO()
+    status = demo.main(["--timeout", "0.5"], out=out)
+    text = out.getvalue()
+    assert status == 1
+    assert "DEMO FAILED: step 1 (create Foo example-foo" in text
+    assert "did not converge within 0.5 s; now: Foo replicas=1 available=None, Deployment absent" in text
+
+
+def test_the_quickstart_runs_as_documented(capsys):
+    from samples import quickstart
+
+    assert quickstart.main([]) == 0
+    out = capsys.readouterr().out
+    assert "created:   {'images': 'nginx:1.27', 'replicas': '2'}" in out
+    assert "recreated: {'images': 'nginx:1.27', 'replicas': '2'}" in out
