@@ -1,1 +1,65 @@
-"""pyinformers.controller (being built)."""
+"""pyinformers.controller: write a ``reconcile(key)``, get a controller.
+
+* :class:`Controller` -- the base class: ``watch()`` informers in the
+  constructor, implement ``reconcile(key) -> Result | None``, ``run()``.
+* :class:`Result` -- what a reconcile asks for next (done, requeue with
+  backoff, look again after a delay).
+* Handlers (events -> keys): :class:`EnqueueForObject`,
+  :class:`EnqueueForOwner`, :class:`EnqueueMapped`.
+* Predicates (``Event -> bool``): :func:`generation_changed`,
+  :func:`labels_changed`, :func:`annotations_changed`,
+  :func:`resource_version_changed`, :func:`label_selector`, :func:`is_resync`,
+  combined with :func:`all_of`, :func:`any_of`, :func:`not_`.
+* :class:`Manager` -- runs controllers on one API client and one informer
+  factory, with signal handling, ``/metrics``, ``/healthz`` and ``/readyz``.
+
+Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
+``testing``.
+"""
+
+from pyinformers.controller.controller import CacheSyncTimeout, Controller, Watch
+from pyinformers.controller.event import Event, EventType
+from pyinformers.controller.handlers import (
+    BoundHandler,
+    EnqueueForObject,
+    EnqueueForOwner,
+    EnqueueMapped,
+    EventHandler,
+)
+from pyinformers.controller.predicates import (
+    Predicate,
+    all_of,
+    annotations_changed,
+    any_of,
+    generation_changed,
+    is_resync,
+    label_selector,
+    labels_changed,
+    not_,
+    resource_version_changed,
+)
+from pyinformers.controller.result import Result
+
+__all__ = [
+    "BoundHandler",
+    "CacheSyncTimeout",
+    "Controller",
+    "EnqueueForObject",
+    "EnqueueForOwner",
+    "EnqueueMapped",
+    "Event",
+    "EventHandler",
+    "EventType",
+    "Predicate",
+    "Result",
+    "Watch",
+    "all_of",
+    "annotations_changed",
+    "any_of",
+    "generation_changed",
+    "is_resync",
+    "label_selector",
+    "labels_changed",
+    "not_",
+    "resource_version_changed",
+]

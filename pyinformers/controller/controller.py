@@ -1,0 +1,489 @@
+"""The :class:`Controller` base class: informers in, keys through a queue, ``reconcile(key)`` out.
+
+A controller is a subclass with a ``reconcile(key)``. In its constructor it
+wires informers to its rate-limiting work queue with :meth:`Controller.watch`;
+:meth:`Controller.run` waits for those informers' caches, starts worker
+threads, and feeds them keys until it is stopped::
+
+    class ConfigMapMirror(Controller):
+        def __init__(self, factory):
+            super().__init__("configmap-mirror", workers=2)
+            self.configmaps = factory.lister(CONFIGMAPS)
+            self.watch(factory.informer(CONFIGMAPS), predicates=[labels_changed])
+
+        def reconcile(self, key):
+            namespace, name = split_key(key)
+            cm = self.configmaps.get(name, namespace)
+            if cm is None:
+                return None          # gone: nothing to do
+            ...                      # make the world match cm
+            return Result(requeue_after=300)
+
+What a reconcile's outcome does to its key (see :mod:`.result`):
+
+==================================  ==========================================  ===================
+reconcile                           the key                                      ``result`` label
+==================================  ==========================================  ===================
+returns ``None`` / ``Result()``     ``forget`` (backoff reset)                   ``success``
+returns ``Result(requeue=True)``    ``add_rate_limited`` (backoff grows)         ``requeue``
+returns ``Result(requeue_after=s)`` ``forget`` + ``add_after(s)``                ``requeue_after``
+raises                              ``add_rate_limited``, logged once            ``error``
+==================================  ==========================================  ===================
+
+Invariants:
+
+* one key is never reconciled by two workers at once (the work queue hands
+  out an item being processed to nobody else, and re-queues it on ``done``
+  if it was added meanwhile);
+* ``queue.done(key)`` is called after every reconcile, whatever happened;
+* an exception in ``reconcile`` never ends a worker;
+* a key added while its reconcile runs is reconciled again afterwards, so
+  the last change to an object is always followed by a reconcile that saw it.
+
+Threading: workers are daemon threads named
+``pyinformers-worker-<controller>-<n>``. :meth:`start`, :meth:`stop` and
+:meth:`run` may be called from any thread; ``reconcile`` runs concurrently
+on up to ``workers`` threads (for different keys) and must be thread-safe in
+what it shares.
+
+Shutdown bounds are measured in real time (not on the injected clock): they
+are about how long a process takes to exit, even in tests that fake time.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+import threading
+import time
+from typing import Any, Optional, Sequence
+
+from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.controller.handlers import EnqueueForObject, EventHandler
+from pyinformers.controller.metrics import ControllerMetrics
+from pyinformers.controller.predicates import Predicate
+from pyinformers.controller.result import Result
+from pyinformers.workqueue import RateLimitingQueue, default_controller_rate_limiter
+
+__all__ = ["CacheSyncTimeout", "Controller", "Watch"]
+
+# How often a blocked wait re-checks whether someone asked it to stop (real seconds).
+_POLL = 0.05
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class CacheSyncTimeout(TimeoutError):
+    """The caches a controller watches did not sync in time.
+
+    ``pending`` names what did not sync (informer names, or handler
+    registrations still delivering their initial list).
+    """
+
+    def __init__(self, controller: str, timeout: float, pending: Sequence[str]) -> None:
+        self.controller = controller
+        self.timeout = timeout
+        self.pending = list(pending)
+        super().__init__(
+            f"controller {controller!r}: caches did not sync within {timeout:g} s: " + "; ".join(self.pending)
+        )
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class Watch:
+    """One ``watch()`` of a controller: an informer, its handler and predicates, the registration.
+
+    Read-only for users (``controller.watches``); the registration is what
+    the informer returned from ``add_event_handler``.
+    """
+
+    __slots__ = ("informer", "handler", "predicates", "registration")
+
+    def __init__(self, informer: Any, handler: EventHandler, predicates: tuple, registration: Any) -> None:
+        self.informer = informer
+        self.handler = handler
+        self.predicates = predicates
+        self.registration = registration
+
+    def has_synced(self) -> bool:
+        """True once the informer synced and this handler received its initial list."""
+        has = getattr(self.registration, "has_synced", None)
+        if has is not None:
+            return bool(has())
+        return bool(self.informer.has_synced())
+
+    def __repr__(self) -> str:
+        name = getattr(self.informer, "name", self.informer)
+        return f"<Watch {name} {self.handler!r} predicates={len(self.predicates)}>"
+
+
+class Controller:
+    """Base class of controllers: subclass it and implement :meth:`reconcile`.
+
+    ``name`` labels logs (logger ``pyinformers.controller.<name>``), metrics
+    (label ``controller``), the work queue (metrics label ``name``) and
+    worker threads; it defaults to the class attribute ``name`` if the
+    subclass sets one, else the class name in lower case. ``workers`` is how
+    many keys are reconciled concurrently. ``rate_limiter`` paces retries
+    (``default_controller_rate_limiter()``: per-key exponential backoff from
+    5 ms to 1000 s, under an overall 10 qps / burst 100 bucket). ``clock``
+    drives the queue and the rate limiter (tests pass a ``FakeClock``).
+    ``metrics_registry`` is the Prometheus registry (the default one when
+    None). ``sync_timeout`` bounds the wait for caches in :meth:`start`,
+    ``shutdown_timeout`` the drain in :meth:`run`.
+
+    A controller runs once: after :meth:`stop`, build a new one.
+    """
+
+    #: Subclasses may set a default name here instead of passing it.
+    name: str = ""
+
+    def __init__(
+        self,
+        name: Optional[str] = None,
+        *,
+        workers: int = 1,
+        rate_limiter: Any = None,
+        clock: Optional[Clock] = None,
+        metrics_registry: Any = None,
+        sync_timeout: float = 60.0,
+        shutdown_timeout: float = 30.0,
+    ) -> None:
+        resolved = name or type(self).name or type(self).__name__.lower()
+        if not isinstance(resolved, str) or not _VALID_NAME.match(resolved):
+            raise ValueError(
+                f"invalid controller name {resolved!r}: use letters, digits, '.', '_' and '-' "
+                "(it labels metrics and names threads)"
+            )
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        if sync_timeout <= 0 or shutdown_timeout < 0:
+            raise ValueError("sync_timeout must be > 0 and shutdown_timeout >= 0")
+        self.name = resolved
+        self.workers = workers
+        self.clock: Clock = REAL_CLOCK if clock is None else clock
+        self.sync_timeout = float(sync_timeout)
+        self.shutdown_timeout = float(shutdown_timeout)
+        self.log = logging.getLogger(f"pyinformers.controller.{resolved}")
+        if rate_limiter is None:
+            rate_limiter = default_controller_rate_limiter(clock=self.clock)
+        #: The work queue of keys. Handlers add to it; workers drain it.
+        self.queue = RateLimitingQueue(
+            rate_limiter, name=resolved, clock=self.clock, metrics_registry=metrics_registry
+        )
+        self.metrics = ControllerMetrics(resolved, metrics_registry)
+        self.metrics_registry = self.metrics.registry
+        self.metrics.set_max_concurrent(workers)
+        # All below guarded by _lock (reentrant: error messages call __repr__, which takes it).
+        self._lock = threading.RLock()
+        self._state = _State.NEW
+        self._watches: list[Watch] = []
+        self._threads: list[threading.Thread] = []
+        # worker thread name -> key it is reconciling now (for shutdown diagnostics)
+        self._in_flight: dict[str, str] = {}
+        # Set by stop(): workers stop taking keys, run() and start() stop waiting.
+        self._stopping = threading.Event()
+
+    # -- wiring -----------------------------------------------------------------------
+    def watch(
+        self,
+        informer: Any,
+        handler: Optional[EventHandler] = None,
+        predicates: Sequence[Predicate] = (),
+        *,
+        resync_period: Optional[float] = None,
+    ) -> Watch:
+        """Feed ``informer``'s events, filtered by ``predicates``, mapped by ``handler``, to the queue.
+
+        ``handler`` defaults to :class:`~.handlers.EnqueueForObject`. Every
+        informer watched here is waited for in :meth:`start`. ``resync_period``
+        asks the informer for periodic resyncs of this handler (None: the
+        informer's default). Call it before :meth:`start` (typically in the
+        subclass's constructor).
+        """
+        if handler is None:
+            handler = EnqueueForObject()
+        if not isinstance(handler, EventHandler):
+            raise TypeError(
+                f"handler must be an EventHandler (EnqueueForObject, EnqueueForOwner, EnqueueMapped), got {handler!r}"
+            )
+        if not callable(getattr(informer, "add_event_handler", None)):
+            raise TypeError(f"watch() needs an informer (with add_event_handler), got {informer!r}")
+        preds = tuple(predicates)
+        bound = handler.bind(self.queue, preds)
+        with self._lock:
+            if self._state is not _State.NEW:
+                raise RuntimeError(f"{self!r}: watch() must be called before start()")
+            if resync_period is None:
+                registration = informer.add_event_handler(bound)
+            else:
+                registration = informer.add_event_handler(bound, resync_period=resync_period)
+            w = Watch(informer, handler, preds, registration)
+            self._watches.append(w)
+        return w
+
+    @property
+    def watches(self) -> list[Watch]:
+        """The watches wired so far (a copy)."""
+        with self._lock:
+            return list(self._watches)
+
+    @property
+    def informers(self) -> list[Any]:
+        """The distinct informers this controller watches, in wiring order."""
+        seen: list[Any] = []
+        for w in self.watches:
+            if not any(w.informer is s for s in seen):
+                seen.append(w.informer)
+        return seen
+
+    # -- the user's part ------------------------------------------------------------
+    def reconcile(self, key: str) -> Optional[Result]:
+        """Make the world match the desired state of ``key``; override this.
+
+        Read the objects you need from listers (the cache), never from the
+        event that enqueued the key: by the time a worker gets to it, the
+        cache holds the latest state, and several events may have been folded
+        into one reconcile. Return None when done, or a :class:`Result`; raise
+        to retry with backoff.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement reconcile(key)")
+
+    # -- running ----------------------------------------------------------------------
+    def has_synced(self) -> bool:
+        """True once every watched informer synced and delivered its initial list to us."""
+        return all(w.has_synced() for w in self.watches)
+
+    def wait_for_cache_sync(self, timeout: Optional[float] = None) -> None:
+        """Block until :meth:`has_synced`, raising :class:`CacheSyncTimeout` after ``timeout``.
+
+        ``timeout`` defaults to ``sync_timeout``; real seconds. Returns early
+        (without raising) if :meth:`stop` is called meanwhile.
+        """
+        timeout = self.sync_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        watches = self.watches
+        for w in watches:
+            wait = getattr(w.informer, "wait_for_sync", None)
+            while not self._stopping.is_set() and not w.has_synced():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                if wait is not None and not w.informer.has_synced():
+                    wait(min(remaining, _POLL))
+                else:  # the informer synced; its delivery to our handler is catching up
+                    self._stopping.wait(min(remaining, 0.005))
+        if self._stopping.is_set():
+            return
+        pending = [self._describe_pending(w) for w in watches if not w.has_synced()]
+        if pending:
+            raise CacheSyncTimeout(self.name, timeout, pending)
+
+    @staticmethod
+    def _describe_pending(w: Watch) -> str:
+        informer = w.informer
+        name = getattr(informer, "name", repr(informer))
+        if not informer.has_synced():
+            running = getattr(informer, "is_running", None)
+            if running is not None and not running():
+                return f"informer {name} is not running (start the informer factory before the controller)"
+            return f"informer {name} has not finished its initial list"
+        return f"informer {name} synced but has not delivered its initial list to {w.handler!r} yet"
+
+    def start(self, workers: Optional[int] = None) -> None:
+        """Wait for the caches (:meth:`wait_for_cache_sync`), then start the workers and return.
+
+        Raises :class:`CacheSyncTimeout` (and stops the controller) when the
+        caches do not sync within ``sync_timeout``; ``RuntimeError`` if the
+        controller was started before. If :meth:`stop` is called while it
+        waits, it returns without starting workers.
+        """
+        count = self.workers if workers is None else workers
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"workers must be an int >= 1, got {count!r}")
+        with self._lock:
+            if self._state is not _State.NEW:
+                raise RuntimeError(f"{self!r} was already started; a controller runs once")
+            self._state = _State.STARTING
+        try:
+            self.wait_for_cache_sync()
+        except BaseException:
+            self.stop(0)
+            raise
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            if count != self.workers:
+                self.workers = count
+                self.metrics.set_max_concurrent(count)
+            for index in range(count):
+                thread = threading.Thread(
+                    target=self._work, name=f"pyinformers-worker-{self.name}-{index}", daemon=True
+                )
+                self._threads.append(thread)
+            self._state = _State.RUNNING
+            for thread in self._threads:
+                thread.start()
+        self.log.info("started %d worker(s) for %d informer(s)", count, len(self.informers))
+
+    def stop(self, timeout: Optional[float] = None) -> bool:
+        """Stop: no new keys are taken, in-flight reconciles finish, workers exit.
+
+        Waits at most ``timeout`` real seconds (default ``shutdown_timeout``)
+        for in-flight reconciles; returns True when every worker exited, False
+        (after logging the keys still being reconciled) otherwise. Handlers
+        are removed from the informers; the informers themselves are not
+        stopped (they may be shared). Idempotent, callable from any thread,
+        including before :meth:`start`.
+        """
+        timeout = self.shutdown_timeout if timeout is None else timeout
+        deadline = time.monotonic() + max(0.0, timeout)
+        first = not self._stopping.is_set()
+        self._stopping.set()
+        with self._lock:
+            self._state = _State.STOPPED
+            threads = list(self._threads)
+            watches = list(self._watches) if first else []
+        self.queue.shutdown()
+        for w in watches:
+            remove = getattr(w.registration, "remove", None)
+            if remove is not None:
+                try:
+                    remove()
+                except Exception:
+                    self.log.exception("could not remove the handler from informer %s", getattr(w.informer, "name", w.informer))
+        me = threading.current_thread()
+        for thread in threads:
+            if thread is not me:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t for t in threads if t.is_alive() and t is not me]
+        if alive:
+            with self._lock:
+                keys = sorted(self._in_flight.get(t.name, "?") for t in alive)
+            self.log.warning(
+                "shutdown: %d reconcile(s) still running after %g s (keys: %s); leaving them behind",
+                len(alive), timeout, ", ".join(keys),
+            )
+            return False
+        if first and threads:
+            self.log.info("stopped")
+        return True
+
+    def run(self, workers: Optional[int] = None, stop: Optional[threading.Event] = None) -> bool:
+        """Start (waiting for caches), block until ``stop`` is set or :meth:`stop` is called, then drain.
+
+        Returns what :meth:`stop` returned: True when every in-flight
+        reconcile finished within ``shutdown_timeout``. Raises
+        :class:`CacheSyncTimeout` when the caches do not sync in time.
+        """
+        self.start(workers)
+        try:
+            if stop is None:
+                self._stopping.wait()
+            else:
+                while not stop.wait(_POLL) and not self._stopping.is_set():
+                    pass
+        finally:
+            clean = self.stop(self.shutdown_timeout)
+        return clean
+
+    # -- the workers ------------------------------------------------------------------
+    def _work(self) -> None:
+        queue = self.queue
+        stopping = self._stopping
+        while True:
+            key, shutdown = queue.get()
+            if shutdown:
+                return
+            if stopping.is_set():  # shutting down: leave the backlog, finish nothing new
+                queue.done(key)
+                return
+            self.process(key)
+
+    def process(self, key: Any) -> str:
+        """Reconcile ``key`` once and apply the outcome to the queue; return the ``result`` label.
+
+        The worker loop calls this for every key it takes; tests may call it
+        directly (after ``queue.get()``) to step a controller by hand. It
+        calls ``queue.done(key)`` before returning, whatever happened.
+        """
+        queue = self.queue
+        metrics = self.metrics
+        thread = threading.current_thread().name
+        with self._lock:
+            self._in_flight[thread] = key
+        metrics.reconcile_started()
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            try:
+                result = self.reconcile(key)
+                outcome = self._apply(key, result)
+            except Exception:
+                queue.add_rate_limited(key)
+                self.log.error(
+                    "reconcile %r failed (retry %d, with backoff)", key, queue.num_requeues(key), exc_info=True
+                )
+        finally:
+            queue.done(key)
+            metrics.reconcile_finished(outcome, time.perf_counter() - started)
+            with self._lock:
+                self._in_flight.pop(thread, None)
+        return outcome
+
+    def _apply(self, key: Any, result: Any) -> str:
+        queue = self.queue
+        if result is None:
+            queue.forget(key)
+            return "success"
+        if not isinstance(result, Result):
+            raise TypeError(f"reconcile({key!r}) returned {result!r}; expected a Result or None")
+        if result.requeue_after is not None:
+            queue.forget(key)
+            queue.add_after(key, result.requeue_after)
+            return "requeue_after"
+        if result.requeue:
+            queue.add_rate_limited(key)
+            return "requeue"
+        queue.forget(key)
+        return "success"
+
+    # -- looking at it --------------------------------------------------------------
+    def is_running(self) -> bool:
+        """True between a successful :meth:`start` and :meth:`stop`."""
+        with self._lock:
+            return self._state is _State.RUNNING
+
+    def workers_alive(self) -> int:
+        """How many worker threads are alive."""
+        with self._lock:
+            return sum(1 for t in self._threads if t.is_alive())
+
+    def healthy(self) -> bool:
+        """False when the controller runs but a worker thread died (it should never happen)."""
+        with self._lock:
+            if self._state is not _State.RUNNING:
+                return True
+            return all(t.is_alive() for t in self._threads)
+
+    def in_flight(self) -> dict[str, str]:
+        """Worker thread name -> key it is reconciling right now (a snapshot)."""
+        with self._lock:
+            return dict(self._in_flight)
+
+    def __repr__(self) -> str:
+        with self._lock:
+            state = self._state.value
+            busy = len(self._in_flight)
+            watches = len(self._watches)
+        return (
+            f"<{type(self).__name__} {self.name!r} {state} workers={self.workers} "
+            f"busy={busy} watches={watches} queue={self.queue!r}>"
+        )
