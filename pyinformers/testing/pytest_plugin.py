@@ -13,8 +13,14 @@ Enable with ``pytest_plugins = ["pyinformers.testing.pytest_plugin"]`` in a
 ``api_client``
     A ``kubernetes.client.ApiClient`` connected to ``api_server``; closed
     afterwards.
+``api_server_factory``
+    A callable ``factory(**options) -> ApiServer`` that starts servers with
+    :class:`~pyinformers.testing.ApiServer` options and stops them all after
+    the test.
 
-Server options can be set per test with the ``apiserver`` marker::
+Options for ``api_server`` itself can also be set per test with the
+``apiserver`` marker (registered by this plugin when it is loaded from a
+``conftest.py``)::
 
     @pytest.mark.apiserver(simulate_workloads=True, bookmark_interval=0.1)
     def test_something(api_server): ...
@@ -22,13 +28,13 @@ Server options can be set per test with the ``apiserver`` marker::
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from pyinformers.testing.server import ApiServer
 
-__all__ = ["api_server", "kubeconfig", "api_client"]
+__all__ = ["api_server", "api_server_factory", "kubeconfig", "api_client"]
 
 
 def pytest_configure(config: Any) -> None:
@@ -46,6 +52,24 @@ def api_server(request: Any) -> Iterator[ApiServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def api_server_factory() -> Iterator[Callable[..., ApiServer]]:
+    """Start servers with custom options; all are stopped after the test."""
+    servers: list[ApiServer] = []
+
+    def factory(**options: Any) -> ApiServer:
+        server = ApiServer(**options)
+        server.start()
+        servers.append(server)
+        return server
+
+    try:
+        yield factory
+    finally:
+        for server in servers:
+            server.stop()
 
 
 @pytest.fixture
