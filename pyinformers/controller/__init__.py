@@ -26,6 +26,7 @@ from pyinformers.controller.handlers import (
     EnqueueMapped,
     EventHandler,
 )
+from pyinformers.controller.manager import ANY_PORT, ConfigurationError, Manager
 from pyinformers.controller.predicates import (
     Predicate,
     all_of,
@@ -41,8 +42,10 @@ from pyinformers.controller.predicates import (
 from pyinformers.controller.result import Result
 
 __all__ = [
+    "ANY_PORT",
     "BoundHandler",
     "CacheSyncTimeout",
+    "ConfigurationError",
     "Controller",
     "EnqueueForObject",
     "EnqueueForOwner",
@@ -50,6 +53,7 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventType",
+    "Manager",
     "Predicate",
     "Result",
     "Watch",

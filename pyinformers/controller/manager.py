@@ -1,0 +1,457 @@
+"""The :class:`Manager`: run several controllers on one API client and one informer factory.
+
+A program that runs controllers looks like this::
+
+    manager = Manager()                       # kubeconfig, in-cluster, or ~/.kube/config
+    manager.add(FooController(manager.factory))
+    manager.add(BarController(manager.factory))
+    manager.run()                             # until SIGTERM / SIGINT
+
+:meth:`Manager.run`:
+
+1. serves ``/metrics`` (Prometheus text) and ``/healthz`` / ``/readyz``
+   (probes) over HTTP, so the probes answer while caches fill;
+2. checks that the API server answers with our credentials, failing fast
+   with one clear line when it does not;
+3. starts every informer of the factory and waits until their caches sync;
+4. starts every controller's workers;
+5. on SIGTERM or SIGINT shuts everything down gracefully: controllers drain
+   (in-flight reconciles finish within ``shutdown_timeout``), informers stop,
+   the HTTP servers close, and ``run()`` returns, so the program exits 0.
+   A second signal exits at once (status 1).
+
+Probes: ``/healthz`` fails (503) when an informer's reflector keeps failing
+or a controller lost a worker thread; ``/readyz`` fails (503) until every
+cache has synced and every controller runs. Both answer ``ok`` when passing,
+and list every check (``[+]``/``[-]``) with ``?verbose`` or on failure.
+
+Configuration problems (no kubeconfig, a malformed one, an unreachable or
+refusing server) raise :class:`ConfigurationError`, whose message is one line
+saying what is wrong; :meth:`Manager.run` turns it into ``SystemExit`` with
+that line, so a misconfigured program ends with a message, not a traceback.
+
+Threading: :meth:`add` before :meth:`start`; :meth:`start` and :meth:`stop`
+from any thread (tests embed a manager with them); :meth:`run` installs
+signal handlers only when called from the main thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from typing import Any, Optional, Union
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from pyinformers.cache.factory import SharedInformerFactory
+from pyinformers.controller.controller import CacheSyncTimeout, Controller
+from pyinformers.controller.probes import ANY_PORT, ProbeServer
+
+__all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
+
+log = logging.getLogger("pyinformers.controller.manager")
+
+_TEXT = "text/plain; charset=utf-8"
+_POLL = 0.1  # how often long waits look at the stop event (real seconds)
+
+
+class ConfigurationError(Exception):
+    """The manager cannot talk to a cluster: bad or missing config, unreachable or refusing server.
+
+    The message is one line that says what to fix.
+    """
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
+    """An official ``kubernetes.client.ApiClient`` for the environment we run in.
+
+    In order: the ``kubeconfig`` file if given; the in-cluster service-account
+    configuration when ``KUBERNETES_SERVICE_HOST`` is set (running in a Pod);
+    else the default kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
+    Raises :class:`ConfigurationError` with a one-line reason.
+    """
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    if kubeconfig is not None:
+        path = os.fspath(kubeconfig)
+        if not os.path.isfile(path):
+            raise ConfigurationError(f"kubeconfig {path!r} does not exist (or is not a file)")
+        try:
+            return k8s_config.new_client_from_config(config_file=path)
+        except Exception as err:
+            raise ConfigurationError(f"cannot use kubeconfig {path!r}: {_one_line(err)}") from None
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        try:
+            configuration = k8s_client.Configuration()
+            k8s_config.load_incluster_config(client_configuration=configuration)
+            return k8s_client.ApiClient(configuration)
+        except Exception as err:
+            raise ConfigurationError(f"cannot use the in-cluster configuration: {_one_line(err)}") from None
+    default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    first = default.split(os.pathsep)[0]
+    if not os.path.isfile(first):
+        raise ConfigurationError(
+            f"no Kubernetes configuration: {first} does not exist and this is not a Pod "
+            "(pass a kubeconfig path, set KUBECONFIG, or run in a cluster)"
+        )
+    try:
+        return k8s_config.new_client_from_config()
+    except Exception as err:
+        raise ConfigurationError(f"cannot use kubeconfig {first!r}: {_one_line(err)}") from None
+
+
+def check_server(api_client: Any, timeout: float = 10.0) -> None:
+    """GET ``/version``: raise :class:`ConfigurationError` unless the server answers and accepts us.
+
+    Any answer other than 401 counts as reachable (a 403 on ``/version`` still
+    proves the server is there and knows who we are).
+    """
+    host = getattr(getattr(api_client, "configuration", None), "host", "?")
+    try:
+        request = api_client.param_serialize(
+            method="GET",
+            resource_path="/version",
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = api_client.call_api(*request, _request_timeout=timeout)
+        status = response.status
+        try:
+            response.read()
+        except Exception:
+            pass
+    except Exception as err:
+        raise ConfigurationError(f"cannot reach the API server at {host}: {_one_line(err)}") from None
+    if status == 401:
+        raise ConfigurationError(f"the API server at {host} rejected our credentials (401 Unauthorized)")
+
+
+class Manager:
+    """Runs controllers on one ``ApiClient`` and one :class:`SharedInformerFactory`.
+
+    :param kubeconfig: path of a kubeconfig; None: in-cluster config when in a
+        Pod, else ``$KUBECONFIG`` / ``~/.kube/config``.
+    :param namespace: watch only this namespace (None: all).
+    :param metrics_port: port of ``/metrics``; 0 turns it off;
+        :data:`ANY_PORT` binds a free one (see :attr:`metrics_address`).
+    :param health_port: port of ``/healthz`` and ``/readyz``; 0 turns them off.
+        When it equals ``metrics_port`` all three share one server.
+    :param bind_address: interface the HTTP servers listen on (``"0.0.0.0"``
+        so the kubelet and Prometheus can reach them; ``"127.0.0.1"`` in tests).
+    :param api_client: use this ``ApiClient`` instead of building one.
+    :param registry: the Prometheus registry served on ``/metrics`` (the
+        default registry when None). Controllers report to the registry they
+        were given: pass the same one to them.
+    :param resync_period: the factory's default resync period (0: none).
+    :param sync_timeout: bound on the wait for caches in :meth:`start`.
+    :param shutdown_timeout: bound on the controllers' drain in :meth:`stop`.
+    :param check_server: ask ``/version`` at start and fail fast if unreachable.
+
+    Raises :class:`ConfigurationError` when no usable configuration is found.
+    """
+
+    def __init__(
+        self,
+        kubeconfig: Union[str, os.PathLike, None] = None,
+        *,
+        namespace: Optional[str] = None,
+        metrics_port: int = 8080,
+        health_port: int = 8081,
+        bind_address: str = "0.0.0.0",
+        api_client: Any = None,
+        registry: Any = None,
+        resync_period: float = 0,
+        sync_timeout: float = 120.0,
+        shutdown_timeout: float = 30.0,
+        check_server: bool = True,
+    ) -> None:
+        for what, port in (("metrics_port", metrics_port), ("health_port", health_port)):
+            if isinstance(port, bool) or not isinstance(port, int) or not (port == ANY_PORT or 0 <= port <= 65535):
+                raise ValueError(f"{what} must be a port number (0 turns it off), got {port!r}")
+        if api_client is not None and kubeconfig is not None:
+            raise ValueError("give either kubeconfig or api_client, not both")
+        self._owns_client = api_client is None
+        self.api_client = build_api_client(kubeconfig) if api_client is None else api_client
+        self.registry = REGISTRY if registry is None else registry
+        self.namespace = namespace
+        self.factory = SharedInformerFactory(
+            self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry
+        )
+        self.metrics_port = metrics_port
+        self.health_port = health_port
+        self.bind_address = bind_address
+        self.sync_timeout = float(sync_timeout)
+        self.shutdown_timeout = float(shutdown_timeout)
+        self._check_server = check_server
+        self._lock = threading.Lock()
+        self._controllers: list[Controller] = []
+        self._servers: list[ProbeServer] = []
+        self._metrics_server: Optional[ProbeServer] = None
+        self._health_server: Optional[ProbeServer] = None
+        self._started = False
+        self._synced = False
+        self._stop_requested = threading.Event()
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()  # one stop() does the work; others wait for it
+        self._signals = 0
+
+    # -- wiring -------------------------------------------------------------------------
+    def add(self, controller: Controller) -> Controller:
+        """Run ``controller`` with this manager; returns it. Call before :meth:`start`."""
+        if not isinstance(controller, Controller):
+            raise TypeError(f"add() takes a Controller, got {controller!r}")
+        with self._lock:
+            if self._started:
+                raise RuntimeError("add controllers before the manager starts")
+            if any(c.name == controller.name for c in self._controllers):
+                raise ValueError(f"a controller named {controller.name!r} was already added (names label metrics)")
+            self._controllers.append(controller)
+        if controller.metrics_registry is not self.registry:
+            log.warning(
+                "controller %r reports metrics to another registry than the manager serves on /metrics; "
+                "pass metrics_registry=manager.registry to it",
+                controller.name,
+            )
+        return controller
+
+    @property
+    def controllers(self) -> list[Controller]:
+        with self._lock:
+            return list(self._controllers)
+
+    # -- probes ---------------------------------------------------------------------------
+    def health_checks(self) -> list[tuple[str, bool, str]]:
+        """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers."""
+        checks = []
+        for (_resource, _ns), informer in sorted(self.factory.informers().items(), key=lambda kv: kv[1].name):
+            if not informer.is_running():
+                checks.append((f"informer {informer.name}", not self._started, "not running"))
+                continue
+            ok = informer.healthy()
+            checks.append((f"informer {informer.name}", ok, "" if ok else "watch keeps failing"))
+        for controller in self.controllers:
+            ok = controller.healthy()
+            detail = "" if ok else f"{controller.workers_alive()}/{controller.workers} workers alive"
+            checks.append((f"controller {controller.name}", ok, detail))
+        return checks
+
+    def ready_checks(self) -> list[tuple[str, bool, str]]:
+        """``(name, ok, detail)`` for ``/readyz``: caches synced, controllers running."""
+        checks = []
+        for (_resource, _ns), informer in sorted(self.factory.informers().items(), key=lambda kv: kv[1].name):
+            ok = informer.has_synced()
+            checks.append((f"informer {informer.name}", ok, "" if ok else "cache not synced"))
+        for controller in self.controllers:
+            ok = controller.is_running()
+            checks.append((f"controller {controller.name}", ok, "" if ok else "not running"))
+        if self._stop_requested.is_set():
+            checks.append(("shutdown", False, "shutting down"))
+        return checks
+
+    @staticmethod
+    def _probe(name: str, checks: list[tuple[str, bool, str]], query: Any) -> tuple[int, str, bytes]:
+        ok = all(passed for _, passed, _ in checks)
+        if ok and "verbose" not in query:
+            return 200, _TEXT, b"ok\n"
+        lines = [f"[+]{n} ok" if passed else f"[-]{n} failed: {detail}" for n, passed, detail in checks]
+        lines.append(f"{name} check passed" if ok else f"{name} check failed")
+        return (200 if ok else 503), _TEXT, ("\n".join(lines) + "\n").encode()
+
+    def _routes(self, *, metrics: bool, health: bool) -> dict:
+        routes: dict = {}
+        if metrics:
+            routes["/metrics"] = lambda query: (200, CONTENT_TYPE_LATEST, generate_latest(self.registry))
+        if health:
+            routes["/healthz"] = lambda query: self._probe("healthz", self.health_checks(), query)
+            routes["/readyz"] = lambda query: self._probe("readyz", self.ready_checks(), query)
+        return routes
+
+    @property
+    def metrics_address(self) -> Optional[tuple[str, int]]:
+        """Where ``/metrics`` is served (host, port), or None when off or not started."""
+        return self._metrics_server.address if self._metrics_server else None
+
+    @property
+    def health_address(self) -> Optional[tuple[str, int]]:
+        """Where ``/healthz`` and ``/readyz`` are served, or None when off or not started."""
+        return self._health_server.address if self._health_server else None
+
+    def _start_servers(self) -> None:
+        metrics, health = self.metrics_port, self.health_port
+        try:
+            if metrics and health and metrics == health and metrics != ANY_PORT:
+                server = ProbeServer(self.bind_address, metrics, self._routes(metrics=True, health=True))
+                server.start()
+                self._servers.append(server)
+                self._metrics_server = self._health_server = server
+                return
+            if metrics:
+                server = ProbeServer(self.bind_address, metrics, self._routes(metrics=True, health=False))
+                server.start()
+                self._servers.append(server)
+                self._metrics_server = server
+            if health:
+                server = ProbeServer(self.bind_address, health, self._routes(metrics=False, health=True))
+                server.start()
+                self._servers.append(server)
+                self._health_server = server
+        except OSError as err:
+            raise ConfigurationError(
+                f"cannot serve metrics/probes on {self.bind_address} (ports {metrics}, {health}): {_one_line(err)}"
+            ) from None
+
+    # -- running --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Serve the endpoints, check the server, start informers, wait for caches, start controllers.
+
+        Returns once every controller runs. Raises :class:`ConfigurationError`
+        (bad endpoint ports, unreachable server) or
+        :class:`~pyinformers.controller.controller.CacheSyncTimeout`; after
+        either, everything already started is stopped again. Returns early,
+        without error, when :meth:`stop` (or a signal) interrupts it.
+        """
+        with self._lock:
+            if self._started:
+                raise RuntimeError("the manager was already started; a manager runs once")
+            self._started = True
+            controllers = list(self._controllers)
+        try:
+            self._start_servers()
+            if self._check_server:
+                check_server(self.api_client)
+            self.factory.start()
+            self._wait_for_caches()
+            if self._stop_requested.is_set():
+                return
+            self._synced = True
+            for controller in controllers:
+                if self._stop_requested.is_set():
+                    return
+                controller.start()
+            log.info("running %d controller(s) on %d informer(s)", len(controllers), len(self.factory.informers()))
+        except BaseException:
+            self.stop(timeout=5.0)
+            raise
+
+    def _wait_for_caches(self) -> None:
+        deadline = time.monotonic() + self.sync_timeout
+        informers = list(self.factory.informers().values())
+        for informer in informers:
+            while not self._stop_requested.is_set() and not informer.has_synced():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                informer.wait_for_sync(min(remaining, _POLL))
+        if self._stop_requested.is_set():
+            return
+        pending = [f"informer {i.name}" + ("" if i.healthy() else " (its watch keeps failing)")
+                   for i in informers if not i.has_synced()]
+        if pending:
+            raise CacheSyncTimeout("manager", self.sync_timeout, pending)
+
+    def stop(self, timeout: Optional[float] = None) -> bool:
+        """Stop controllers (draining), then informers, then the HTTP servers.
+
+        ``timeout`` (default ``shutdown_timeout``) bounds the controllers'
+        drain; informers and servers get a few seconds more. Returns True when
+        everything stopped cleanly. Idempotent; callable from any thread.
+        """
+        timeout = self.shutdown_timeout if timeout is None else timeout
+        self._stop_requested.set()
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return True
+            return self._stop(timeout)
+
+    def _stop(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(0.0, timeout)
+        clean = True
+        controllers = self.controllers
+        # Signal every controller first so they drain in parallel, then wait for each.
+        drains = [
+            threading.Thread(target=c.stop, args=(max(0.0, deadline - time.monotonic()),),
+                             name=f"pyinformers-manager-stop-{c.name}", daemon=True)
+            for c in controllers
+        ]
+        for t in drains:
+            t.start()
+        for t in drains:
+            t.join(max(0.0, deadline - time.monotonic()) + 1.0)
+        for c in controllers:
+            if c.workers_alive():
+                clean = False
+        clean = self.factory.shutdown(timeout=5.0) and clean
+        for server in self._servers:
+            clean = server.stop(timeout=2.0) and clean
+        if self._owns_client:
+            try:
+                self.api_client.close()
+            except Exception:
+                pass
+        self._stopped.set()
+        log.info("stopped%s", "" if clean else " (some threads did not finish in time)")
+        return clean
+
+    def run(self) -> None:
+        """Start, block until SIGTERM/SIGINT (or :meth:`stop`), then shut down gracefully.
+
+        In the main thread, SIGTERM and SIGINT request a graceful shutdown and
+        a second one exits the process at once with status 1; the previous
+        handlers are restored on return. A :class:`ConfigurationError` ends
+        the program with its one-line message (``SystemExit``).
+        """
+        restore = self._install_signal_handlers()
+        try:
+            try:
+                self.start()
+            except ConfigurationError as err:
+                raise SystemExit(f"pyinformers: {err}") from None
+            except CacheSyncTimeout as err:
+                raise SystemExit(f"pyinformers: {err}") from None
+            while not self._stop_requested.wait(_POLL):
+                pass
+        finally:
+            try:
+                self.stop()
+            finally:
+                restore()
+
+    def _install_signal_handlers(self):
+        if threading.current_thread() is not threading.main_thread():
+            log.debug("run() outside the main thread: no signal handlers installed")
+            return lambda: None
+        previous = {}
+
+        def handle(signum: int, frame: Any) -> None:
+            self._signals += 1
+            name = signal.Signals(signum).name
+            if self._signals > 1:
+                log.warning("second %s: exiting now", name)
+                os._exit(1)
+            log.info("%s received: shutting down (send it again to exit at once)", name)
+            self._stop_requested.set()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, handle)
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped.is_set() else ("running" if self._started else "new")
+        return (
+            f"<Manager {state} controllers={[c.name for c in self.controllers]} "
+            f"informers={len(self.factory.informers())} host={getattr(self.api_client.configuration, 'host', '?')}>"
+        )
