@@ -1,0 +1,185 @@
+"""The informer under faults, over HTTP: dropped, compacted and stalled watches, 500s, 429s, shutdown."""
+
+from __future__ import annotations
+
+pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+
+import copy  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import kubernetes.client  # noqa: E402
+import pytest  # noqa: E402
+
+from pyinformers.api.client import ResourceClient  # noqa: E402
+from pyinformers.cache import SharedInformerFactory  # noqa: E402
+from pyinformers.clock import FakeClock  # noqa: E402
+from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS  # noqa: E402
+from test_informer_support import (  # noqa: E402
+    FAST_REFLECTOR,
+    EventLog,
+    configmap,
+    make_informer,
+    seed,
+    versions,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def informers():
+    made = []
+    yield made
+    for informer in made:
+        assert informer.stop(timeout=5.0), f"{informer!r} did not stop"
+
+
+def _lists(server):
+    return [r for r in server.requests if r.method == "GET" and r.path.endswith("/configmaps")
+            and r.query.get("watch") not in ("true", "1")]
+
+
+def _watches(server):
+    return [r for r in server.requests if r.method == "GET" and r.query.get("watch") in ("true", "1")]
+
+
+def _start_synced(api_server, api_client, informers, n=20, **kwargs):
+    seed(api_server, "configmaps", [configmap(f"cm-{i}") for i in range(n)])
+    kwargs.setdefault("reflector_options", dict(FAST_REFLECTOR))
+    informer = make_informer(api_client, CONFIGMAPS, **kwargs)
+    informers.append(informer)
+    log = EventLog()
+    informer.add_event_handler(log)
+    informer.start()
+    assert informer.wait_for_sync(30)
+    wait_until(lambda: api_server.counters.get("watches_open", 0) >= 1, message="the watch to open")
+    return informer, log
+
+
+def test_a_dropped_watch_resumes_from_the_last_resource_version_without_a_relist(api_server, api_client, informers):
+    informer, log = _start_synced(api_server, api_client, informers)
+    client = ResourceClient(api_client, CONFIGMAPS)
+    client.patch("cm-1", {"data": {"a": "1"}}, namespace="default")
+    wait_until(lambda: informer.last_sync_resource_version() == api_server.resource_version)
+    last_rv = informer.last_sync_resource_version()
+    api_server.clear_requests()
+
+    assert api_server.faults.drop_watches() >= 1
+    client.patch("cm-2", {"data": {"b": "2"}}, namespace="default")
+    client.delete("cm-3", "default")
+    final = versions(api_server.objects("configmaps"))
+    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server after the drop")
+    wait_until(lambda: log.state() == final)
+
+    assert _lists(api_server) == [], "a dropped watch must not cause a relist"
+    rewatch = _watches(api_server)[0]
+    assert rewatch.query.get("resourceVersion") == last_rv
+    assert informer.reflector.stats.relists == 0
+
+
+def test_compaction_while_disconnected_ends_in_a_relist_with_tombstones(api_server, api_client, informers):
+    informer, log = _start_synced(api_server, api_client, informers)
+    rt = api_server.registry.find("configmaps", "")
+    # Keep the informer disconnected: every request fails, and its watch is cut.
+    api_server.faults.error_rate = 1.0
+    api_server.faults.drop_watches()
+    wait_until(lambda: informer.reflector.stats.errors >= 1, message="the reflector to notice")
+    # Meanwhile (the server's own writers are not subject to faults): deletes, a create, compaction.
+    for name in ("cm-4", "cm-5"):
+        api_server.rest.delete(rt, "default", name, {})
+    api_server.rest.create(rt, "default", configmap("cm-new"))
+    api_server.compact()
+    api_server.clear_requests()
+    api_server.faults.reset()
+
+    final = versions(api_server.objects("configmaps"))
+    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server after the relist")
+    wait_until(lambda: log.state() == final)
+    assert ("tombstone", "default/cm-4") in log.snapshot()
+    assert ("tombstone", "default/cm-5") in log.snapshot()
+    assert len(_lists(api_server)) >= 1, "410 Gone must end in a relist"
+    assert informer.reflector.stats.relists >= 1
+    # The objects that did not change are not re-announced to handlers on the relist.
+    assert [c for c in log.snapshot() if c[0] == "update"] == []
+
+
+@pytest.mark.parametrize("fault", ["error", "throttle"])
+def test_500_and_429_back_off_without_a_busy_loop(api_server, api_client, informers, fault):
+    clock = FakeClock()
+    # urllib3's default Retry obeys Retry-After on a 429 by sleeping inside the request, hidden
+    # from the reflector; a client without automatic retries lets the reflector see every 429.
+    configuration = copy.copy(api_client.configuration)
+    configuration.retries = False
+    api_client = kubernetes.client.ApiClient(configuration)
+    informer, _ = _start_synced(api_server, api_client, informers, clock=clock,
+                                reflector_options={"backoff_initial": 0.8, "backoff_max": 30.0})
+    if fault == "error":
+        api_server.faults.error_rate = 1.0
+    else:
+        api_server.faults.throttle_rate = 1.0
+        api_server.faults.retry_after = 5
+    api_server.clear_requests()
+    api_server.faults.drop_watches()
+
+    counts, delays = [], []
+    for _ in range(5):
+        # The reflector failed and waits on the (fake) clock: no time passes, so it must not retry.
+        clock.block_until_waiters(1, timeout=10)
+        counts.append(len(_watches(api_server)))
+        deadline = clock.next_deadline()
+        delays.append(deadline - clock.now())
+        clock.set(deadline)
+        wait_until(lambda: len(_watches(api_server)) > counts[-1], message="the retry")
+    # Exactly one request per backoff period. (The first wait may follow the dropped
+    # watch itself rather than a failed request.)
+    assert all(b - a == 1 for a, b in zip(counts, counts[1:])), f"requests per backoff: {counts}"
+    if fault == "throttle":
+        assert all(d >= 5 for d in delays[1:]), f"Retry-After not honoured: {delays}"
+    else:
+        assert delays[1] <= 2.5 and delays[-1] > 2 * delays[1], f"no exponential backoff: {delays}"
+    api_server.faults.reset()
+    client = ResourceClient(api_client, CONFIGMAPS)
+    client.patch("cm-1", {"data": {"after": "faults"}}, namespace="default")
+    final = versions(api_server.objects("configmaps"))
+    while versions(informer.indexer.list()) != final:  # let backoff waits expire on the fake clock
+        if clock.waiter_count():
+            clock.set(clock.next_deadline())
+        wait_until(lambda: clock.waiter_count() or versions(informer.indexer.list()) == final,
+                   message="recovery after the faults")
+    assert informer.reflector.stats.relists == 0
+
+
+def test_a_stalled_watch_is_restarted(api_server, api_client, informers):
+    informer, log = _start_synced(
+        api_server, api_client, informers,
+        reflector_options=dict(FAST_REFLECTOR, stall_timeout=0.5),
+    )
+    api_server.faults.stall_watches = True
+    client = ResourceClient(api_client, CONFIGMAPS)
+    client.patch("cm-7", {"data": {"during": "stall"}}, namespace="default")
+    wait_until(lambda: informer.reflector.stats.stalls >= 1, message="the stall to be detected")
+    api_server.faults.stall_watches = False
+    final = versions(api_server.objects("configmaps"))
+    wait_until(lambda: versions(informer.indexer.list()) == final, message="the change made during the stall")
+    assert informer.reflector.stats.relists == 0
+
+
+def test_shutdown_with_open_watches_finishes_within_a_second(api_server, api_client):
+    seed(api_server, "configmaps", [configmap(f"cm-{i}") for i in range(10)])
+    factory = SharedInformerFactory(api_client, metrics_registry=False,
+                                    reflector_options=dict(FAST_REFLECTOR))
+    for resource in (CONFIGMAPS, SECRETS, NAMESPACES):
+        factory.informer(resource).add_event_handler(EventLog())
+    factory.start()
+    assert factory.wait_for_cache_sync(30) == {CONFIGMAPS: True, SECRETS: True, NAMESPACES: True}
+    wait_until(lambda: api_server.counters.get("watches_open", 0) >= 3, message="three open watches")
+
+    began = time.monotonic()
+    assert factory.shutdown(timeout=5.0)
+    elapsed = time.monotonic() - began
+    assert elapsed < 1.0, f"shutdown took {elapsed:.2f}s"
+    leftovers = [t.name for t in threading.enumerate()
+                 if t.name.startswith("pyinformers-") and not t.name.startswith("pyinformers-apiserver")]
+    assert leftovers == []

@@ -1,0 +1,144 @@
+"""The informer over HTTP against the in-process API server: sync, ordering, late and slow handlers."""
+
+from __future__ import annotations
+
+pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+
+import threading  # noqa: E402
+
+import pytest  # noqa: E402
+
+from pyinformers.api.client import ResourceClient  # noqa: E402
+from pyinformers.resources import CONFIGMAPS  # noqa: E402
+from test_informer_support import (  # noqa: E402
+    EventLog,
+    configmap,
+    make_informer,
+    seed,
+    versions,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def informers():
+    made = []
+    yield made
+    for informer in made:
+        assert informer.stop(timeout=5.0), f"{informer!r} did not stop"
+
+
+def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, informers):
+    seed(api_server, "configmaps", [configmap(f"cm-{i:04d}", data=str(i)) for i in range(2000)])
+    api_server.clear_requests()
+    informer = make_informer(api_client, CONFIGMAPS, reflector_options={"page_size": 100})
+    informers.append(informer)
+    log = EventLog()
+    registration = informer.add_event_handler(log)
+    informer.start()
+    assert informer.wait_for_sync(30)
+    assert registration.has_synced()
+
+    assert versions(informer.indexer.list()) == versions(api_server.objects("configmaps"))
+    calls = log.snapshot()
+    assert len(calls) == 2000 and all(c[0] == "add" and c[3] is True for c in calls)
+    lists = [r for r in api_server.requests if r.method == "GET" and "watch" not in r.query
+             and r.path.endswith("/configmaps")]
+    assert len(lists) == 20, [r.query for r in lists]
+    assert all(r.query.get("limit") == "100" for r in lists)
+    assert sum("continue" in r.query for r in lists) == 19
+    assert informer.last_sync_resource_version() == api_server.resource_version
+    assert informer.lister.get("cm-0042", "default")["data"] == {"data": "42"}
+
+
+def test_changes_after_sync_reach_every_handler_in_order_per_key(api_server, api_client, informers):
+    seed(api_server, "configmaps", [configmap(f"cm-{i}") for i in range(10)])
+    informer = make_informer(api_client, CONFIGMAPS)
+    informers.append(informer)
+    logs = [EventLog() for _ in range(3)]
+    for log in logs:
+        informer.add_event_handler(log)
+    informer.start()
+    assert informer.wait_for_sync(30)
+
+    client = ResourceClient(api_client, CONFIGMAPS)
+    written: dict[str, list[str]] = {f"default/cm-{i}": [] for i in range(12)}
+    for round_ in range(5):
+        for i in range(12):
+            name = f"cm-{i}"
+            if round_ == 0 and i >= 10:
+                obj = client.create(configmap(name, v="0"), namespace="default")
+            else:
+                obj = client.patch(name, {"data": {"v": str(round_)}}, namespace="default")
+            written[f"default/{name}"].append(obj["metadata"]["resourceVersion"])
+    client.delete("cm-3", "default")
+
+    final = versions(api_server.objects("configmaps"))
+    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server")
+    for log in logs:
+        wait_until(lambda: log.state() == final, message="handler state == server")
+        for key, rvs in written.items():
+            seen = [c[3] if c[0] == "update" else c[2] for c in log.per_key(key) if c[0] in ("add", "update")]
+            # The handler sees a subsequence of the writes (the FIFO may fold a burst into
+            # one pop, but never reorders or skips the last one) in order.
+            assert seen == sorted(seen, key=int), f"{key}: out of order {seen}"
+            assert seen[-1] == rvs[-1]
+        assert log.per_key("default/cm-3")[-1][0] == "delete"
+
+
+def test_a_late_handler_gets_the_cache_as_adds_and_misses_nothing(api_server, api_client, informers):
+    seed(api_server, "configmaps", [configmap(f"cm-{i}") for i in range(200)])
+    informer = make_informer(api_client, CONFIGMAPS)
+    informers.append(informer)
+    informer.start()
+    assert informer.wait_for_sync(30)
+
+    client = ResourceClient(api_client, CONFIGMAPS)
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set() and i < 300:
+            client.patch(f"cm-{i % 200}", {"data": {"n": str(i)}}, namespace="default")
+            i += 1
+
+    thread = threading.Thread(target=writer, name="test-writer", daemon=True)
+    thread.start()
+    late = EventLog()
+    registration = informer.add_event_handler(late)
+    thread.join(60)
+    stop.set()
+    assert not thread.is_alive()
+
+    final = versions(api_server.objects("configmaps"))
+    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server")
+    wait_until(lambda: registration.backlog() == 0 and late.state() == final, message="late handler == server")
+    assert registration.has_synced()
+    initial = [c for c in late.snapshot() if c[0] == "add"]
+    assert len(initial) == 200 and all(c[3] is True for c in initial)
+
+
+def test_a_slow_handler_does_not_delay_a_fast_one(api_server, api_client, informers):
+    informer = make_informer(api_client, CONFIGMAPS)
+    informers.append(informer)
+    gate = threading.Event()
+    slow, fast = EventLog(delay=gate), EventLog()
+    slow_registration = informer.add_event_handler(slow)
+    informer.add_event_handler(fast)
+    informer.start()
+    assert informer.wait_for_sync(30)
+
+    client = ResourceClient(api_client, CONFIGMAPS)
+    for i in range(100):
+        client.create(configmap(f"cm-{i}"), namespace="default")
+    try:
+        wait_until(lambda: len(fast.snapshot()) == 100, message="the fast handler to get all 100 adds")
+        # The slow handler is stuck in its first call with the rest buffered.
+        assert slow.snapshot() == []
+        wait_until(lambda: slow_registration.backlog() == 99, message="the slow handler's backlog")
+    finally:
+        gate.set()
+    wait_until(lambda: len(slow.snapshot()) == 100, message="the slow handler to catch up")
+    assert slow_registration.backlog() == 0
