@@ -109,6 +109,22 @@ def object_key(obj: Mapping[str, Any]) -> str:
     no (or an empty) ``metadata.name``, or a name or namespace containing
     ``'/'`` (the API server never produces one; such a key could not be split).
     """
+    # Fast path: a well-formed dict object (the cache's every object goes through here).
+    if type(obj) is dict:
+        md = obj.get("metadata")
+        if type(md) is dict:
+            n = md.get("name")
+            if type(n) is str and n and "/" not in n:
+                ns = md.get("namespace")
+                if not ns:
+                    return n
+                if type(ns) is str and "/" not in ns:
+                    return f"{ns}/{n}"
+    return _object_key_checked(obj)
+
+
+def _object_key_checked(obj: Mapping[str, Any]) -> str:
+    """object_key for anything off the fast path: mappings of other types, or errors."""
     try:
         md = obj["metadata"]
     except (KeyError, TypeError):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Mapping
 
-from pyinformers.api.meta import controller_of, object_key
+from pyinformers.api.meta import object_key
 from pyinformers.cache.delta_fifo import DeletedFinalStateUnknown
 
 __all__ = [
@@ -71,11 +71,14 @@ def controller_owner_uid_index(obj: Mapping[str, Any]) -> list[str]:
     ``by_index(OWNER_UID_INDEX, owner_uid)`` lists the children a controller
     owns; the child's own reference gives its owner, so both directions are O(1).
     """
-    ref = controller_of(obj)
-    if ref is None:
-        return []
-    owner_uid = ref.get("uid")
-    return [owner_uid] if owner_uid else []
+    md = obj.get("metadata")
+    refs = md.get("ownerReferences") if md else None
+    if refs:
+        for ref in refs:
+            if ref.get("controller") is True:
+                owner_uid = ref.get("uid")
+                return [owner_uid] if owner_uid else []
+    return []
 
 
 def default_indexers() -> dict[str, IndexFunc]:
@@ -88,7 +91,11 @@ _NO_VALUES: tuple[str, ...] = ()
 
 def _values(name: str, fn: IndexFunc, obj: Any) -> tuple[str, ...]:
     """The distinct values ``fn`` files ``obj`` under, checked for shape."""
-    vals = fn(obj)
+    return _normalize(name, fn(obj))
+
+
+def _normalize(name: str, vals: Any) -> tuple[str, ...]:
+    """An index function's result as a tuple of distinct values (TypeError for a bare string)."""
     if not vals:
         return _NO_VALUES
     t = type(vals)
@@ -149,8 +156,19 @@ class Indexer:
             return
         changes = []
         for name, fn in indexers.items():
-            new_vals = _values(name, fn, new) if new is not None else _NO_VALUES
-            old_vals = _values(name, fn, old) if old is not None else _NO_VALUES
+            if new is not None:
+                raw_new = fn(new)
+                if old is not None:
+                    raw_old = fn(old)
+                    if raw_new == raw_old and type(raw_new) is list:
+                        continue  # the common update: same values, nothing to move
+                    old_vals = _normalize(name, raw_old)
+                else:
+                    old_vals = _NO_VALUES
+                new_vals = _normalize(name, raw_new)
+            else:
+                new_vals = _NO_VALUES
+                old_vals = _values(name, fn, old)
             if old_vals != new_vals:
                 changes.append((self._indices[name], old_vals, new_vals))
         for index, old_vals, new_vals in changes:
