@@ -1,0 +1,176 @@
+"""The API server's storage and patch modules, without HTTP: invariants against small models."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from pyinformers.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from pyinformers.testing.status import StatusError
+from pyinformers.testing.storage import ChangeType, Store
+
+NAMES = st.sampled_from(["a", "b", "c", "d"])
+KEYS = st.sampled_from(["/configmaps", "apps/deployments"])
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """The store against a model: a dict of objects per resourceVersion."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = Store(history_limit=30)
+        self.model: dict[tuple[str, str], dict] = {}
+        self.states = {self.store.current_rv: {}}  # rv -> model snapshot
+        self.events: list[tuple[int, str, tuple[str, str]]] = []
+
+    def _record(self, rv: int, kind: str, key: tuple[str, str]) -> None:
+        self.states[rv] = dict(self.model)
+        self.events.append((rv, kind, key))
+
+    @rule(key=KEYS, name=NAMES, value=st.integers(0, 3))
+    def put(self, key, name, value):
+        existed = (key, name) in self.model
+        obj = self.store.put(key, "ns", name, {"metadata": {"name": name, "namespace": "ns"}, "value": value})
+        self.model[(key, name)] = obj
+        self._record(int(obj["metadata"]["resourceVersion"]), "MODIFIED" if existed else "ADDED", (key, name))
+
+    @rule(key=KEYS, name=NAMES)
+    def remove(self, key, name):
+        final = self.store.remove(key, "ns", name)
+        if (key, name) not in self.model:
+            assert final is None
+            return
+        del self.model[(key, name)]
+        self._record(int(final["metadata"]["resourceVersion"]), "DELETED", (key, name))
+
+    @precondition(lambda self: len(self.states) > 1)
+    @rule(data=st.data())
+    def compact(self, data):
+        rv = data.draw(st.sampled_from(sorted(self.states)))
+        self.store.compact(rv)
+
+    @invariant()
+    def current_state_matches(self):
+        for key in ("/configmaps", "apps/deployments"):
+            expected = [obj for (k, _), obj in sorted(self.model.items()) if k == key]
+            assert self.store.objects(key) == expected
+
+    @invariant()
+    def every_retained_resource_version_can_be_listed_and_older_ones_are_expired(self):
+        compacted = self.store.compacted_rv
+        for rv, state in self.states.items():
+            for key in ("/configmaps", "apps/deployments"):
+                if rv < compacted:
+                    with pytest.raises(StatusError) as info:
+                        self.store.snapshot(key, at_rv=rv)
+                    assert info.value.code == 410
+                    continue
+                objects, at = self.store.snapshot(key, at_rv=rv)
+                assert at == rv
+                assert [o["metadata"]["name"] for o in objects] == sorted(n for (k, n) in state if k == key)
+
+    @invariant()
+    def history_replays_exactly_the_changes_after_a_resource_version(self):
+        compacted = self.store.compacted_rv
+        changes = self.store.changes_since(compacted)
+        expected = [(rv, kind, key) for rv, kind, key in self.events if rv > compacted]
+        assert [(c.rv, c.type.value, (c.storage_key, c.name)) for c in changes] == expected
+        assert all(c.obj["metadata"]["resourceVersion"] == str(c.rv) for c in changes)
+
+
+TestStoreMachine = StoreMachine.TestCase
+TestStoreMachine.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+
+
+def test_listeners_see_changes_in_resource_version_order():
+    store = Store()
+    seen = []
+    store.add_listener(lambda change: seen.append((change.rv, change.type)))
+    store.put("/configmaps", "ns", "a", {"metadata": {"name": "a"}})
+    store.put("/configmaps", "ns", "a", {"metadata": {"name": "a"}, "data": {}})
+    store.remove("/configmaps", "ns", "a")
+    assert [t for _, t in seen] == [ChangeType.ADDED, ChangeType.MODIFIED, ChangeType.DELETED]
+    assert [rv for rv, _ in seen] == sorted(rv for rv, _ in seen)
+
+
+def test_automatic_compaction_keeps_between_n_and_2n_changes():
+    store = Store(compact_every=5)
+    for i in range(23):
+        store.put("/configmaps", "", f"o{i}", {"metadata": {"name": f"o{i}"}})
+        kept = store.current_rv - store.compacted_rv
+        assert kept <= 10
+        if i >= 9:
+            assert kept >= 5
+
+
+def test_a_too_large_resource_version_is_a_504():
+    store = Store()
+    with pytest.raises(StatusError) as info:
+        store.snapshot("/configmaps", at_rv=store.current_rv + 10)
+    assert info.value.code == 504
+
+
+# -- patches --------------------------------------------------------------------------------
+
+
+def test_merge_patch_follows_rfc_7386():
+    target = {"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]}
+    patch = {"a": "z", "c": {"f": None}, "l": [3], "n": {"x": None}}
+    assert merge_patch(target, patch) == {"a": "z", "c": {"d": "e"}, "l": [3], "n": {}}
+    assert target == {"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]}  # inputs untouched
+
+
+def test_json_patch_follows_rfc_6902():
+    doc = {"foo": ["bar", "baz"], "a/b": 1, "m~n": 2}
+    patched = json_patch(
+        doc,
+        [
+            {"op": "add", "path": "/foo/1", "value": "qux"},
+            {"op": "add", "path": "/foo/-", "value": "end"},
+            {"op": "remove", "path": "/a~1b"},
+            {"op": "replace", "path": "/m~0n", "value": 3},
+            {"op": "copy", "from": "/foo/0", "path": "/first"},
+            {"op": "move", "from": "/first", "path": "/moved"},
+            {"op": "test", "path": "/moved", "value": "bar"},
+        ],
+    )
+    assert patched == {"foo": ["bar", "qux", "baz", "end"], "m~n": 3, "moved": "bar"}
+    assert doc == {"foo": ["bar", "baz"], "a/b": 1, "m~n": 2}
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        {"op": "add"},
+        [{"op": "remove", "path": "/missing"}],
+        [{"op": "replace", "path": "/x", "value": 1}],
+        [{"op": "add", "path": "/list/9", "value": 1}],
+        [{"op": "test", "path": "/list/0", "value": 2}],
+        [{"op": "frobnicate", "path": "/list"}],
+        [{"op": "add", "path": "no-slash", "value": 1}],
+        [{"op": "move", "from": "/list", "path": "/list/0"}],
+    ],
+)
+def test_bad_json_patches_raise_patch_error_and_change_nothing(ops):
+    doc = {"list": [1]}
+    with pytest.raises(PatchError):
+        json_patch(doc, ops)
+    assert doc == {"list": [1]}
+
+
+def test_strategic_merge_patch_replaces_lists_and_rejects_directives():
+    assert strategic_merge_patch({"l": [1, 2], "m": {"a": 1}}, {"l": [3], "m": {"b": 2}}) == {"l": [3], "m": {"a": 1, "b": 2}}
+    with pytest.raises(PatchError):
+        strategic_merge_patch({}, {"spec": {"$patch": "replace"}})
+
+
+@given(st.recursive(st.none() | st.integers() | st.text(max_size=3), lambda c: st.dictionaries(st.text(max_size=3), c, max_size=3), max_leaves=10))
+def test_a_merge_patch_onto_nothing_yields_the_patch_without_nulls(doc):
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if v is not None}
+        return value
+
+    assert merge_patch(None, doc) == strip(doc)
