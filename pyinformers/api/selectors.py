@@ -239,6 +239,7 @@ class _Tok(enum.Enum):
 _SPECIAL = frozenset("!=(),<>")
 _SINGLE = {"(": _Tok.LPAREN, ")": _Tok.RPAREN, ",": _Tok.COMMA, ">": _Tok.GT, "<": _Tok.LT}
 _KEYWORDS = {"in": _Tok.IN, "notin": _Tok.NOTIN}
+_WORDS = frozenset({_Tok.IDENT, _Tok.IN, _Tok.NOTIN})  # tokens usable as a key or a value
 
 
 def _lex(text: str) -> list[tuple[_Tok, str, int]]:
@@ -307,12 +308,13 @@ class _Parser:
             if kind is not _Tok.COMMA:
                 raise self.error(pos, f"expected ',' or end of input, found {word!r}")
             nkind, nword, npos = self.peek()
-            if nkind not in (_Tok.IDENT, _Tok.NOT):
+            if nkind not in _WORDS and nkind is not _Tok.NOT:
                 raise self.error(npos, f"expected a requirement after ',', found {nkind.value if not nword else repr(nword)}")
 
     def key(self) -> tuple[str, int]:
         kind, word, pos = self.take()
-        if kind is not _Tok.IDENT:
+        # "in" and "notin" are keywords only where an operator is expected ("in in (notin)" is valid).
+        if kind not in _WORDS:
             found = repr(word) if word else kind.value
             raise self.error(pos, f"expected a label key, found {found}")
         err = label_key_error(word)
@@ -325,7 +327,7 @@ class _Parser:
         if kind in (_Tok.END, _Tok.COMMA, _Tok.RPAREN):
             return ""  # "a=" selects the empty value
         self.take()
-        if kind is not _Tok.IDENT:
+        if kind not in _WORDS:
             raise self.error(pos, f"expected a label value, found {word!r}")
         err = label_value_error(word)
         if err:
