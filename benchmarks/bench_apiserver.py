@@ -26,9 +26,9 @@ import urllib3
 
 from pyinformers.testing import ApiServer
 
-EVENTS = 20_000
+EVENTS = 10_000
 WATCHERS = 10
-HTTP_WRITES = 1_500
+HTTP_WRITES = 1_000
 
 
 def _pod(i: int) -> dict:
@@ -50,7 +50,7 @@ def _pod(i: int) -> dict:
                     "name": "app",
                     "image": "registry.example.com/team/app:1.2.3",
                     "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                    "env": [{"name": f"VAR_{k}", "value": f"value-{k}-" + "v" * 20} for k in range(12)],
+                    "env": [{"name": f"VAR_{k}", "value": f"value-{k}-" + "v" * 40} for k in range(24)],
                     "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
                     "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                 }
@@ -63,19 +63,22 @@ def _pod(i: int) -> dict:
     }
 
 
-def _stream(url: str, count: int) -> float:
-    """Read ``count`` events from a watch URL, decoding each line; returns seconds taken."""
+def _stream(url: str, count: int, *, decode: bool = True) -> float:
+    """Read ``count`` events from a watch URL (decoding each line, or only counting); returns seconds."""
     http = urllib3.PoolManager()
     started = time.perf_counter()
     resp = http.request("GET", url, preload_content=False, retries=False, timeout=urllib3.Timeout(connect=5, read=30))
     seen = 0
     buffer = b""
     for chunk in resp.stream(1 << 16):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            orjson.loads(line)
-        seen += len(lines)
+        if decode:
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                orjson.loads(line)
+            seen += len(lines)
+        else:
+            seen += chunk.count(b"\n")
         if seen >= count:
             break
     elapsed = time.perf_counter() - started
@@ -86,15 +89,15 @@ def _stream(url: str, count: int) -> float:
     return elapsed
 
 
-def _watch_rates(server: ApiServer, start_rv: str) -> tuple[float, float, float]:
+def _watch_rates(server: ApiServer, start_rv: str, *, decode: bool) -> tuple[float, float, float]:
     url = f"{server.url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={start_rv}"
-    one = EVENTS / _stream(url, EVENTS)
+    one = EVENTS / _stream(url, EVENTS, decode=decode)
     times: list[float] = [0.0] * WATCHERS
     barrier = threading.Barrier(WATCHERS)
 
     def run(i: int) -> None:
         barrier.wait()
-        times[i] = _stream(url, EVENTS)
+        times[i] = _stream(url, EVENTS, decode=decode)
 
     threads = [threading.Thread(target=run, args=(i,), name=f"bench-watch-{i}") for i in range(WATCHERS)]
     started = time.perf_counter()
@@ -110,7 +113,7 @@ def _watch_rates(server: ApiServer, start_rv: str) -> tuple[float, float, float]
 
 def _decode_baseline(server: ApiServer, start_rv: str) -> float:
     changes = server.store.changes_since(int(start_rv), "/pods")
-    lines = [b'{"type":"ADDED","object":' + c.raw + b"}" for c in changes]
+    lines = [c.line for c in changes]
     started = time.perf_counter()
     for line in lines:
         orjson.loads(line)
@@ -159,8 +162,9 @@ def main() -> None:
         for i in range(EVENTS):
             server.rest.create(pods, "default", _pod(i))
         baseline = _decode_baseline(server, start_rv)
-        one, total, per_watcher = _watch_rates(server, start_rv)
-        inproc = _inprocess_writes(server, 5_000)
+        one, total, per_watcher = _watch_rates(server, start_rv, decode=True)
+        raw_one, raw_total, raw_per = _watch_rates(server, start_rv, decode=False)
+        inproc = _inprocess_writes(server, 3_000)
         http1 = _http_writes(server, 1)
         http4 = _http_writes(server, 4)
 
@@ -170,6 +174,9 @@ def main() -> None:
     print(f"{'watch: 1 watcher':<52} {one:>10,.0f} {one / baseline:>8.2f}")
     print(f"{'watch: 10 watchers, all events together':<52} {total:>10,.0f} {total / baseline:>8.2f}")
     print(f"{'watch: 10 watchers, median per watcher':<52} {per_watcher:>10,.0f} {per_watcher / baseline:>8.2f}")
+    print(f"{'watch, lines only counted: 1 watcher':<52} {raw_one:>10,.0f} {raw_one / baseline:>8.2f}")
+    print(f"{'watch, lines only counted: 10 watchers together':<52} {raw_total:>10,.0f} {raw_total / baseline:>8.2f}")
+    print(f"{'watch, lines only counted: median per watcher':<52} {raw_per:>10,.0f} {raw_per / baseline:>8.2f}")
     print(f"{'baseline: writes in process (REST layer, no HTTP)':<52} {inproc:>10,.0f} {1.0:>8.2f}")
     print(f"{'writes over HTTP, 1 writer (create + patch)':<52} {http1:>10,.0f} {http1 / inproc:>8.2f}")
     print(f"{'writes over HTTP, 4 writers':<52} {http4:>10,.0f} {http4 / inproc:>8.2f}")

@@ -49,7 +49,7 @@ __all__ = ["RequestRecord", "Dispatcher", "HttpServer"]
 
 _JSON = "application/json"
 _LIVENESS_CHECK = 0.25  # how often an idle watch checks that its client is still there
-_CHUNK_LINES = 512  # initial-state lines per chunk
+_CHUNK_LINES = 256  # most event lines per chunk
 
 
 @dataclass(frozen=True)
@@ -378,6 +378,14 @@ class Dispatcher:
             h.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
 
     @staticmethod
+    def _chunks(h: BaseHTTPRequestHandler, lines: list[bytes]) -> None:
+        """Write lines as chunks of at most ``_CHUNK_LINES`` lines, each built with one copy."""
+        for i in range(0, len(lines), _CHUNK_LINES):
+            part = lines[i : i + _CHUNK_LINES]
+            size = sum(map(len, part))
+            h.wfile.write(b"".join([b"%x\r\n" % size, *part, b"\r\n"]))
+
+    @staticmethod
     def _end_stream(h: BaseHTTPRequestHandler) -> None:
         h.wfile.write(b"0\r\n\r\n")
 
@@ -412,7 +420,7 @@ class Dispatcher:
         for i in range(0, len(initial), _CHUNK_LINES):
             lines = watcher.encode_objects(initial[i : i + _CHUNK_LINES])
             sent += len(lines)
-            self._chunk(h, b"".join(lines))
+            self._chunks(h, lines)
         if initial_end:
             self._chunk(h, watcher.bookmark_line(start_rv, initial_events_end=True))
         while True:
@@ -436,7 +444,7 @@ class Dispatcher:
             if batch:
                 lines = watcher.encode(batch)
                 if lines:
-                    self._chunk(h, b"".join(lines))
+                    self._chunks(h, lines)
                     sent += len(lines)
                     if faults.roll(faults.drop_watch_probability):
                         self.count("watches:dropped")

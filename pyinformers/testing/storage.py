@@ -50,7 +50,7 @@ import orjson
 
 from pyinformers.testing.status import StatusError, expired
 
-__all__ = ["ChangeType", "Change", "Store", "ObjectKey"]
+__all__ = ["ChangeType", "Change", "Store", "ObjectKey", "event_line"]
 
 ObjectKey = tuple[str, str, str]  # (storage key, namespace, name)
 
@@ -74,7 +74,12 @@ class Change:
     name: str
     obj: dict
     prev: Optional[dict]
-    raw: bytes  # orjson encoding of ``obj``, computed once for every watcher
+    line: bytes  # the watch event line for ``obj`` ({"type":...,"object":...}\n), encoded once for every watcher
+
+    @property
+    def raw(self) -> bytes:
+        """The JSON encoding of ``obj`` (a slice of :attr:`line`)."""
+        return self.line[len(self.type.value) + _LINE_OVERHEAD : -2]
 
     def __repr__(self) -> str:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
@@ -82,6 +87,13 @@ class Change:
 
 
 Listener = Callable[[Change], None]
+
+_LINE_OVERHEAD = len(b'{"type":"","object":')
+
+
+def event_line(event_type: str, raw_object: bytes) -> bytes:
+    """One watch event as a JSON line."""
+    return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
 
 _FIRST_RV = 100
 
@@ -261,7 +273,8 @@ class Store:
             if prev is not None:
                 self._unindex(key, prev)
             self._index(key, obj)
-            self._commit(Change(rv, ChangeType.MODIFIED if prev is not None else ChangeType.ADDED, storage_key, namespace, name, obj, prev, orjson.dumps(obj)))
+            change_type = ChangeType.MODIFIED if prev is not None else ChangeType.ADDED
+            self._commit(Change(rv, change_type, storage_key, namespace, name, obj, prev, event_line(change_type.value, orjson.dumps(obj))))
             return obj
 
     def remove(self, storage_key: str, namespace: str, name: str) -> Optional[dict]:
@@ -275,7 +288,7 @@ class Store:
             final = dict(prev)
             final["metadata"] = dict(prev.get("metadata") or {}, resourceVersion=str(rv))
             self._unindex((storage_key, namespace, name), prev)
-            self._commit(Change(rv, ChangeType.DELETED, storage_key, namespace, name, final, prev, orjson.dumps(final)))
+            self._commit(Change(rv, ChangeType.DELETED, storage_key, namespace, name, final, prev, event_line("DELETED", orjson.dumps(final))))
             return final
 
     def compact(self, rv: Optional[int] = None) -> int:

@@ -31,18 +31,11 @@ from typing import Any, Optional
 import orjson
 
 from pyinformers.testing.registry import ResourceType
-from pyinformers.testing.storage import Change, ChangeType, Store
+from pyinformers.testing.storage import Change, ChangeType, Store, event_line
 
 __all__ = ["Watcher", "WatchHub", "INITIAL_EVENTS_END"]
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-
-_TYPES = {t: t.value.encode() for t in ChangeType}
-
-
-def event_line(event_type: bytes, raw_object: bytes) -> bytes:
-    """One watch event as a JSON line."""
-    return b'{"type":"' + event_type + b'","object":' + raw_object + b"}\n"
 
 
 class Watcher:
@@ -128,41 +121,50 @@ class Watcher:
             return False
         return True
 
-    def _raw(self, obj: dict, raw: Optional[bytes]) -> bytes:
+    def _line(self, event_type: str, obj: dict, change: Optional[Change] = None) -> bytes:
+        """The event line for ``obj`` as seen through this watch's version (reusing the change's line if it fits)."""
         if obj.get("apiVersion") != self.resource.api_version:
-            obj = dict(obj, apiVersion=self.resource.api_version)
-            return orjson.dumps(obj)
-        return raw if raw is not None else orjson.dumps(obj)
+            return event_line(event_type, orjson.dumps(dict(obj, apiVersion=self.resource.api_version)))
+        if change is not None:
+            if change.type.value == event_type:
+                return change.line
+            return event_line(event_type, change.raw)
+        return event_line(event_type, orjson.dumps(obj))
 
     def encode(self, changes: list[Change]) -> list[bytes]:
         """The JSON lines for a batch of changes, after the selectors."""
         lines = []
-        filtered = self.label_selector is not None or self.field_selector is not None
+        version = self.resource.api_version
+        if self.label_selector is None and self.field_selector is None:
+            for change in changes:
+                if change.obj.get("apiVersion") == version:
+                    lines.append(change.line)  # encoded once at write time, shared by every watcher
+                else:
+                    lines.append(self._line(change.type.value, change.obj))
+            self.events_sent += len(lines)
+            return lines
         for change in changes:
-            if not filtered:
-                lines.append(event_line(_TYPES[change.type], self._raw(change.obj, change.raw)))
-                continue
             now = self.matches(change.obj)
             if change.type is ChangeType.MODIFIED:
                 before = self.matches(change.prev)
                 if now and before:
-                    lines.append(event_line(b"MODIFIED", self._raw(change.obj, change.raw)))
+                    lines.append(self._line("MODIFIED", change.obj, change))
                 elif now:
-                    lines.append(event_line(b"ADDED", self._raw(change.obj, change.raw)))
+                    lines.append(self._line("ADDED", change.obj, change))
                 elif before:
                     # It stopped matching: the client must forget it. Send its previous
                     # state, at this change's resourceVersion, as the real server does.
                     prev = dict(change.prev or {})
                     prev["metadata"] = dict(prev.get("metadata") or {}, resourceVersion=str(change.rv))
-                    lines.append(event_line(b"DELETED", self._raw(prev, None)))
+                    lines.append(self._line("DELETED", prev))
             elif now:
-                lines.append(event_line(_TYPES[change.type], self._raw(change.obj, change.raw)))
+                lines.append(self._line(change.type.value, change.obj, change))
         self.events_sent += len(lines)
         return lines
 
     def encode_objects(self, objects: list[dict]) -> list[bytes]:
         """ADDED lines for a starting state (after the selectors)."""
-        lines = [event_line(b"ADDED", self._raw(obj, None)) for obj in objects if self.matches(obj)]
+        lines = [self._line("ADDED", obj) for obj in objects if self.matches(obj)]
         self.events_sent += len(lines)
         return lines
 
@@ -171,7 +173,7 @@ class Watcher:
         if initial_events_end:
             metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
         obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": metadata}
-        return event_line(b"BOOKMARK", orjson.dumps(obj))
+        return event_line("BOOKMARK", orjson.dumps(obj))
 
 
 class WatchHub:
