@@ -198,7 +198,7 @@ class IndexerMachine(RuleBasedStateMachine):
                 assert keys(self.store.by_index(name, v)) == sorted(ks)
 
 
-IndexerMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=30, deadline=None)
+IndexerMachine.TestCase.settings = settings(max_examples=50, stateful_step_count=25, deadline=None)
 test_indexer_against_brute_force = IndexerMachine.TestCase
 
 
