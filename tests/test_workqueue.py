@@ -272,7 +272,7 @@ def wait_for_len(q: Queue, n: int) -> None:
 def wait_for_deadline(clock: FakeClock, deadline: float) -> None:
     """Wait until the delay thread is armed for ``deadline`` (and only it waits)."""
     wait_until(
-        lambda: clock.waiter_count() == 1 and clock.next_deadline() == deadline,
+        lambda: clock.waiter_count() == 1 and abs((clock.next_deadline() or 0.0) - deadline) < 1e-6,
         f"the delay thread to wait for {deadline}",
     )
 

@@ -112,6 +112,10 @@ class DelayingQueue(Queue):
             ready: list[Hashable] = []
             with cond:
                 while not self._delay_stopped:
+                    # Drop superseded entries at the head so the wait is armed
+                    # for a live ready time only.
+                    while heap and waiting_for.get(heap[0][2], (0.0, -1))[1] != heap[0][1]:
+                        heapq.heappop(heap)
                     if heap and heap[0][0] <= clock.now():
                         break
                     if heap:
