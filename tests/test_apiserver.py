@@ -758,3 +758,37 @@ def test_twenty_watchers_each_see_every_one_of_thousands_of_writes_in_order(api_
         assert slot == expected
     rvs = [rv for _, rv in expected]
     assert rvs == sorted(set(rvs))
+
+
+# -- command line ------------------------------------------------------------------------------------
+
+
+def test_the_command_line_serves_until_sigterm(tmp_path):
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyinformers.testing", "--port", str(port), "--kubeconfig", str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "listening on" in proc.stdout.readline()
+        api = config.new_client_from_config(config_file=str(path))
+        try:
+            assert [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items] == ["default", "kube-public", "kube-system"]
+        finally:
+            api.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        proc.stdout.close()
