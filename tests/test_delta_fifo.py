@@ -369,3 +369,61 @@ class DeltaFIFOMachine(RuleBasedStateMachine):
 
 DeltaFIFOMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
 test_delta_fifo_against_model = DeltaFIFOMachine.TestCase
+
+
+# ---------------------------------------------------------------- concurrency
+
+
+def test_concurrent_producers_and_consumers_lose_nothing_and_never_share_a_key():
+    fifo = DeltaFIFO()
+    per_producer = 2000
+    keys = [f"k{i}" for i in range(20)]
+    lock = threading.Lock()
+    active: set[str] = set()
+    seen: dict[tuple[str, int], list[int]] = {}  # (key, producer) -> sequence numbers in order
+    problems: list[str] = []
+    producers_done = threading.Event()
+
+    def produce(pid):
+        for seq in range(per_producer):
+            o = obj(keys[seq % len(keys)])
+            o["metadata"]["labels"] = {"p": str(pid), "seq": str(seq)}
+            fifo.update(o)
+
+    def process(deltas, initial):
+        key = deltas[0].object["metadata"]["name"]
+        with lock:
+            if key in active:
+                problems.append(f"{key} handed to two consumers")
+            active.add(key)
+        for d in deltas:
+            labels = d.object["metadata"]["labels"]
+            seen.setdefault((key, int(labels["p"])), []).append(int(labels["seq"]))
+        with lock:
+            active.discard(key)
+
+    def consume():
+        try:
+            while True:
+                if not fifo.pop(process, timeout=0.05) and producers_done.is_set() and len(fifo) == 0:
+                    return
+        except Exception as e:  # surfaced by the assertion below
+            problems.append(repr(e))
+
+    producers = [threading.Thread(target=produce, args=(p,), name=f"pyinformers-test-producer-{p}", daemon=True)
+                 for p in range(2)]
+    consumers = [threading.Thread(target=consume, name=f"pyinformers-test-consumer-{c}", daemon=True)
+                 for c in range(2)]
+    for t in producers + consumers:
+        t.start()
+    for t in producers:
+        t.join(30)
+    producers_done.set()
+    for t in consumers:
+        t.join(30)
+    assert not any(t.is_alive() for t in producers + consumers)
+    assert not problems, problems[:5]
+    total = sum(len(v) for v in seen.values())
+    assert total == 2 * per_producer
+    for (key, pid), seqs in seen.items():
+        assert seqs == sorted(seqs), f"{key} from producer {pid} out of order"

@@ -191,7 +191,7 @@ class Indexer:
 
     def add(self, obj: Any) -> None:
         """Insert or overwrite the object under its key (same as :meth:`update`)."""
-        key = self._key(obj)
+        key = self._key_func(obj)
         with self._lock:
             old = self._items.get(key)
             self._update_indices(key, old, obj)
