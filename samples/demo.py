@@ -281,12 +281,14 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         with contextlib.ExitStack() as stack:
             if args.kubeconfig:
                 api_client = _api_client_for(args.kubeconfig)
+                stack.callback(api_client.close)
                 print(f"pyinformers demo: the sample-controller port against {api_client.configuration.host}", file=out)
             else:
                 from pyinformers.testing import ApiServer
 
                 server = stack.enter_context(ApiServer(simulate_workloads=True))
                 api_client = server.api_client()
+                stack.callback(api_client.close)
                 print(
                     f"pyinformers demo: the sample-controller port on the in-process API server at {server.url}",
                     file=out,

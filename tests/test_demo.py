@@ -39,3 +39,18 @@ def test_the_quickstart_runs_as_documented(capsys):
     out = capsys.readouterr().out
     assert "created:   {'images': 'nginx:1.27', 'replicas': '2'}" in out
     assert "recreated: {'images': 'nginx:1.27', 'replicas': '2'}" in out
+
+
+def test_the_demo_runs_against_a_kubeconfig(tmp_path):
+    from pyinformers.testing import ApiServer
+
+    with ApiServer(simulate_workloads=True, workload_delay=0.05) as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        out = io.StringIO()
+        status = demo.main(["--kubeconfig", str(kubeconfig), "--namespace", "kube-system"], out=out)
+        text = out.getvalue()
+        assert status == 0, text
+        assert f"against {server.url}" in text
+        # everything it created in that namespace is gone again, except its Events
+        assert server.objects("foos", "samplecontroller.k8s.io", namespace="kube-system") == []
+        assert server.objects("deployments", "apps", namespace="kube-system") == []
