@@ -131,7 +131,10 @@ class DeltaFIFO:
         self._transform = transform
         self._clock = clock or REAL_CLOCK
         self._requeue_on_error = requeue_on_error
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        # pops blocked in a wait: notifications are skipped when nobody waits (the hot path)
+        self._waiters = 0
         # key -> deltas not yet popped (never empty); a key is here iff it is in _queue
         self._items: dict[str, list[Delta]] = {}
         # keys in arrival order of their first pending delta
@@ -159,7 +162,8 @@ class DeltaFIFO:
         if deltas is None:
             self._items[key] = [delta]
             self._queue.append(key)
-            self._cond.notify()
+            if self._waiters:
+                self._cond.notify()
             return
         if delta.type is _DELETED and deltas[-1].type is _DELETED:
             # Consecutive deletes collapse: keep the newer unless it is only a tombstone.
@@ -175,7 +179,7 @@ class DeltaFIFO:
         """Queue an ``Added`` delta."""
         obj = self._enter(obj)
         key = self.key_of(obj)
-        with self._cond:
+        with self._lock:
             self._populated = True
             self._queue_locked(key, Delta(DeltaType.ADDED, obj))
 
@@ -183,7 +187,7 @@ class DeltaFIFO:
         """Queue an ``Updated`` delta."""
         obj = self._enter(obj)
         key = self.key_of(obj)
-        with self._cond:
+        with self._lock:
             self._populated = True
             self._queue_locked(key, Delta(DeltaType.UPDATED, obj))
 
@@ -212,7 +216,7 @@ class DeltaFIFO:
         if not isinstance(obj, DeletedFinalStateUnknown):
             obj = self._enter(obj)
         key = self.key_of(obj)
-        with self._cond:
+        with self._lock:
             self._populated = True
             if key not in self._items and not self._downstream_state(key)[0]:
                 return  # never seen, or already deleted: nothing to tell the consumer
@@ -228,7 +232,7 @@ class DeltaFIFO:
         """
         entering = [self._enter(o) for o in objects]
         keyed = [(self.key_of(o), o) for o in entering]
-        with self._cond:
+        with self._lock:
             new_keys = set()
             for key, obj in keyed:
                 new_keys.add(key)
@@ -263,7 +267,7 @@ class DeltaFIFO:
         """
         if self._known is None:
             return
-        with self._cond:
+        with self._lock:
             for key in self._known.list_keys():
                 if key in self._items or key in self._processing:
                     continue
@@ -298,7 +302,7 @@ class DeltaFIFO:
         ``is_in_initial_list`` is True while the FIFO has not synced, i.e.
         the key belongs to the initial population still being drained.
         """
-        with self._cond:
+        with self._lock:
             deadline = None if timeout is None else self._clock.now() + timeout
             while True:
                 if self._closed:
@@ -307,12 +311,19 @@ class DeltaFIFO:
                 if key is not None:
                     break
                 if deadline is None:
-                    self._cond.wait()
+                    remaining = None
                 else:
                     remaining = deadline - self._clock.now()
                     if remaining <= 0:
                         return False
-                    self._clock.wait(self._cond, remaining)
+                self._waiters += 1
+                try:
+                    if remaining is None:
+                        self._cond.wait()
+                    else:
+                        self._clock.wait(self._cond, remaining)
+                finally:
+                    self._waiters -= 1
             deltas = tuple(self._items.pop(key))
             self._processing[key] = deltas
             in_initial = not self._has_synced_locked()
@@ -321,16 +332,18 @@ class DeltaFIFO:
             process(deltas, in_initial)
         except BaseException:
             if self._requeue_on_error:
-                with self._cond:
+                with self._lock:
                     self._requeue_locked(key, deltas)
                     requeued = True
             raise
         finally:
-            with self._cond:
+            with self._lock:
                 del self._processing[key]
                 if self._initial_population > 0 and not requeued:
                     self._initial_population -= 1
-                self._cond.notify_all()
+                if self._waiters:
+                    # a pop may be waiting for this key to be free
+                    self._cond.notify_all()
         return True
 
     def _requeue_locked(self, key: str, deltas: tuple[Delta, ...]) -> None:
@@ -355,12 +368,12 @@ class DeltaFIFO:
 
     def has_synced(self) -> bool:
         """True once the first :meth:`replace` (or any earlier add/update/delete) has been popped through."""
-        with self._cond:
+        with self._lock:
             return self._has_synced_locked()
 
     def close(self) -> None:
         """Close the FIFO: every blocked and future :meth:`pop` raises :class:`FIFOClosedError`."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._cond.notify_all()
 
@@ -370,22 +383,22 @@ class DeltaFIFO:
 
     def __len__(self) -> int:
         """Number of keys with pending deltas."""
-        with self._cond:
+        with self._lock:
             return len(self._queue)
 
     def list_keys(self) -> list[str]:
         """Keys with pending deltas, in queue order."""
-        with self._cond:
+        with self._lock:
             return list(self._queue)
 
     def get_by_key(self, key: str) -> tuple[Delta, ...] | None:
         """The pending deltas of ``key`` (a snapshot), or None."""
-        with self._cond:
+        with self._lock:
             deltas = self._items.get(key)
             return tuple(deltas) if deltas is not None else None
 
     def __repr__(self) -> str:
-        with self._cond:
+        with self._lock:
             return (
                 f"<DeltaFIFO queued={len(self._queue)} processing={len(self._processing)} "
                 f"synced={self._has_synced_locked()} closed={self._closed}>"
