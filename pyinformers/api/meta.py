@@ -24,6 +24,7 @@ mutates the object it is given, by design) and thread-safe.
 from __future__ import annotations
 
 import copy as _copy
+from types import MappingProxyType
 from typing import Any, Mapping, MutableMapping
 
 __all__ = [
@@ -43,7 +44,8 @@ __all__ = [
     "owner_references",
 ]
 
-_EMPTY: Mapping[str, Any] = {}
+# Read-only, so a caller mutating the "labels" of an unlabelled object cannot poison later calls.
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # --------------------------------------------------------------------------- getters
@@ -259,7 +261,7 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
         "controller": True,
         "blockOwnerDeletion": True,
     }
-    refs = [r for r in owner_references(obj)]
+    refs = list(owner_references(obj))
     for i, r in enumerate(refs):
         if r.get("uid") == owner_uid:
             refs[i] = ref
