@@ -462,6 +462,11 @@ class Reflector:
         try:
             while not isinstance(self.step(stop), Stopped):
                 pass
+        except Exception:
+            if not self._stopping:
+                raise
+            # The store was closed under us while stopping (an informer shutting down): not an error.
+            log.debug("%s: store failed while stopping", self.name, exc_info=True)
         finally:
             with self._lock:
                 stream = self._stream

@@ -1,0 +1,256 @@
+"""The Reflector over HTTP against the in-process API server: sync, resume, relist, back off, stall, stop."""
+
+pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+
+import random
+import threading
+import time
+
+import pytest
+from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry
+
+from pyinformers.api import ListWatch, ResourceClient
+from pyinformers.cache.reflector import BackingOff, Reflector, Watching
+from pyinformers.clock import REAL_CLOCK, FakeClock
+from pyinformers.resources import CONFIGMAPS
+
+
+class DictStore:
+    """A thread-safe dict keyed like the cache, recording what the reflector did."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.objects: dict[str, dict] = {}
+        self.replaces: list[str] = []
+
+    @staticmethod
+    def key(obj: dict) -> str:
+        md = obj["metadata"]
+        return f"{md.get('namespace')}/{md['name']}"
+
+    def replace(self, objects, resource_version):
+        with self.cond:
+            self.objects = {self.key(o): o for o in objects}
+            self.replaces.append(resource_version)
+            self.cond.notify_all()
+
+    def add(self, obj):
+        with self.cond:
+            self.objects[self.key(obj)] = obj
+            self.cond.notify_all()
+
+    update = add
+
+    def delete(self, obj):
+        with self.cond:
+            self.objects.pop(self.key(obj), None)
+            self.cond.notify_all()
+
+    def resync(self):
+        pass
+
+    def wait(self, predicate, timeout: float = 10.0) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: predicate(self), timeout), f"store never matched: {sorted(self.objects)}"
+
+    def names(self) -> set[str]:
+        return {k.split("/", 1)[1] for k in self.objects}
+
+
+def server_names(api_server) -> set[str]:
+    return {o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")}
+
+
+def cm(name: str) -> dict:
+    return {"metadata": {"name": name}, "data": {"v": name}}
+
+
+def wait_until(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        threading.Event().wait(0.005)
+
+
+@pytest.fixture
+def client(api_client):
+    # No hidden urllib3 retries (they would sleep Retry-After inside a request): the
+    # reflector's own backoff is what these tests observe.
+    configuration = api_client.configuration
+    configuration.retries = False
+    plain = k8s.ApiClient(configuration)
+    yield ResourceClient(plain, CONFIGMAPS)
+    plain.close()
+
+
+class Running:
+    """A reflector running on a test thread; stopped (and checked stopped) on exit."""
+
+    def __init__(self, client, store, **options) -> None:
+        options.setdefault("metrics_registry", CollectorRegistry())
+        options.setdefault("rng", random.Random(1))
+        self.reflector = Reflector(ListWatch(client, namespace="default"), store, name="test/configmaps", **options)
+        self.thread = threading.Thread(target=self.reflector.run, name="pyinformers-test-reflector", daemon=True)
+
+    def __enter__(self) -> Reflector:
+        self.thread.start()
+        return self.reflector
+
+    def __exit__(self, *exc) -> None:
+        self.reflector.stop()
+        self.thread.join(2)
+        assert not self.thread.is_alive()
+
+
+def requests_of(api_server, *, watch: bool) -> list:
+    return [
+        r
+        for r in api_server.requests
+        if r.method == "GET" and r.path.endswith("/configmaps") and (r.query.get("watch") == "true") == watch
+    ]
+
+
+def test_syncs_in_pages_and_follows_later_changes(api_server, client):
+    for i in range(250):
+        client.create(cm(f"c{i:03d}"), "default")
+    store = DictStore()
+    api_server.clear_requests()
+    with Running(client, store, page_size=100) as reflector:
+        store.wait(lambda s: len(s.objects) == 250)
+        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 3)  # the log lags the answer a little
+        assert len(requests_of(api_server, watch=False)) == 3
+        assert reflector.has_synced_once()
+        client.create(cm("late"), "default")
+        client.delete("c000", "default")
+        client.patch("c001", {"data": {"v": "changed"}}, "default")
+        store.wait(lambda s: "late" in s.names() and "c000" not in s.names())
+        store.wait(lambda s: s.objects["default/c001"]["data"]["v"] == "changed")
+    assert store.names() == server_names(api_server)
+
+
+def test_a_dropped_watch_resumes_from_the_last_resource_version_without_relisting(api_server, client):
+    client.create(cm("a"), "default")
+    store = DictStore()
+    api_server.clear_requests()
+    with Running(client, store, backoff_initial=0.05, backoff_max=0.1) as reflector:
+        store.wait(lambda s: "a" in s.names())
+        wait_until(lambda: len(requests_of(api_server, watch=True)) == 1)
+        client.create(cm("b"), "default")
+        store.wait(lambda s: "b" in s.names())
+        rv_before_drop = reflector.last_sync_resource_version()
+        assert api_server.faults.drop_watches() == 1
+        client.create(cm("c"), "default")  # happens while the watch is down
+        store.wait(lambda s: "c" in s.names())
+        wait_until(lambda: len(requests_of(api_server, watch=True)) >= 2)
+        watches = requests_of(api_server, watch=True)
+        assert len(watches) == 2
+        assert watches[1].query["resourceVersion"] == rv_before_drop
+        assert len(requests_of(api_server, watch=False)) == 1  # no relist
+        assert reflector.stats.relists == 0 and reflector.stats.restarts >= 1
+
+
+def test_compaction_while_disconnected_ends_in_a_relist_that_drops_deleted_objects(api_server, client):
+    for name in ("keep", "doomed"):
+        client.create(cm(name), "default")
+    clock = FakeClock()
+    store = DictStore()
+    with Running(client, store, clock=clock) as reflector:
+        store.wait(lambda s: s.names() == {"keep", "doomed"})
+        wait_until(lambda: api_server.counters.get("watches_open", 0) >= 1)
+        api_server.faults.drop_watches()
+        wait_until(lambda: isinstance(reflector.state, BackingOff))  # waiting on the fake clock
+        client.delete("doomed", "default")
+        client.create(cm("newcomer"), "default")
+        api_server.compact()
+        clock.step(reflector.state.delay)
+        store.wait(lambda s: s.names() == {"keep", "newcomer"})
+        assert len(store.replaces) == 2 and reflector.stats.relists == 1
+    assert store.names() == server_names(api_server)
+
+
+def test_server_errors_back_off_without_a_busy_loop(api_server, client):
+    api_server.faults.error_rate = 1.0
+    clock = FakeClock()
+    store = DictStore()
+    api_server.clear_requests()
+    with Running(client, store, clock=clock) as reflector:
+        clock.block_until_waiters(1)  # the first list failed; now it waits on the clock
+        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 1)
+        assert len(requests_of(api_server, watch=False)) == 1
+        first = reflector.state
+        assert isinstance(first, BackingOff) and 0.8 <= first.delay < 1.0
+        clock.step(first.delay)
+        wait_until(lambda: isinstance(reflector.state, BackingOff) and reflector.state != first)
+        clock.block_until_waiters(1)
+        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 2)
+        assert len(requests_of(api_server, watch=False)) == 2
+        assert reflector.state.delay >= 1.6  # doubled
+        api_server.faults.error_rate = 0.0
+        clock.step(reflector.state.delay)
+        wait_until(reflector.has_synced_once)
+        assert reflector.stats.errors == 2
+
+
+def test_throttling_waits_for_retry_after(api_server, client):
+    api_server.faults.throttle_rate = 1.0
+    api_server.faults.retry_after = 7
+    clock = FakeClock()
+    store = DictStore()
+    api_server.clear_requests()
+    with Running(client, store, clock=clock) as reflector:
+        clock.block_until_waiters(1)
+        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 1)
+        state = reflector.state
+        assert isinstance(state, BackingOff) and state.delay >= 7.0
+        clock.step(6.5)
+        clock.block_until_waiters(1)  # woke, found it early, waits again...
+        assert len(requests_of(api_server, watch=False)) == 1  # ...without a second request
+        api_server.faults.throttle_rate = 0.0
+        clock.step(1.0)
+        wait_until(reflector.has_synced_once)
+
+
+def test_a_stalled_watch_is_restarted(api_server, client):
+    client.create(cm("a"), "default")
+    clock = FakeClock()
+    store = DictStore()
+    api_server.clear_requests()
+    with Running(client, store, clock=clock, stall_timeout=120) as reflector:
+        store.wait(lambda s: "a" in s.names())
+        wait_until(lambda: len(requests_of(api_server, watch=True)) == 1)
+        api_server.faults.stall_watches = True
+        clock.step(121)  # nothing (not even a bookmark) for longer than the stall timeout
+        wait_until(lambda: reflector.stats.stalls == 1)
+        api_server.faults.stall_watches = False
+        wait_until(lambda: isinstance(reflector.state, BackingOff))
+        clock.step(reflector.state.delay)
+        wait_until(lambda: len(requests_of(api_server, watch=True)) == 2)
+        client.create(cm("b"), "default")
+        store.wait(lambda s: "b" in s.names())
+        assert reflector.stats.relists == 0
+
+
+def test_a_streaming_list_syncs_without_a_list_request(api_server, client):
+    for name in ("x", "y"):
+        client.create(cm(name), "default")
+    store = DictStore()
+    api_server.clear_requests()
+    with Running(client, store, use_watch_list=True) as reflector:
+        store.wait(lambda s: s.names() == {"x", "y"})
+        assert reflector.has_synced_once() and reflector.stats.lists == 1
+        client.create(cm("z"), "default")
+        store.wait(lambda s: "z" in s.names())
+        assert requests_of(api_server, watch=False) == []
+        assert requests_of(api_server, watch=True)[0].query["sendInitialEvents"] == "true"
+
+
+def test_stop_with_an_open_watch_returns_within_a_second(api_server, client):
+    store = DictStore()
+    running = Running(client, store, clock=REAL_CLOCK)
+    reflector = running.__enter__()
+    wait_until(lambda: isinstance(reflector.state, Watching) and api_server.counters.get("watches_open", 0) >= 1)
+    started = time.monotonic()
+    reflector.stop()
+    running.thread.join(1.0)
+    assert not running.thread.is_alive() and time.monotonic() - started < 1.0
