@@ -285,25 +285,26 @@ class Manager:
         """Where ``/healthz`` and ``/readyz`` are served, or None when off or not started."""
         return self._health_server.address if self._health_server else None
 
+    def _serve(self, port: int, *, metrics: bool, health: bool) -> Optional[ProbeServer]:
+        """Start one endpoint server, unless a stop was requested (then None)."""
+        server = ProbeServer(self.bind_address, port, self._routes(metrics=metrics, health=health))
+        with self._lock:
+            if self._stop_requested.is_set():
+                return None
+            server.start()
+            self._servers.append(server)
+        return server
+
     def _start_servers(self) -> None:
         metrics, health = self.metrics_port, self.health_port
         try:
             if metrics and health and metrics == health and metrics != ANY_PORT:
-                server = ProbeServer(self.bind_address, metrics, self._routes(metrics=True, health=True))
-                server.start()
-                self._servers.append(server)
-                self._metrics_server = self._health_server = server
+                self._metrics_server = self._health_server = self._serve(metrics, metrics=True, health=True)
                 return
             if metrics:
-                server = ProbeServer(self.bind_address, metrics, self._routes(metrics=True, health=False))
-                server.start()
-                self._servers.append(server)
-                self._metrics_server = server
+                self._metrics_server = self._serve(metrics, metrics=True, health=False)
             if health:
-                server = ProbeServer(self.bind_address, health, self._routes(metrics=False, health=True))
-                server.start()
-                self._servers.append(server)
-                self._health_server = server
+                self._health_server = self._serve(health, metrics=False, health=True)
         except OSError as err:
             raise ConfigurationError(
                 f"cannot serve metrics/probes on {self.bind_address} (ports {metrics}, {health}): {_one_line(err)}"
@@ -336,7 +337,12 @@ class Manager:
             for controller in controllers:
                 if self._stop_requested.is_set():
                     return
-                controller.start()
+                try:
+                    controller.start()
+                except RuntimeError:
+                    if self._stop_requested.is_set():  # stop() got to it first
+                        return
+                    raise
             log.info("running %d controller(s) on %d informer(s)", len(controllers), len(self.factory.informers()))
         except BaseException:
             self.stop(timeout=5.0)
@@ -389,9 +395,19 @@ class Manager:
         for c in controllers:
             if c.workers_alive():
                 clean = False
-        clean = self.factory.shutdown(timeout=5.0) and clean
-        for server in self._servers:
-            clean = server.stop(timeout=2.0) and clean
+        try:
+            clean = self.factory.shutdown(timeout=5.0) and clean
+        except Exception:  # keep going: the servers and the client must still be closed
+            log.exception("stopping the informers failed")
+            clean = False
+        with self._lock:  # start() adds no server once a stop was requested
+            servers = list(self._servers)
+        for server in servers:
+            try:
+                clean = server.stop(timeout=2.0) and clean
+            except Exception:
+                log.exception("stopping %r failed", server)
+                clean = False
         if self._owns_client:
             try:
                 self.api_client.close()
