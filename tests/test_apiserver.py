@@ -538,6 +538,34 @@ def test_a_watcher_that_cannot_keep_up_is_closed_not_waited_for(api_server_facto
     assert api_server.counters["watches:overflowed"] == 1
 
 
+def test_a_replay_from_history_longer_than_the_watch_queue_is_delivered_whole(api_server_factory):
+    api_server = api_server_factory(max_watch_queue=5)
+    core = client.CoreV1Api(api_server.api_client())
+    rv = api_server.resource_version
+    for i in range(20):
+        core.create_namespaced_config_map("default", cm(f"r{i:02d}"))
+    events = watch_lines(api_server, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=0.5")
+    assert [e["object"]["metadata"]["name"] for e in events] == [f"r{i:02d}" for i in range(20)]
+
+
+def test_a_watch_from_a_future_resource_version_sends_only_later_changes(api_server, core):
+    future = int(api_server.resource_version) + 2
+    received: list[str] = []
+    thread = threading.Thread(
+        target=lambda: received.extend(
+            e["object"]["metadata"]["name"]
+            for e in watch_lines(api_server, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={future}&timeoutSeconds=1")
+        ),
+        daemon=True,
+    )
+    thread.start()
+    wait_for(lambda: api_server.counters["watches_open"] == 1, what="the watch")
+    for name in ("one", "two", "three"):
+        core.create_namespaced_config_map("default", cm(name))
+    thread.join(5)
+    assert received == ["three"]
+
+
 # -- faults ---------------------------------------------------------------------------------------
 
 

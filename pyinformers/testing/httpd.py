@@ -362,6 +362,11 @@ class Dispatcher:
             self._start_stream(h)
             self._record(method, path, query, 200, "watch")
             self._serve_watch(h, watcher, options, initial, start_rv, initial_end)
+        except (_Cut, OSError):
+            raise _Cut() from None
+        except Exception:  # the stream has started: no error response can follow, only a cut
+            self.count("watches:failed")
+            raise _Cut() from None
         finally:
             self.hub.close(watcher)
 

@@ -63,7 +63,10 @@ class Watcher:
         self.events_sent = 0
         self.close_reason: Optional[str] = None
         self._cond = threading.Condition(threading.Lock())
-        self._queue: deque[Change] = deque()  # changes not yet taken by the serving thread
+        # Changes not yet taken by the serving thread: first the replay from history
+        # (already in memory, not bounded here), then live changes (bounded by max_queue).
+        self._backlog: list[Change] = []
+        self._queue: deque[Change] = deque()
 
     def __repr__(self) -> str:
         where = f" namespace={self.namespace}" if self.namespace else ""
@@ -78,14 +81,23 @@ class Watcher:
 
     def offer(self, change: Change) -> None:
         """Queue a change (called by the hub under the store lock); closes the watcher on overflow."""
+        if change.rv <= self.start_rv:
+            return  # before this watch's starting point (a watch from a resourceVersion not reached yet)
         with self._cond:
             if self.close_reason is not None:
                 return
             if len(self._queue) >= self.max_queue:
                 self.close_reason = "overflow"
                 self._queue.clear()
+                self._backlog = []
             else:
                 self._queue.append(change)
+            self._cond.notify()
+
+    def replay(self, changes: list[Change]) -> None:
+        """Queue a replay from history (called by the hub under the store lock, before any live change)."""
+        with self._cond:
+            self._backlog = list(changes)
             self._cond.notify()
 
     def close(self, reason: str) -> None:
@@ -98,17 +110,19 @@ class Watcher:
     def next_batch(self, timeout: float) -> Optional[list[Change]]:
         """Wait up to ``timeout`` s for changes; returns them (maybe empty), or None once closed."""
         with self._cond:
-            if not self._queue and self.close_reason is None and timeout > 0:
+            if not self._queue and not self._backlog and self.close_reason is None and timeout > 0:
                 self._cond.wait(timeout)
             if self.close_reason is not None:
                 return None
-            batch = list(self._queue)
+            batch = self._backlog
+            self._backlog = []
+            batch.extend(self._queue)
             self._queue.clear()
             return batch
 
     def is_drained(self) -> bool:
         with self._cond:
-            return not self._queue
+            return not self._queue and not self._backlog
 
     # -- encoding ------------------------------------------------------------------------
 
@@ -208,9 +222,7 @@ class WatchHub:
             else:
                 assert since_rv is not None
                 backlog = self._store.changes_since(since_rv, key)
-                for change in backlog:
-                    if watcher.namespace is None or watcher.namespace == change.namespace:
-                        watcher.offer(change)
+                watcher.replay([c for c in backlog if watcher.namespace is None or watcher.namespace == c.namespace])
                 objects, rv = [], since_rv
             watcher.start_rv = rv
             self._watchers.setdefault(key, []).append(watcher)
