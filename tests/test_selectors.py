@@ -210,7 +210,7 @@ def reference_match(reqs, labels):
     return True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(requirements, max_size=4), st.lists(label_sets, min_size=1, max_size=6))
 def test_selectors_match_like_the_reference_and_survive_a_round_trip(reqs, label_set_list):
     sel = LabelSelector(reqs)
@@ -284,3 +284,36 @@ def test_as_field_selector_accepts_every_spelling():
     assert as_field_selector("metadata.name=x") == sel
     assert as_field_selector({"metadata.name": "x"}) == sel
     assert as_field_selector(None).empty
+
+
+_ws = st.sampled_from(["", " ", "  "])
+
+
+@st.composite
+def selector_strings(draw):
+    """Selector strings as users write them: any spacing, '==' or '=', sets in any order."""
+    parts = []
+    for _ in range(draw(st.integers(0, 4))):
+        key = draw(st.sampled_from(KEYS))
+        form = draw(st.sampled_from(["=", "==", "!=", "in", "notin", "exists", "!"]))
+        w1, w2 = draw(_ws), draw(_ws)
+        if form in ("=", "==", "!="):
+            parts.append(f"{w1}{key}{w1}{form}{w2}{draw(st.sampled_from(VALUES))}{w2}")
+        elif form in ("in", "notin"):
+            vals = draw(st.lists(st.sampled_from(VALUES), min_size=1, max_size=3))
+            parts.append(f"{w1}{key} {form}{w2}({w2}{(w2 + ',' + w2).join(vals)}{w2}){w1}")
+        elif form == "exists":
+            parts.append(f"{w1}{key}{w2}")
+        else:
+            parts.append(f"{w1}!{w2}{key}{w1}")
+    return ",".join(parts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(selector_strings(), st.lists(label_sets, min_size=1, max_size=5))
+def test_parsed_strings_print_canonically_and_parse_back_to_the_same_matches(text, label_set_list):
+    sel = LabelSelector.parse(text)
+    again = LabelSelector.parse(str(sel))
+    assert again == sel
+    for labels in label_set_list:
+        assert again.matches(labels) is sel.matches(labels) is reference_match(sel.requirements, labels)
