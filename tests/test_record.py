@@ -284,9 +284,33 @@ def test_close_abandons_a_write_that_keeps_failing_within_its_timeout(sink, cloc
 
 def test_event_names_are_unique_even_at_the_same_instant(recorder, sink):
     for i in range(20):
-        recorder.event(FOO, "Normal", "Synced", f"m{i}")
+        recorder.event(FOO, "Normal", f"Reason{i}", "m")
     assert recorder.flush(5)
     assert len({name for _, name in sink.events}) == 20
+
+
+def test_similar_events_past_max_similar_messages_are_combined_into_one_event(recorder, sink, clock):
+    for i in range(1, 16):
+        recorder.event(FOO, "Normal", "ScalingReplicaSet", f"Scaled up to {i}")
+        clock.step(1)
+    recorder.event(FOO, "Normal", "OtherReason", "Scaled up to 99")  # another reason: its own group
+    assert recorder.flush(5)
+    messages = sorted(e["message"] for e in sink.events.values() if e["reason"] == "ScalingReplicaSet")
+    assert messages == sorted([f"Scaled up to {i}" for i in range(1, 10)] + [
+        "(combined from similar events): Scaled up to 15"
+    ])
+    combined = [e for e in sink.events.values() if e["message"].startswith("(combined")][0]
+    assert combined["count"] == 6  # the 10th to the 15th
+    assert [e["count"] for e in sink.events.values() if e["reason"] == "OtherReason"] == [1]
+
+
+def test_similar_events_are_told_apart_again_after_the_window(recorder, sink, clock):
+    for i in range(12):
+        recorder.event(FOO, "Normal", "Scaled", f"to {i}")
+    clock.step(601)
+    recorder.event(FOO, "Normal", "Scaled", "to 100")
+    assert recorder.flush(5)
+    assert any(e["message"] == "to 100" for e in sink.events.values())
 
 
 def test_repr_shows_state(recorder):

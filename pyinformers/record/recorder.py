@@ -10,9 +10,11 @@ writes the buffer to the API server.
 What happens to an occurrence:
 
 * it is *correlated* (:mod:`pyinformers.record.correlator`): identical events
-  within the window aggregate into one Event whose ``count`` grows, the way
-  client-go's correlator does; the first occurrence creates the Event, later
-  ones patch ``count`` and ``lastTimestamp``;
+  within the window aggregate into one Event whose ``count`` grows, and past
+  ``max_similar`` distinct messages for one object and reason, similar events
+  are combined into one, the way client-go's correlator does; the first
+  occurrence creates the Event, later ones patch ``count``, ``lastTimestamp``
+  and ``message``;
 * it waits in the buffer, keyed by Event: occurrences of an Event that is
   already waiting do not take a second slot (a burst of the same failure
   costs one write);
@@ -45,6 +47,7 @@ from pyinformers.api.errors import AlreadyExists, ApiError, NotFound
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.record.correlator import (
     DEFAULT_CACHE_SIZE,
+    DEFAULT_MAX_SIMILAR,
     DEFAULT_WINDOW,
     CorrelationKey,
     EventCorrelator,
@@ -94,6 +97,7 @@ class _Write:
 
     record: EventRecord
     created: bool
+    message: str
     count: int
     first_timestamp: float
     last_timestamp: float
@@ -127,6 +131,7 @@ class EventRecorder:
         sink: Optional[EventSink] = None,
         window: float = DEFAULT_WINDOW,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        max_similar: int = DEFAULT_MAX_SIMILAR,
         max_attempts: int = 12,
         retry_interval: float = 10.0,
         warn_interval: float = 10.0,
@@ -154,7 +159,9 @@ class EventRecorder:
 
         self._cond = threading.Condition(threading.Lock())
         self._last_unique = 0
-        self._correlator = EventCorrelator(name_func=self._event_name, window=window, cache_size=cache_size)
+        self._correlator = EventCorrelator(
+            name_func=self._event_name, window=window, cache_size=cache_size, max_similar=max_similar
+        )
         # Events waiting to be written, oldest first, keyed by (namespace, event name).
         # Invariant: len(_pending) <= _buffer_size; a record is in _pending at most once.
         self._pending: OrderedDict[tuple[str, str], EventRecord] = OrderedDict()
@@ -338,6 +345,7 @@ class EventRecorder:
                 write = _Write(
                     record=record,
                     created=record.created,
+                    message=record.message,
                     count=record.count,
                     first_timestamp=record.first_timestamp,
                     last_timestamp=record.last_timestamp,
@@ -422,7 +430,7 @@ class EventRecorder:
             "metadata": {"name": write.record.event_name, "namespace": write.record.event_namespace},
             "involvedObject": involved,
             "reason": key.reason,
-            "message": key.message,
+            "message": write.message,
             "type": key.type,
             "source": source,
             "count": write.count,
@@ -437,7 +445,7 @@ class EventRecorder:
         return {
             "count": write.count,
             "lastTimestamp": rfc3339(write.last_timestamp),
-            "message": write.record.key.message,
+            "message": write.message,
         }
 
 
