@@ -186,8 +186,10 @@ class Controller:
         self._state = _State.NEW
         self._watches: list[Watch] = []
         self._threads: list[threading.Thread] = []
-        # worker thread name -> key it is reconciling now (for shutdown diagnostics)
-        self._in_flight: dict[str, str] = {}
+        # worker thread name -> key it is reconciling now (for shutdown diagnostics).
+        # Not under _lock: each worker writes only its own entry, and single dict
+        # operations (set, pop, copy) are atomic in CPython.
+        self._in_flight: dict[str, Any] = {}
         # Set by stop(): workers stop taking keys, run() and start() stop waiting.
         self._stopping = threading.Event()
 
@@ -365,8 +367,8 @@ class Controller:
                 thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t for t in threads if t.is_alive() and t is not me]
         if alive:
-            with self._lock:
-                keys = sorted(self._in_flight.get(t.name, "?") for t in alive)
+            in_flight = self.in_flight()
+            keys = sorted(str(in_flight.get(t.name, "?")) for t in alive)
             self.log.warning(
                 "shutdown: %d reconcile(s) still running after %g s (keys: %s); leaving them behind",
                 len(alive), timeout, ", ".join(keys),
@@ -398,6 +400,7 @@ class Controller:
     def _work(self) -> None:
         queue = self.queue
         stopping = self._stopping
+        worker = threading.current_thread().name
         while True:
             key, shutdown = queue.get()
             if shutdown:
@@ -405,9 +408,9 @@ class Controller:
             if stopping.is_set():  # shutting down: leave the backlog, finish nothing new
                 queue.done(key)
                 return
-            self.process(key)
+            self.process(key, worker)
 
-    def process(self, key: Any) -> str:
+    def process(self, key: Any, worker: Optional[str] = None) -> str:
         """Reconcile ``key`` once and apply the outcome to the queue; return the ``result`` label.
 
         The worker loop calls this for every key it takes; tests may call it
@@ -416,9 +419,9 @@ class Controller:
         """
         queue = self.queue
         metrics = self.metrics
-        thread = threading.current_thread().name
-        with self._lock:
-            self._in_flight[thread] = key
+        in_flight = self._in_flight
+        worker = worker or threading.current_thread().name
+        in_flight[worker] = key
         metrics.reconcile_started()
         started = time.perf_counter()
         outcome = "error"
@@ -434,8 +437,7 @@ class Controller:
         finally:
             queue.done(key)
             metrics.reconcile_finished(outcome, time.perf_counter() - started)
-            with self._lock:
-                self._in_flight.pop(thread, None)
+            in_flight.pop(worker, None)
         return outcome
 
     def _apply(self, key: Any, result: Any) -> str:
@@ -475,13 +477,12 @@ class Controller:
 
     def in_flight(self) -> dict[str, str]:
         """Worker thread name -> key it is reconciling right now (a snapshot)."""
-        with self._lock:
-            return dict(self._in_flight)
+        return self._in_flight.copy()
 
     def __repr__(self) -> str:
         with self._lock:
             state = self._state.value
-            busy = len(self._in_flight)
+            busy = len(self._in_flight)  # a len() is atomic
             watches = len(self._watches)
         return (
             f"<{type(self).__name__} {self.name!r} {state} workers={self.workers} "
