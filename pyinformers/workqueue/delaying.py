@@ -34,6 +34,10 @@ _JOIN_TIMEOUT = 5.0
 class DelayingQueue(Queue):
     """A :class:`Queue` whose items can be added after a delay.
 
+    Once ``add_after`` has started the delay thread, the thread keeps the
+    queue alive until :meth:`shutdown` (or :meth:`shutdown_with_drain`) is
+    called: always shut a delaying queue down when done with it.
+
     Thread-safety: all methods may be called concurrently from any thread.
     """
 

@@ -5,17 +5,17 @@ per-queue recorder a *named* queue creates (unnamed queues have none, and
 their hot path pays one ``is None`` test). Every series carries the label
 ``name`` (the queue's name):
 
-==============================================  =========  ==========================================
-metric                                          type       meaning
-==============================================  =========  ==========================================
-``workqueue_depth``                             gauge      items waiting to be processed (the dirty set)
-``workqueue_adds_total``                        counter    adds that made an item waiting
-``workqueue_queue_duration_seconds``            histogram  time from add to get
-``workqueue_work_duration_seconds``             histogram  time from get to done
-``workqueue_unfinished_work_seconds``           gauge      summed age of the work in progress
-``workqueue_longest_running_processor_seconds`` gauge      age of the oldest work in progress
-``workqueue_retries_total``                     counter    ``add_after`` calls (retries)
-==============================================  =========  ==========================================
+================================================  =========  ============================================
+metric                                            type       meaning
+================================================  =========  ============================================
+``workqueue_depth``                               gauge      items waiting to be processed (the dirty set)
+``workqueue_adds_total``                          counter    adds that made an item waiting
+``workqueue_queue_duration_seconds``              histogram  time from add to get
+``workqueue_work_duration_seconds``               histogram  time from get to done
+``workqueue_unfinished_work_seconds``             gauge      summed age of the work in progress
+``workqueue_longest_running_processor_seconds``   gauge      age of the oldest work in progress
+``workqueue_retries_total``                       counter    ``add_after`` calls (retries)
+================================================  =========  ============================================
 
 The counters and histograms are ordinary ``prometheus_client`` metrics. The
 three gauges are computed when the registry is scraped, by one collector per
