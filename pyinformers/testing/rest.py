@@ -41,7 +41,7 @@ from typing import Any, Callable, Optional
 import orjson
 
 from pyinformers.api import selectors
-from pyinformers.testing import patch as patches
+from pyinformers.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from pyinformers.testing.registry import Registry, ResourceType
 from pyinformers.testing.status import (
     StatusError,
@@ -621,13 +621,13 @@ class RestApi:
             old = self._get_existing(rt, ns, name)
             try:
                 if media == "application/json-patch+json":
-                    patched = patches.json_patch(old, document)
+                    patched = json_patch(old, document)
                 else:
                     if not isinstance(document, dict):
-                        raise patches.PatchError("a merge patch must be a JSON object")
-                    apply = patches.merge_patch if media == "application/merge-patch+json" else patches.strategic_merge_patch
+                        raise PatchError("a merge patch must be a JSON object")
+                    apply = merge_patch if media == "application/merge-patch+json" else strategic_merge_patch
                     patched = _copy(apply(old, document))
-            except patches.PatchError as exc:
+            except PatchError as exc:
                 raise invalid(rt.kind, rt.group, name, [("FieldValueInvalid", "", f"the patch cannot be applied: {exc}")]) from None
             if not isinstance(patched, dict):
                 raise invalid(rt.kind, rt.group, name, [("FieldValueInvalid", "", "the patched document is not an object")])
