@@ -671,6 +671,7 @@ def test_stalled_watches_keep_the_connection_open_and_send_nothing(api_server, c
         ("GET", "/api/v1/configmaps?continue=garbage", None, 400, "BadRequest"),
         ("PUT", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a"}}, 405, "MethodNotAllowed"),
         ("DELETE", "/api/v1/namespaces/default/configmaps/missing", None, 404, "NotFound"),
+        ("POST", "/api/v1/namespaces/default/configmaps?dryRun=All", {"metadata": {"name": "a"}}, 400, "BadRequest"),
     ],
 )
 def test_bad_input_gets_a_clear_status_and_the_server_stays_up(api_server, method, path, body, code, reason):

@@ -165,6 +165,8 @@ class Dispatcher:
                 return
             route = self._route(path)
             verb = self._verb(method, route, query)
+            if query.get("dryRun") and verb in ("create", "update", "patch", "delete", "deletecollection"):
+                raise bad_request("dryRun is not supported by pyinformers.testing: the write would have been applied")
             self._inject_faults()
             if verb == "watch":
                 self._watch(h, route, query, method, path)
