@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 import datetime
 
@@ -209,9 +210,12 @@ def test_deep_copy_equals_original_and_shares_no_container(value):
 
 def test_deep_copy_copies_non_json_values_faithfully():
     when = datetime.datetime(2024, 1, 1)
-    value = {"t": (1, [2]), "d": when, "nested": [{"x": (3,)}]}
+    inner = collections.OrderedDict(a=[1])
+    value = {"t": (1, [2]), "d": when, "nested": [{"x": (3,)}, inner]}
     copied = deep_copy(value)
     assert copied == value
+    assert type(copied["nested"][1]) is collections.OrderedDict
+    assert copied["nested"][1]["a"] is not inner["a"]
     assert type(copied["t"]) is tuple and copied["t"][1] is not value["t"][1]
     assert copied["nested"][0] is not value["nested"][0]
 
