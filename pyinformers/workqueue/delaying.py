@@ -23,6 +23,7 @@ from collections.abc import Hashable
 from typing import Any, Optional
 
 from pyinformers.clock import Clock
+from pyinformers.workqueue._time import now_function
 from pyinformers.workqueue.queue import Queue
 
 __all__ = ["DelayingQueue"]
@@ -49,6 +50,7 @@ class DelayingQueue(Queue):
         metrics_registry: Any = None,
     ) -> None:
         super().__init__(name, clock=clock, metrics_registry=metrics_registry)
+        self._now = now_function(self._clock)
         self._delay_lock = threading.Lock()
         # The delay thread waits here for the next ready time or a new earlier entry.
         self._delay_cond = threading.Condition(self._delay_lock)
@@ -81,7 +83,7 @@ class DelayingQueue(Queue):
         with self._delay_lock:
             if self._delay_stopped:
                 return
-            ready_at = self._clock.now() + delay
+            ready_at = self._now() + delay
             current = self._waiting_for.get(item)
             if current is not None and current[0] <= ready_at:
                 return

@@ -42,6 +42,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
 from pyinformers.clock import Clock
+from pyinformers.workqueue._time import now_function
 
 __all__ = ["QueueMetrics", "new_queue_metrics", "DURATION_BUCKETS"]
 
@@ -71,6 +72,7 @@ class QueueMetrics:
         self._lock = lock
         self._dirty = dirty
         self._clock = clock
+        self._now = now_function(clock)
         # item -> clock time it was added (became dirty); popped by get().
         # Invariant (under lock): keys are a subset of the queue's dirty set.
         self._add_times: dict[Hashable, float] = {}
@@ -86,10 +88,10 @@ class QueueMetrics:
     def add(self, item: Hashable) -> None:
         self._adds.inc()
         if item not in self._add_times:
-            self._add_times[item] = self._clock.now()
+            self._add_times[item] = self._now()
 
     def get(self, item: Hashable) -> None:
-        now = self._clock.now()
+        now = self._now()
         added = self._add_times.pop(item, None)
         if added is not None:
             self._queue_duration.observe(now - added)
@@ -98,7 +100,7 @@ class QueueMetrics:
     def done(self, item: Hashable) -> None:
         started = self._processing_starts.pop(item, None)
         if started is not None:
-            self._work_duration.observe(self._clock.now() - started)
+            self._work_duration.observe(self._now() - started)
 
     # Any thread.
     def retry(self) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Hashable
 from typing import Optional, Protocol, runtime_checkable
 
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.workqueue._time import now_function
 
 __all__ = [
     "RateLimiter",
@@ -162,12 +163,13 @@ class BucketRateLimiter:
         self._qps = float(qps)
         self._burst = burst
         self._clock: Clock = clock if clock is not None else REAL_CLOCK
+        self._now = now_function(self._clock)
         self._lock = threading.Lock()
         self._tokens = float(burst)
-        self._last = self._clock.now()
+        self._last = self._now()
 
     def when(self, item: Hashable) -> float:
-        now = self._clock.now()
+        now = self._now()
         with self._lock:
             elapsed = now - self._last
             if elapsed > 0:
@@ -200,6 +202,7 @@ class MaxOfRateLimiter:
             if not isinstance(limiter, RateLimiter):
                 raise ValueError(f"not a rate limiter (needs when, forget, num_requeues): {limiter!r}")
         self._limiters: tuple[RateLimiter, ...] = limiters
+        self._whens = tuple(limiter.when for limiter in limiters)  # bound once: when() is per retry
 
     @property
     def limiters(self) -> tuple[RateLimiter, ...]:
@@ -207,8 +210,8 @@ class MaxOfRateLimiter:
 
     def when(self, item: Hashable) -> float:
         longest = 0.0
-        for limiter in self._limiters:
-            delay = limiter.when(item)
+        for when in self._whens:
+            delay = when(item)
             if delay > longest:
                 longest = delay
         return longest
