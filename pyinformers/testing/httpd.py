@@ -493,6 +493,23 @@ class Dispatcher:
         h.wfile.write(body)
 
 
+class _Headers(dict):
+    """Request headers with case-insensitive ``get`` (keys are stored lower-cased)."""
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return dict.get(self, key.lower(), default)
+
+    def __getitem__(self, key: str) -> Any:
+        return dict.__getitem__(self, key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and dict.__contains__(self, key.lower())
+
+
+_MAX_HEADER_LINE = 65536
+_MAX_HEADERS = 100
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pyinformers-apiserver"
@@ -501,6 +518,51 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         pass
+
+    def parse_request(self) -> bool:
+        """Parse the request line and headers (HTTP/1.x only) without the email parser.
+
+        The standard library's header parsing costs more than serving most
+        requests; clients of this server send plain HTTP/1.1 headers.
+        """
+        self.command = None
+        self.request_version = "HTTP/1.0"
+        self.close_connection = True
+        line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = line
+        words = line.split()
+        if not words:
+            return False
+        if len(words) != 3 or words[2] not in ("HTTP/1.0", "HTTP/1.1"):
+            self.send_error(400, f"Bad request line ({line[:100]!r}): only HTTP/1.0 and HTTP/1.1 are served")
+            return False
+        self.command, self.path, self.request_version = words
+        self.close_connection = self.request_version == "HTTP/1.0"
+        headers = _Headers()
+        for _ in range(_MAX_HEADERS + 1):
+            raw_line = self.rfile.readline(_MAX_HEADER_LINE + 1)
+            if len(raw_line) > _MAX_HEADER_LINE:
+                self.send_error(431, "Header line too long")
+                return False
+            if raw_line in (b"\r\n", b"\n", b""):
+                break
+            name, colon, value = str(raw_line, "iso-8859-1").partition(":")
+            if not colon or not name.strip():
+                self.send_error(400, f"Malformed header line ({raw_line[:100]!r})")
+                return False
+            headers[name.strip().lower()] = value.strip()
+        else:
+            self.send_error(431, "Too many headers")
+            return False
+        self.headers = headers  # type: ignore[assignment]
+        connection = headers.get("connection", "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        if headers.get("expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
+            return self.handle_expect_100()
+        return True
 
     def do_GET(self) -> None:
         self.server.dispatcher.handle(self, "GET")
