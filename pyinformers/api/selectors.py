@@ -659,12 +659,15 @@ class FieldSelector:
         if not text.strip():
             return cls()
         i, n = 0, len(text)
-        while True:
+        while i < n:
             start = i
             # the field: up to the first operator (fields themselves are never escaped)
             while i < n and text[i] not in "=!,":
                 i += 1
             field = text[start:i].strip()
+            if not field and (i >= n or text[i] == ","):
+                i += 1  # an empty term ("a=b,,c=d", "a=b,"): skipped, as the API server does
+                continue
             if i >= n or text[i] == ",":
                 raise error(start, f"term {text[start:i]!r} has no operator; expected '=', '==' or '!='")
             if not field:
@@ -693,11 +696,7 @@ class FieldSelector:
                 value_chars.append(c)
                 i += 1
             reqs.append(FieldRequirement(field, op, "".join(value_chars).strip()))
-            if i >= n:
-                break
             i += 1  # the comma
-            if i >= n or not text[i:].strip():
-                raise error(i, "expected a term after ','")
         return cls(reqs)
 
     @classmethod
