@@ -682,6 +682,30 @@ def test_bad_input_gets_a_clear_status_and_the_server_stays_up(api_server, metho
     assert raw(api_server, "GET", "/api/v1/namespaces").status == 200
 
 
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /api/v1/namespaces HTTP/2.0\r\n\r\n",
+        b"GET /api/v1/namespaces HTTP/1.1\r\nno colon here\r\n\r\n",
+        b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nContent-Length: nope\r\n\r\n",
+    ],
+)
+def test_malformed_http_gets_an_error_and_a_closed_connection_not_a_hang(api_server, request_bytes):
+    import socket
+
+    with socket.create_connection(("127.0.0.1", api_server.port), timeout=5) as sock:
+        sock.sendall(request_bytes)
+        reply = b""
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            reply += data
+    assert reply.split(b" ", 2)[1] in (b"400", b"431")
+    assert raw(api_server, "GET", "/api/v1/namespaces").status == 200
+
+
 def test_a_name_in_the_body_must_match_the_url(api_server, core):
     core.create_namespaced_config_map("default", cm("right"))
     r = raw(api_server, "PUT", "/api/v1/namespaces/default/configmaps/right", cm("wrong"))
