@@ -48,6 +48,7 @@ from pyinformers.api.selectors import (
         ("n>3", {"n": "4"}, True),
         ("n>3", {"n": "3"}, False),
         ("n<3", {"n": "x"}, False),
+        ("n>3", {"n": "3_0"}, False),
         ("n<3", {}, False),
         ("a in ()", {"a": ""}, True),
         ("a in ()", {}, False),
@@ -201,7 +202,7 @@ def reference_match(reqs, labels):
         if r.operator is Operator.DOES_NOT_EXIST and v is not None:
             return False
         if r.operator in (Operator.GREATER_THAN, Operator.LESS_THAN):
-            if v is None or not v.lstrip("-").isdigit():
+            if v is None or not v.isdigit():
                 return False
             if r.operator is Operator.GREATER_THAN and not int(v) > int(r.values[0]):
                 return False

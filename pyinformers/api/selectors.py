@@ -52,6 +52,14 @@ _NAME_MAX = 63
 _PREFIX_MAX = 253
 
 
+_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def _as_int(text: str) -> int | None:
+    """``text`` as a base-10 integer the way Go's ParseInt reads it (no spaces, no '_'), or None."""
+    return int(text) if _INT_RE.match(text) else None
+
+
 def label_key_error(key: str) -> str | None:
     """Why ``key`` is not a valid label key (Kubernetes' qualified-name rules), or None."""
     prefix, slash, name = key.rpartition("/")
@@ -164,12 +172,10 @@ class Requirement:
             if len(vals) != 1:
                 raise ValueError(f"operator {operator.value} on {key!r} takes exactly one value")
             if operator in (Operator.GREATER_THAN, Operator.LESS_THAN):
-                try:
-                    int(vals[0])
-                except ValueError:
+                if _as_int(vals[0]) is None:
                     raise ValueError(
                         f"operator {operator.value} on {key!r} needs an integer value, got {vals[0]!r}"
-                    ) from None
+                    )
                 return cls(key, operator, vals)
         for v in vals:
             validate_label_value(v)
@@ -189,9 +195,8 @@ class Requirement:
             return not present or labels[self.key] not in self.values
         if not present:
             return False
-        try:
-            have = int(labels[self.key])
-        except ValueError:
+        have = _as_int(labels[self.key])
+        if have is None:
             return False
         want = int(self.values[0])
         return have > want if op is Operator.GREATER_THAN else have < want
@@ -350,12 +355,8 @@ class _Parser:
             return Requirement(key, op, (self.value(),))
         if kind in (_Tok.GT, _Tok.LT):
             vkind, vword, vpos = self.take()
-            try:
-                if vkind is not _Tok.IDENT:
-                    raise ValueError
-                int(vword)
-            except ValueError:
-                raise self.error(vpos, f"expected an integer after {word!r}, found {vword or vkind.value!r}") from None
+            if vkind is not _Tok.IDENT or _as_int(vword) is None:
+                raise self.error(vpos, f"expected an integer after {word!r}, found {vword or vkind.value!r}")
             op = Operator.GREATER_THAN if kind is _Tok.GT else Operator.LESS_THAN
             return Requirement(key, op, (vword,))
         if kind in (_Tok.IN, _Tok.NOTIN):
@@ -519,9 +520,8 @@ class LabelSelector:
                 v = labels.get(key)
                 if v is None:
                     return False
-                try:
-                    n = int(v)
-                except ValueError:
+                n = _as_int(v)
+                if n is None:
                     return False
                 if (n <= arg) if code is _GT else (n >= arg):
                     return False
