@@ -216,6 +216,15 @@ def test_no_configuration_at_all_says_what_to_do(tmp_path, monkeypatch):
         Manager()
 
 
+def test_in_a_pod_without_a_service_account_the_error_says_so(monkeypatch):
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    if os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"):  # pragma: no cover
+        pytest.skip("this machine really is a Pod")
+    with pytest.raises(ConfigurationError, match="in-cluster configuration"):
+        Manager()
+
+
 def test_an_unreachable_server_fails_fast_at_start_and_run_exits_with_the_message(api_server, tmp_path):
     path = api_server.write_kubeconfig(tmp_path / "kubeconfig")
     text = Path(path).read_text().replace(api_server.url, "http://127.0.0.1:9")  # discard port: refused

@@ -312,7 +312,7 @@ class Controller:
             raise ValueError(f"workers must be an int >= 1, got {count!r}")
         with self._lock:
             if self._state is not _State.NEW:
-                raise RuntimeError(f"{self!r} was already started; a controller runs once")
+                raise RuntimeError(f"{self!r} was already started (or stopped); a controller runs once")
             self._state = _State.STARTING
         try:
             self.wait_for_cache_sync()
