@@ -165,18 +165,22 @@ class BucketRateLimiter:
         self._clock: Clock = clock if clock is not None else REAL_CLOCK
         self._now = now_function(self._clock)
         self._lock = threading.Lock()
-        self._tokens = float(burst)
+        self._burst_f = float(burst)
+        self._tokens = self._burst_f
         self._last = self._now()
 
     def when(self, item: Hashable) -> float:
         now = self._now()
         with self._lock:
             elapsed = now - self._last
-            if elapsed > 0:
-                self._tokens = min(self._burst, self._tokens + elapsed * self._qps)
-                self._last = now
-            self._tokens -= 1.0
             tokens = self._tokens
+            if elapsed > 0:
+                tokens += elapsed * self._qps
+                if tokens > self._burst_f:
+                    tokens = self._burst_f
+                self._last = now
+            tokens -= 1.0
+            self._tokens = tokens
         return 0.0 if tokens >= 0 else -tokens / self._qps
 
     def forget(self, item: Hashable) -> None:
@@ -202,7 +206,9 @@ class MaxOfRateLimiter:
             if not isinstance(limiter, RateLimiter):
                 raise ValueError(f"not a rate limiter (needs when, forget, num_requeues): {limiter!r}")
         self._limiters: tuple[RateLimiter, ...] = limiters
-        self._whens = tuple(limiter.when for limiter in limiters)  # bound once: when() is per retry
+        # Bound once: when() and forget() run for every retry and every success.
+        self._whens = tuple(limiter.when for limiter in limiters)
+        self._forgets = tuple(limiter.forget for limiter in limiters)
 
     @property
     def limiters(self) -> tuple[RateLimiter, ...]:
@@ -217,8 +223,8 @@ class MaxOfRateLimiter:
         return longest
 
     def forget(self, item: Hashable) -> None:
-        for limiter in self._limiters:
-            limiter.forget(item)
+        for forget in self._forgets:
+            forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
         return max(limiter.num_requeues(item) for limiter in self._limiters)
