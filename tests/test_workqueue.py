@@ -534,3 +534,11 @@ def test_several_queues_share_one_registry_and_same_names_add_up():
 def test_a_queue_name_must_be_a_non_empty_string():
     with pytest.raises(ValueError, match="non-empty string"):
         Queue("", metrics_registry=CollectorRegistry())
+
+
+def test_the_package_exports_each_public_name_once():
+    import pyinformers.workqueue as workqueue
+
+    assert len(workqueue.__all__) == len(set(workqueue.__all__))
+    for name in workqueue.__all__:
+        assert getattr(workqueue, name).__module__.startswith("pyinformers.workqueue.")
