@@ -356,6 +356,20 @@ def test_a_crd_serves_its_custom_resource_in_all_versions(api_server, api_client
     assert raw(api_server, "GET", "/apis/example.com/v1/namespaces/default/widgets").status == 404
 
 
+def test_a_cluster_scoped_crd_serves_cluster_scoped_objects(api_server, api_client):
+    crd = orjson.loads(orjson.dumps(CRD))
+    crd["metadata"]["name"] = "gadgets.example.com"
+    crd["spec"]["scope"] = "Cluster"
+    crd["spec"]["names"] = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"}
+    client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+    custom = client.CustomObjectsApi(api_client)
+    created = custom.create_cluster_custom_object("example.com", "v1", "gadgets", {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}})
+    assert "namespace" not in created["metadata"]
+    assert raw(api_server, "GET", "/apis/example.com/v1/namespaces/default/gadgets").status == 404
+    established = client.ApiextensionsV1Api(api_client).read_custom_resource_definition("gadgets.example.com")
+    assert {c.type: c.status for c in established.status.conditions}["Established"] == "True"
+
+
 def test_strategic_merge_patch_on_a_custom_resource_is_415(api_server, api_client):
     client.ApiextensionsV1Api(api_client).create_custom_resource_definition(CRD)
     client.CustomObjectsApi(api_client).create_namespaced_custom_object("example.com", "v1", "default", "widgets", {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
