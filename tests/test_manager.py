@@ -338,3 +338,43 @@ def test_a_second_signal_exits_at_once_when_a_reconcile_is_stuck():
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+# -- the probe server on its own ------------------------------------------------------------------
+
+
+def test_the_probe_server_answers_head_and_turns_a_failing_route_into_500():
+    from pyinformers.controller.probes import ProbeServer
+
+    def boom(query):
+        raise RuntimeError("route failed")
+
+    server = ProbeServer("127.0.0.1", ANY_PORT, {"/ok": lambda q: (200, "text/plain", b"fine\n"), "/boom": boom})
+    server.start()
+    try:
+        host, port = server.address
+        assert get((host, port), "/ok") == (200, "fine\n")
+        assert get((host, port), "/boom")[0] == 500
+        request = urllib.request.Request(f"http://{host}:{port}/ok", method="HEAD")
+        with urllib.request.urlopen(request, timeout=WAIT) as response:
+            assert response.status == 200 and response.read() == b""
+    finally:
+        assert server.stop(5)
+    assert "ProbeServer" in repr(server)
+
+
+def test_controllers_sharing_a_name_share_their_series():
+    registry = CollectorRegistry()
+
+    class Noop(Controller):
+        def reconcile(self, key):
+            return None
+
+    a, b = Noop("twin", metrics_registry=registry), Noop("twin", metrics_registry=registry)
+    for c in (a, b):
+        c.queue.add("ns/x")
+        key, _ = c.queue.get(timeout=0)
+        c.process(key)
+    value = registry.get_sample_value("controller_runtime_reconcile_total", {"controller": "twin", "result": "success"})
+    assert value == 2
+    assert registry.get_sample_value("controller_runtime_max_concurrent_reconciles", {"controller": "twin"}) == 2
