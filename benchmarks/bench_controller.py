@@ -14,7 +14,11 @@ The ratio says what the informer, handler, queue and worker hand-offs add.
 then 1, 4 and 16 workers run a no-op ``reconcile`` until it is empty (with
 metrics, logging context and the full result handling on). Baseline: the
 same keys in a ``queue.Queue`` drained by the same number of plain threads
-calling a no-op function (``get`` / call / ``task_done``). Best of 3.
+calling a no-op function (``get`` / call / ``task_done``). A second
+reference, "own queue, bare loop", drains the controller's kind of queue (a
+named ``RateLimitingQueue`` with its metrics) with a hand-written
+``get``/``forget``/``done`` loop: the ratio against it is what the
+``Controller`` layer itself costs. Best of 3.
 
 Everything runs on one machine with two shared cores and the GIL, so the
 absolute numbers say little; the ratios are the point. Total < ~40 s.
@@ -167,6 +171,35 @@ def _ours(workers: int, keys: list[str]) -> float:
     return len(keys) / elapsed
 
 
+def _queue_loop(workers: int, keys: list[str]) -> float:
+    """The controller's own queue (named, with metrics) drained by a hand-written loop."""
+    from pyinformers.workqueue import RateLimitingQueue
+
+    q = RateLimitingQueue(name=f"bench-loop-{workers}", metrics_registry=CollectorRegistry())
+    for key in keys:
+        q.add(key)
+
+    def work():
+        while True:
+            key, shutdown = q.get()
+            if shutdown:
+                return
+            q.forget(key)
+            q.done(key)
+
+    threads = [threading.Thread(target=work, name=f"bench-loop-{i}", daemon=True) for i in range(workers)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    while len(q) or q.processing_count():
+        time.sleep(0.001)
+    elapsed = time.perf_counter() - start
+    q.shutdown()
+    for t in threads:
+        t.join()
+    return len(keys) / elapsed
+
+
 def _baseline(workers: int, keys: list[str]) -> float:
     q: stdlib_queue.Queue = stdlib_queue.Queue()
     for key in keys:
@@ -201,11 +234,13 @@ def main() -> None:
     logging.getLogger("pyinformers").setLevel(logging.WARNING)
     keys = [f"ns/obj-{i}" for i in range(KEYS)]
     print(f"no-op reconciles/s, {KEYS} distinct keys, best of {REPEATS}")
-    print(f"{'workers':>8} {'controller':>12} {'queue.Queue pool':>17} {'ratio':>7}")
+    print(f"{'workers':>8} {'controller':>12} {'queue.Queue pool':>17} {'ratio':>7} "
+          f"{'own queue, bare loop':>21} {'ratio':>7}")
     for workers in (1, 4, 16):
         ours = max(_ours(workers, keys) for _ in range(REPEATS))
         base = max(_baseline(workers, keys) for _ in range(REPEATS))
-        print(f"{workers:>8} {ours:>12,.0f} {base:>17,.0f} {ours / base:>7.2f}")
+        loop = max(_queue_loop(workers, keys) for _ in range(REPEATS))
+        print(f"{workers:>8} {ours:>12,.0f} {base:>17,.0f} {ours / base:>7.2f} {loop:>21,.0f} {ours / loop:>7.2f}")
 
     r = _latency()
     print()
