@@ -114,7 +114,7 @@ class ApiServer:
                 self._workloads.start()
             self._accept_thread = threading.Thread(
                 target=self._httpd.serve_forever,
-                kwargs={"poll_interval": 0.1},
+                kwargs={"poll_interval": 0.05},
                 name=f"pyinformers-apiserver-accept-{self.port}",
                 daemon=True,
             )
