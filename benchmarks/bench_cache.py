@@ -37,7 +37,7 @@ from pyinformers.cache.store import NAMESPACE_INDEX, OWNER_UID_INDEX, Indexer, d
 N = 100_000
 NAMESPACES = 50
 PODS_PER_OWNER = 3
-REPEATS = 3
+REPEATS = 2
 
 
 _SPECS = [
