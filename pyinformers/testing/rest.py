@@ -393,6 +393,7 @@ class RestApi:
     # -- create --------------------------------------------------------------------------
 
     def create(self, rt: ResourceType, namespace: Optional[str], body: Any) -> dict:
+        """Create an object from ``body`` (which is consumed: completed and stored as is); returns it."""
         ns = self._ns(rt, namespace)
         obj = self._check_body(rt, body, ns, None)
         meta = obj["metadata"]
@@ -507,6 +508,7 @@ class RestApi:
     # -- update / patch ------------------------------------------------------------------
 
     def update(self, rt: ResourceType, namespace: Optional[str], name: str, body: Any, *, subresource: Optional[str] = None) -> dict:
+        """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
         obj = self._check_body(rt, body, ns, name)
         obj["metadata"]["name"] = name
