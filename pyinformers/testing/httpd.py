@@ -595,6 +595,10 @@ class HttpServer(ThreadingHTTPServer):
         self._ids = itertools.count(1)
         super().__init__(address, _Handler)
 
+    def __repr__(self) -> str:
+        host, port = self.server_address[:2]
+        return f"<HttpServer {host}:{port} connections={self.connection_count()}>"
+
     def process_request(self, request: Any, client_address: Any) -> None:
         thread = threading.Thread(
             target=self._serve_connection,
