@@ -324,3 +324,30 @@ def test_parsed_strings_print_canonically_and_parse_back_to_the_same_matches(tex
     assert again == sel
     for labels in label_set_list:
         assert again.matches(labels) is sel.matches(labels) is reference_match(sel.requirements, labels)
+
+
+def test_label_selectors_accept_any_mapping_of_labels():
+    from types import MappingProxyType
+
+    sel = LabelSelector.parse("a=b,c in (d),!e")
+    assert sel.matches(MappingProxyType({"a": "b", "c": "d"}))
+    assert not sel.matches(MappingProxyType({"a": "b", "c": "d", "e": ""}))
+
+
+_field_values = st.text(alphabet="ab,=!\\.-", max_size=6).map(str.strip)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["metadata.name", "spec.x"]), st.sampled_from(["=", "==", "!="]),
+                          _field_values), max_size=3))
+def test_field_selectors_with_escaped_values_round_trip(terms):
+    def escape(v):
+        return "".join("\\" + c if c in ",=!\\" else c for c in v)
+
+    text = ",".join(f"{f}{op}{escape(v)}" for f, op, v in terms)
+    sel = FieldSelector.parse(text)
+    assert FieldSelector.parse(str(sel)) == sel
+    for _, _, v in terms:
+        obj = {"metadata": {"name": v}, "spec": {"x": v}}
+        expected = all((v2 == v) is (op != "!=") for _, op, v2 in terms)
+        assert sel.matches(obj) is expected
