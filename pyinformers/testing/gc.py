@@ -7,6 +7,9 @@ controller, asynchronously like them (tests wait for the outcome):
   ``metadata.ownerReferences`` name its uid) are deleted in the background --
   unless another owner of theirs still exists, in which case only the dangling
   reference is removed;
+* an object created with owner references none of whose owners exists is
+  deleted in the background (a controller recreating a child of an owner
+  that was just deleted);
 * an owner deleted with ``propagationPolicy=Orphan`` carries the ``orphan``
   finalizer: the collector removes the owner's references from its dependents,
   then the finalizer, and the owner goes away with its dependents left alone;
@@ -51,7 +54,12 @@ class GarbageCollector:
         return f"<GarbageCollector pending={len(self._work)} running={self._thread is not None and self._thread.is_alive()}>"
 
     def _on_change(self, change: Change) -> None:
-        if change.type is ChangeType.DELETED or (change.obj.get("metadata") or {}).get("deletionTimestamp"):
+        meta = change.obj.get("metadata") or {}
+        if (
+            change.type is ChangeType.DELETED
+            or meta.get("deletionTimestamp")
+            or (change.type is ChangeType.ADDED and meta.get("ownerReferences"))
+        ):
             with self._cond:
                 self._work.append(change)
                 self._cond.notify()
@@ -99,6 +107,9 @@ class GarbageCollector:
     def _process(self, change: Change) -> None:
         meta = change.obj.get("metadata") or {}
         uid = meta.get("uid", "")
+        if change.type is ChangeType.ADDED and not meta.get("deletionTimestamp"):
+            self._collect_if_dangling(change)
+            return
         if change.type is ChangeType.DELETED:
             self._collect_dependents(uid)
             self._recheck_owners(change.obj)
@@ -146,6 +157,22 @@ class GarbageCollector:
                 self._rest.set_owner_references(dep_rt, ns, name, [r for r in refs if r.get("uid") != owner_uid])
             elif not (dep.get("metadata") or {}).get("deletionTimestamp"):
                 self._delete(dep_rt, ns, name, "Background")
+
+    def _collect_if_dangling(self, change: Change) -> None:
+        """An object created with owner references none of which exists is deleted (like the real collector).
+
+        This happens when a controller, working from a cache that has not yet
+        seen its owner's deletion, recreates a child of a deleted owner.
+        """
+        store = self._rest.store
+        refs = (change.obj.get("metadata") or {}).get("ownerReferences") or ()
+        if not refs or any(store.get_by_uid(r.get("uid", "")) is not None for r in refs):
+            return
+        current = store.get(change.storage_key, change.namespace, change.name)
+        rt = self._type(change.storage_key)
+        uid = (change.obj.get("metadata") or {}).get("uid")
+        if rt is not None and current is not None and (current.get("metadata") or {}).get("uid") == uid:
+            self._delete(rt, change.namespace, change.name, "Background")
 
     def _recheck_owners(self, deleted: dict) -> None:
         """A dependent went away: an owner waiting in foreground deletion may now be done."""
