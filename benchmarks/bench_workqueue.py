@@ -12,7 +12,8 @@ one done (``task_done``). Scenarios:
 
 Then the cost of a retry: ``add_rate_limited`` + ``forget`` on a
 :class:`RateLimitingQueue` with the default controller rate limiter, against a
-plain add + get + done cycle.
+plain add + get + done cycle; and the cost of metrics: a named queue (which
+records Prometheus metrics) against an unnamed one.
 
 Threaded runs are bimodal (lock convoys under the GIL), so each figure is
 the best of several repetitions; ratios are ours / baseline.
@@ -24,6 +25,8 @@ import queue as stdlib_queue
 import threading
 import time
 from typing import Callable
+
+from prometheus_client import CollectorRegistry
 
 from pyinformers.workqueue import Queue, RateLimitingQueue
 
@@ -44,8 +47,8 @@ def _keys(n: int, duplicates: bool, offset: int = 0) -> list[str]:
 
 
 # -- one thread ---------------------------------------------------------------------
-def _ours_single(keys: list[str]) -> float:
-    q = Queue()
+def _ours_single(keys: list[str], *, named: bool = False) -> float:
+    q = Queue("bench", metrics_registry=CollectorRegistry()) if named else Queue()
     add, get, done = q.add, q.get, q.done
     start = time.perf_counter()
     for base in range(0, len(keys), BATCH):
@@ -196,6 +199,9 @@ def main() -> None:
     ring = [f"ns/obj-{i}" for i in range(1000)] * (ADDS // 1000)
     ours, base = _compare(lambda: _rate_limited(ring), lambda: _plain_cycle(ring), len(ring))
     rows.append(("add_rate_limited + forget (default limiter)", ours, base, "add+get+done"))
+    keys = _keys(ADDS // 2, False)
+    ours, base = _compare(lambda: _ours_single(keys, named=True), lambda: _ours_single(keys), ADDS // 2)
+    rows.append(("one thread, named queue (Prometheus metrics on)", ours, base, "unnamed (off)"))
 
     width = max(len(row[0]) for row in rows)
     print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio':>6}  baseline")

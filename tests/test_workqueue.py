@@ -542,3 +542,31 @@ def test_the_package_exports_each_public_name_once():
     assert len(workqueue.__all__) == len(set(workqueue.__all__))
     for name in workqueue.__all__:
         assert getattr(workqueue, name).__module__.startswith("pyinformers.workqueue.")
+
+
+def test_durations_land_in_client_gos_buckets():
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    q = Queue("foos", clock=clock, metrics_registry=registry)
+    q.add("a")
+    clock.step(1.0)  # exactly a bucket bound: counted in le="1.0"
+    q.get()
+    bucket = "workqueue_queue_duration_seconds_bucket"
+    assert registry.get_sample_value(bucket, {"name": "foos", "le": "0.1"}) == 0
+    assert registry.get_sample_value(bucket, {"name": "foos", "le": "1.0"}) == 1
+    assert registry.get_sample_value(bucket, {"name": "foos", "le": "+Inf"}) == 1
+
+
+def test_counters_outlive_a_garbage_collected_queue():
+    import gc
+
+    registry = CollectorRegistry()
+    q = Queue("foos", metrics_registry=registry)
+    q.add("a")
+    q.add("b")
+    del q
+    gc.collect()
+    replacement = Queue("foos", metrics_registry=registry)
+    replacement.add("c")
+    assert sample(registry, "workqueue_adds_total") == 3
+    assert sample(registry, "workqueue_depth") == 1  # gauges count live queues only

@@ -76,7 +76,8 @@ class DelayingQueue(Queue):
         if self._shutting_down:
             return
         if self._metrics is not None:
-            self._metrics.retry()
+            with self._lock:  # the recorder's counts are guarded by the queue lock
+                self._metrics.retry()
         if delay <= 0:
             self.add(item)
             return
