@@ -313,6 +313,22 @@ def test_similar_events_are_told_apart_again_after_the_window(recorder, sink, cl
     assert any(e["message"] == "to 100" for e in sink.events.values())
 
 
+def test_many_threads_recording_at_once_lose_no_occurrence(recorder, sink):
+    def record(thread: int) -> None:
+        for i in range(200):
+            recorder.event(FOO, "Normal", f"Reason{(thread + i) % 5}", "m")
+
+    threads = [threading.Thread(target=record, args=(t,), name=f"hammer-{t}") for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert recorder.flush(10)
+    assert len(sink.events) == 5
+    assert sum(e["count"] for e in sink.events.values()) == 8 * 200
+    assert recorder.stats.recorded == 8 * 200 and recorder.stats.dropped == 0
+
+
 def test_repr_shows_state(recorder):
     assert "EventRecorder 'sample-controller' open pending=0" in repr(recorder)
 
