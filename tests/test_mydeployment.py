@@ -325,3 +325,20 @@ def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(tmp_
             factory.shutdown(5)
             client.close()
         assert process.returncode == 0, output
+
+
+def test_an_invalid_spec_is_reported_in_ready_and_not_retried(harness):
+    harness.owners.create(
+        {"apiVersion": MYDEPLOYMENTS.api_version, "kind": MYDEPLOYMENTS.kind,
+         "metadata": {"name": "bad"}, "spec": {"replicas": 1}},
+        namespace=NS,
+    )
+    owner = harness.wait(
+        lambda: (o := harness.owner("bad")) and (o.get("status") or {}).get("conditions") and o, "a status"
+    )
+    [cond] = owner["status"]["conditions"]
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "InvalidSpec", "spec.image is required")
+    assert harness.controller.queue.num_requeues(f"{NS}/bad") == 0
+    assert harness.deployment("bad") is None
+    harness.owners.patch("bad", {"spec": {"image": "nginx"}}, namespace=NS)
+    harness.wait_ready("bad")

@@ -123,14 +123,21 @@ class MyDeploymentController(Controller):
         if (owner.get("metadata") or {}).get("deletionTimestamp"):
             return None  # being deleted: do not recreate what is going away
 
+        problem = _spec_problem(owner)
+        if problem is not None:
+            # Retrying cannot fix a spec; the next edit of it enqueues the owner again.
+            self._update_status(owner, None, ("InvalidSpec", problem))
+            return None
         deployment, blocked_by = self._ensure_deployment(owner)
         if blocked_by is None:
             blocked_by = self._ensure_service(owner)
         self._update_status(owner, deployment, blocked_by)
         return None
 
-    def _ensure_deployment(self, owner: Mapping[str, Any]) -> tuple[Optional[Mapping[str, Any]], Optional[str]]:
-        """Create or repair the Deployment; return it and, when it belongs to someone else, why."""
+    def _ensure_deployment(
+        self, owner: Mapping[str, Any]
+    ) -> tuple[Optional[Mapping[str, Any]], Optional[tuple[str, str]]]:
+        """Create or repair the Deployment; return it and, when it belongs to someone else, (reason, message)."""
         namespace, name = meta.namespace(owner), meta.name(owner)
         desired = desired_deployment(owner)
         actual = self.deployments.get(name, namespace)
@@ -147,7 +154,7 @@ class MyDeploymentController(Controller):
         self.recorder.eventf(owner, EventType.NORMAL, "Repaired", "Reverted drift of Deployment %s", name)
         return updated, None
 
-    def _ensure_service(self, owner: Mapping[str, Any]) -> Optional[str]:
+    def _ensure_service(self, owner: Mapping[str, Any]) -> Optional[tuple[str, str]]:
         namespace, name = meta.namespace(owner), meta.name(owner)
         desired = desired_service(owner)
         actual = self.services.get(name, namespace)
@@ -163,19 +170,27 @@ class MyDeploymentController(Controller):
             self.recorder.eventf(owner, EventType.NORMAL, "Repaired", "Reverted drift of Service %s", name)
         return None
 
-    def _not_ours(self, owner: Mapping[str, Any], kind: str, name: str) -> str:
+    def _not_ours(self, owner: Mapping[str, Any], kind: str, name: str) -> tuple[str, str]:
         message = f"{kind} {name!r} already exists and is not managed by this MyDeployment"
         self.recorder.event(owner, EventType.WARNING, "ResourceExists", message)
-        return message
+        return "ResourceExists", message
 
     def _update_status(
-        self, owner: Mapping[str, Any], deployment: Optional[Mapping[str, Any]], blocked_by: Optional[str]
+        self,
+        owner: Mapping[str, Any],
+        deployment: Optional[Mapping[str, Any]],
+        blocked_by: Optional[tuple[str, str]],
     ) -> None:
+        """Write observedGeneration, availableReplicas and the Ready condition, if any of them changed.
+
+        ``blocked_by`` is ``(reason, message)`` when the children could not be
+        made to match the spec (Ready is then False for that reason).
+        """
         spec = owner.get("spec") or {}
-        wanted = int(spec.get("replicas", DEFAULT_REPLICAS))
+        wanted = _int(spec.get("replicas"), DEFAULT_REPLICAS)
         available = int(((deployment or {}).get("status") or {}).get("availableReplicas") or 0)
         if blocked_by is not None:
-            ready, reason, message = "False", "ResourceExists", blocked_by
+            ready, (reason, message) = "False", blocked_by
         elif available >= wanted:
             ready, reason, message = "True", "Available", f"{available}/{wanted} replicas available"
         else:
@@ -207,9 +222,28 @@ class MyDeploymentController(Controller):
         updated = meta.deep_copy(owner)
         updated["status"] = new_status
         self.owners_client.replace_status(updated)
-        if old_ready is None or old_ready.get("status") != ready:
+        if old_ready is None or old_ready.get("status") != ready or old_ready.get("reason") != reason:
             event_type = EventType.NORMAL if ready == "True" or reason == "Progressing" else EventType.WARNING
             self.recorder.event(owner, event_type, "Ready" if ready == "True" else reason, message)
+
+
+def _int(value: Any, default: int) -> int:
+    return default if value is None else int(value)
+
+
+def _spec_problem(owner: Mapping[str, Any]) -> Optional[str]:
+    """Why the spec cannot be acted on, or None. (The CRD's schema says the same to a real API server.)"""
+    spec = owner.get("spec")
+    if not isinstance(spec, Mapping):
+        return "spec is missing"
+    if not isinstance(spec.get("image"), str) or not spec["image"]:
+        return "spec.image is required"
+    replicas, port = spec.get("replicas", DEFAULT_REPLICAS), spec.get("port", DEFAULT_PORT)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        return f"spec.replicas must be an integer >= 0, got {replicas!r}"
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        return f"spec.port must be an integer from 1 to 65535, got {port!r}"
+    return None
 
 
 # -- desired state ----------------------------------------------------------------------
@@ -221,13 +255,13 @@ def desired_deployment(owner: Mapping[str, Any]) -> dict:
     """The Deployment a MyDeployment wants (with its controller reference)."""
     spec = owner.get("spec") or {}
     labels = _labels(owner)
-    port = int(spec.get("port", DEFAULT_PORT))
+    port = _int(spec.get("port"), DEFAULT_PORT)
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": meta.name(owner), "namespace": meta.namespace(owner), "labels": dict(labels)},
         "spec": {
-            "replicas": int(spec.get("replicas", DEFAULT_REPLICAS)),
+            "replicas": _int(spec.get("replicas"), DEFAULT_REPLICAS),
             "selector": {"matchLabels": {INSTANCE_LABEL: labels[INSTANCE_LABEL]}},
             "template": {
                 "metadata": {"labels": dict(labels)},
@@ -250,7 +284,7 @@ def desired_deployment(owner: Mapping[str, Any]) -> dict:
 def desired_service(owner: Mapping[str, Any]) -> dict:
     """The Service a MyDeployment wants (with its controller reference)."""
     spec = owner.get("spec") or {}
-    port = int(spec.get("port", DEFAULT_PORT))
+    port = _int(spec.get("port"), DEFAULT_PORT)
     service: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Service",
