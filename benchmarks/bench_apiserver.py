@@ -39,10 +39,8 @@ def _pod(i: int) -> dict:
             "name": f"pod-{i:06d}",
             "namespace": "default",
             "labels": {"app": "bench", "pod-template-hash": "5d8f7c9b6", "tier": "backend"},
-            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z", "note": "x" * 200},
-            "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench-5d8f7c9b6", "uid": "0f6b1c2e-6c55-4a5e-9d6a-3f1b2c3d4e5f", "controller": True, "blockOwnerDeletion": True}
-            ],
+            # No ownerReferences: the server's garbage collector deletes objects whose owners do not exist.
+            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z", "note": "x" * 400},
         },
         "spec": {
             "containers": [
@@ -99,13 +97,7 @@ def _watch_rates(server: ApiServer, start_rv: str, *, decode: bool) -> tuple[flo
         barrier.wait()
         times[i] = _stream(url, EVENTS, decode=decode)
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"bench-watch-{i}") for i in range(WATCHERS)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
+    wall = _run_threads([lambda i=i: run(i) for i in range(WATCHERS)])
     total = WATCHERS * EVENTS / wall
     per_watcher = statistics.median(EVENTS / t for t in times)
     return one, total, per_watcher
@@ -135,13 +127,29 @@ def _http_writes(server: ApiServer, writers: int) -> float:
             r = http.request("PATCH", f"{base}/{name}", body=b'{"metadata":{"labels":{"x":"y"}}}', headers={"Content-Type": "application/merge-patch+json"})
             assert r.status == 200, r.data
 
-    threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+    elapsed = _run_threads([lambda w=w: run(w) for w in range(writers)])
+    return 2 * per_writer * writers / elapsed
+
+
+def _run_threads(targets: list) -> float:
+    """Run each target on its own thread; returns the wall time, re-raising the first failure."""
+    errors: list[BaseException] = []
+
+    def guarded(target) -> None:
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(t,), name=f"bench-{i}") for i, t in enumerate(targets)]
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return 2 * per_writer * writers / (time.perf_counter() - started)
+    if errors:
+        raise errors[0]
+    return time.perf_counter() - started
 
 
 def _inprocess_writes(server: ApiServer, count: int) -> float:

@@ -296,6 +296,14 @@ def test_deleting_an_owner_deletes_its_dependents_in_the_background(api_server, 
     wait_for(lambda: [o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")] == ["bystander"], what="dependents to be collected")
 
 
+def test_an_object_created_for_an_owner_that_no_longer_exists_is_collected(api_server, apps, core):
+    owner = apps.create_namespaced_deployment("default", deployment("gone"))
+    apps.delete_namespaced_deployment("gone", "default")
+    core.create_namespaced_config_map("default", _owned("late-child", owner))  # a controller with a stale cache
+    core.create_namespaced_config_map("default", cm("unowned"))
+    wait_for(lambda: [o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")] == ["unowned"], what="the late child to be collected")
+
+
 def test_orphan_propagation_leaves_dependents_without_the_owner_reference(api_server, apps, core):
     owner = apps.create_namespaced_deployment("default", deployment("o"))
     core.create_namespaced_config_map("default", _owned("kept", owner))
