@@ -217,6 +217,8 @@ class EventRecorder:
                     if previous is None:
                         # Never buffered, never written: forget it entirely, so the next
                         # occurrence starts a fresh Event rather than patching a missing one.
+                        # (An occurrence of an Event that exists keeps its count: the next
+                        # write of that Event includes it.)
                         self._correlator.undo(record, previous)
                     self._drop_locked(f"the buffer is full ({self._buffer_size} events waiting)")
                     return
