@@ -166,3 +166,42 @@ def test_shutdown_with_drain_waits_for_busy_workers_to_finish():
     assert sorted(finished) == [f"key-{i}" for i in range(WORKERS)]
     for thread in threads:
         thread.join(BOUND)
+
+
+def test_metrics_add_up_under_concurrent_work_and_scrapes():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    q = Queue("hammered", metrics_registry=registry)
+    rec = Recorder()
+    stop_scraping = threading.Event()
+    scrapes: list = []
+
+    def scrape() -> None:
+        while not stop_scraping.is_set():
+            scrapes.append(len(generate_latest(registry)))
+
+    threads = [threading.Thread(target=worker, args=(q, rec), name=f"test-worker-{i}", daemon=True) for i in range(2)]
+    threads += [threading.Thread(target=producer, args=(q, rec, i), name=f"test-producer-{i}", daemon=True) for i in range(2)]
+    scraper = threading.Thread(target=scrape, name="test-scraper", daemon=True)
+    for thread in threads + [scraper]:
+        thread.start()
+    for thread in threads[2:]:
+        thread.join(BOUND)
+    wait_until_idle(q)
+    assert q.shutdown_with_drain(timeout=BOUND) is True
+    for thread in threads[:2]:
+        thread.join(BOUND)
+    stop_scraping.set()
+    scraper.join(BOUND)
+
+    def value(metric: str) -> float | None:
+        return registry.get_sample_value(metric, {"name": "hammered"})
+
+    # Every add that made a key waiting led to exactly one get and one done.
+    assert scrapes, "the scraper never ran"
+    assert value("workqueue_adds_total") == rec.processed
+    assert value("workqueue_queue_duration_seconds_count") == rec.processed
+    assert value("workqueue_work_duration_seconds_count") == rec.processed
+    assert value("workqueue_depth") == 0
+    assert value("workqueue_unfinished_work_seconds") == 0
