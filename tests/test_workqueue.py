@@ -570,3 +570,10 @@ def test_counters_outlive_a_garbage_collected_queue():
     replacement.add("c")
     assert sample(registry, "workqueue_adds_total") == 3
     assert sample(registry, "workqueue_depth") == 1  # gauges count live queues only
+
+
+def test_metrics_registry_false_keeps_a_named_queue_silent():
+    q = Queue("foos", metrics_registry=False)
+    q.add("a")
+    assert q._metrics is None
+    assert repr(q) == "<Queue 'foos' queued=1 processing=0>"

@@ -41,7 +41,8 @@ class Queue:
     unnamed queues record nothing and pay nothing for metrics. ``clock``
     measures ``get`` and drain timeouts and metric durations.
     ``metrics_registry`` is the :class:`prometheus_client.CollectorRegistry`
-    a named queue reports to (the default registry when ``None``).
+    a named queue reports to (the default registry when ``None``; ``False``
+    turns metrics off for a named queue, as elsewhere in pyinformers).
 
     A worker loop::
 
@@ -94,7 +95,7 @@ class Queue:
 
         # The metrics recorder of a named queue; None (and free) for unnamed queues.
         self._metrics: Optional[QueueMetrics] = None
-        if name is not None:
+        if name is not None and metrics_registry is not False:
             self._metrics = new_queue_metrics(
                 name, lock=self._lock, dirty=self._dirty, clock=self._clock, registry=metrics_registry
             )
