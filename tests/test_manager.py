@@ -263,7 +263,8 @@ SCRIPT = textwrap.dedent(
             self.watch(factory.informer(CONFIGMAPS))
 
         def reconcile(self, key):
-            print("RECONCILED", key, flush=True)
+            sys.stdout.write(f"RECONCILED {key}\\n")  # one write: log lines cannot split it
+            sys.stdout.flush()
             if BLOCK:
                 threading.Event().wait()  # never finishes: only a second signal ends us
 
