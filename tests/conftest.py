@@ -7,6 +7,9 @@ import time
 
 import pytest
 
+# The in-process API server fixtures (api_server, kubeconfig, api_client, ...), as users load them.
+pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+
 # Threads of the in-process API server serve many tests (a session fixture) and
 # keep-alive connections; they are the server's to stop, not a test's leak.
 _EXEMPT_PREFIXES = ("pyinformers-apiserver",)
