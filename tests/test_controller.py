@@ -447,3 +447,16 @@ def test_one_key_is_never_reconciled_concurrently_and_the_last_change_is_seen(re
         assert violations == []
     finally:
         assert c.stop(WAIT)
+
+
+def test_metrics_registry_false_records_nothing_anywhere():
+    from prometheus_client import REGISTRY
+
+    c = Recording("silent-controller", clock=FakeClock(), metrics_registry=False)
+    c.queue.add("ns/a")
+    assert step_one(c)[1] == "success"
+    assert c.metrics_registry is None
+    assert REGISTRY.get_sample_value(
+        "controller_runtime_reconcile_total", {"controller": "silent-controller", "result": "success"}
+    ) is None
+    assert REGISTRY.get_sample_value("workqueue_adds_total", {"name": "silent-controller"}) is None

@@ -136,7 +136,7 @@ class Controller:
     5 ms to 1000 s, under an overall 10 qps / burst 100 bucket). ``clock``
     drives the queue and the rate limiter (tests pass a ``FakeClock``).
     ``metrics_registry`` is the Prometheus registry (the default one when
-    None). ``sync_timeout`` bounds the wait for caches in :meth:`start`,
+    None; ``False`` records nothing, for the queue as for the controller). ``sync_timeout`` bounds the wait for caches in :meth:`start`,
     ``shutdown_timeout`` the drain in :meth:`run`.
 
     A controller runs once: after :meth:`stop`, build a new one.

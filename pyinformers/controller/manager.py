@@ -215,7 +215,7 @@ class Manager:
             if any(c.name == controller.name for c in self._controllers):
                 raise ValueError(f"a controller named {controller.name!r} was already added (names label metrics)")
             self._controllers.append(controller)
-        if controller.metrics_registry is not self.registry:
+        if controller.metrics_registry is not None and controller.metrics_registry is not self.registry:
             log.warning(
                 "controller %r reports metrics to another registry than the manager serves on /metrics; "
                 "pass metrics_registry=manager.registry to it",

@@ -64,16 +64,18 @@ class ControllerMetrics:
 
     __slots__ = ("name", "registry", "_lock", "_results", "_buckets", "_sum", "_active", "_max", "__weakref__")
 
-    def __init__(self, name: str, registry: Optional[CollectorRegistry] = None) -> None:
+    def __init__(self, name: str, registry: Any = None) -> None:
         self.name = name
-        self.registry = REGISTRY if registry is None else registry
+        #: The registry reported to; None for ``registry=False`` (numbers kept, nothing exported).
+        self.registry: Optional[CollectorRegistry] = REGISTRY if registry is None else (registry or None)
         self._lock = threading.Lock()
         self._results = [0] * len(RESULTS)
         self._buckets = [0] * (len(RECONCILE_TIME_BUCKETS) + 1)
         self._sum = 0.0
         self._active = 0
         self._max = 0
-        _collector_for(self.registry).track(self)
+        if self.registry is not None:
+            _collector_for(self.registry).track(self)
 
     def reconcile_started(self) -> None:
         """A worker entered a reconcile."""
