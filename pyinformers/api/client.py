@@ -24,6 +24,13 @@ urllib3 the socket of ``HTTPResponse.connection``), which makes a reader
 blocked in ``recv`` return at once; the reader then ends its iteration
 quietly and the connection is closed and handed back to the pool.
 
+Retries. Requests go out under the ``ApiClient``'s own urllib3 retry policy
+(``configuration.retries``). With the default (None: urllib3's ``Retry(3)``)
+urllib3 itself retries a GET answered 429 or 503 *with* a ``Retry-After``
+header up to three times, sleeping that long in the request, before the typed
+error reaches the caller; set ``configuration.retries = False`` to see every
+answer at once (the reflector backs off on its own clock either way).
+
 Thread-safety: a :class:`ResourceClient` holds no mutable state and may be
 shared by any number of threads (the underlying urllib3 pool is thread-safe).
 A :class:`WatchStream` is iterated by one thread; ``close()`` is safe from any.
