@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import queue as stdlib_queue
-import statistics
 import threading
 import time
 
