@@ -15,13 +15,15 @@ Then the cost of a retry: ``add_rate_limited`` + ``forget`` on a
 plain add + get + done cycle; and the cost of metrics: a named queue (which
 records Prometheus metrics) against an unnamed one.
 
-Threaded runs are bimodal (lock convoys under the GIL), so each figure is
-the best of several repetitions; ratios are ours / baseline.
+Threaded runs are bimodal (lock convoys under the GIL) and the machine is
+shared, so each figure is the median of several repetitions, alternating
+ours and the baseline; ratios are ours / baseline.
 """
 
 from __future__ import annotations
 
 import queue as stdlib_queue
+import statistics
 import threading
 import time
 from typing import Callable
@@ -174,12 +176,12 @@ def _plain_cycle(keys: list[str]) -> float:
 
 
 def _compare(ours: Callable[[], float], baseline: Callable[[], float], ops: int) -> tuple[float, float]:
-    """Best ops/s of each side; repetitions alternate so both see the same machine load."""
-    best_ours = best_base = 0.0
+    """Median ops/s of each side; repetitions alternate so both see the same machine load."""
+    ours_rates, base_rates = [], []
     for _ in range(REPEATS):
-        best_ours = max(best_ours, ops / ours())
-        best_base = max(best_base, ops / baseline())
-    return best_ours, best_base
+        ours_rates.append(ops / ours())
+        base_rates.append(ops / baseline())
+    return statistics.median(ours_rates), statistics.median(base_rates)
 
 
 def main() -> None:
