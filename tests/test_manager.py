@@ -379,3 +379,38 @@ def test_controllers_sharing_a_name_share_their_series():
     value = registry.get_sample_value("controller_runtime_reconcile_total", {"controller": "twin", "result": "success"})
     assert value == 2
     assert registry.get_sample_value("controller_runtime_max_concurrent_reconciles", {"controller": "twin"}) == 2
+
+
+def test_stop_lets_an_in_flight_reconcile_finish_and_reports_shutting_down(api_server):
+    entered, release = threading.Event(), threading.Event()
+    finished = []
+
+    class Slow(Controller):
+        def __init__(self, factory, registry):
+            super().__init__("slow", metrics_registry=registry)
+            self.watch(factory.informer(CONFIGMAPS))
+
+        def reconcile(self, key):
+            entered.set()
+            release.wait(WAIT)
+            finished.append(key)
+
+    manager, registry = make_manager(api_server)
+    manager.add(Slow(manager.factory, registry))
+    manager.factory.client(CONFIGMAPS).create({"metadata": {"name": "slow", "namespace": "default"}})
+    manager.start()
+    assert entered.wait(WAIT)
+    result = []
+    stopper = threading.Thread(target=lambda: result.append(manager.stop(WAIT)), name="test-manager-stop")
+    stopper.start()
+    deadline = time.monotonic() + WAIT
+    while True:  # the probe server stays up while controllers drain
+        status, body = get(manager.health_address, "/readyz")
+        if "shutting down" in body:
+            break
+        assert time.monotonic() < deadline, body
+        threading.Event().wait(0.005)
+    assert status == 503 and finished == []
+    release.set()
+    stopper.join(WAIT)
+    assert result == [True] and finished == ["default/slow"]
