@@ -289,6 +289,26 @@ def test_gone_when_opening_the_watch_relists():
     assert reflector.stats.relists == 1
 
 
+def test_a_second_410_right_after_a_relist_backs_off_before_listing_again():
+    lw = ScriptedLW(
+        lists=[ListPage([pod("a", "20")], "20"), ListPage([pod("a", "30")], "30")],
+        watches=[Gone("old"), Gone("old again"), FakeStream([bookmark("31")]), Gone("later")],
+    )
+    reflector, _, clock = synced(lw)
+    assert reflector.step() == NeedList()  # the first relist is immediate
+    reflector.step()
+    assert reflector.step() == Watching("20")
+    state = reflector.step()  # gone again before anything arrived
+    assert isinstance(state, BackingOff) and state.then == NeedList()
+    clock.step(state.delay)
+    reflector.step()
+    reflector.step()
+    assert reflector.step() == Watching("30")
+    assert reflector.step() == Watching("31")  # this watch delivered something...
+    assert reflector.step() == NeedList()  # ...so the next 410 relists at once
+    assert reflector.stats.relists == 3
+
+
 def test_a_throttled_watch_waits_at_least_retry_after():
     lw = ScriptedLW(watches=[TooManyRequests("slow", retry_after=12.0)])
     reflector, _, _ = synced(lw)

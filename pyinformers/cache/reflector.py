@@ -375,6 +375,7 @@ class Reflector:
         self._synced = False
         self._consecutive_failures = 0
         self._watch_list_rejected = False
+        self._gone_streak = 0  # 410s since a watch last delivered something
 
         # Counters: written by the stepping thread (resyncs by the timer), read anywhere.
         self._lists = self._watches = self._events = self._bookmarks = 0
@@ -687,6 +688,8 @@ class Reflector:
                 then: State = WatchListing() if initial is not None else Watching(rv)
                 return self._fail(error, then, "watch")
             self._last_activity = now()
+            if not received:
+                self._gone_streak = 0
             received += 1
             etype = event.type
             obj = event.object
@@ -751,12 +754,21 @@ class Reflector:
         return Watching(rv)
 
     def _relist(self, error: ApiError) -> State:
-        """410: the resourceVersion left the server's history; the cache must be rebuilt from a list."""
-        self._errors += 1
+        """410: the resourceVersion left the server's history; the cache must be rebuilt from a list.
+
+        The first relist is immediate. If the watch after it is gone again before
+        it delivered anything, the next relist waits a backoff: a full list is
+        expensive, and a server in that state must not be hammered with them.
+        """
         self._relists += 1
+        self._gone_streak += 1
+        then: State = WatchListing() if self.use_watch_list and not self._watch_list_rejected else NeedList()
+        if self._gone_streak > 1:
+            return self._fail(error, then, "watch (410 again right after a relist)")
+        self._errors += 1
         self._notify_error(error)
         log.info("%s: resourceVersion %s is too old (%s); relisting", self.name, self._last_rv, _describe(error))
-        return WatchListing() if self.use_watch_list and not self._watch_list_rejected else NeedList()
+        return then
 
     def _reject_watch_list(self, error: ApiError) -> State:
         self._watch_list_rejected = True
