@@ -20,6 +20,7 @@ States and transitions::
                    network error / 5xx / other ApiError: Backoff(→ Watching(last rv))
                    429: Backoff(at least Retry-After → Watching(last rv))
                    410 Gone/Expired: NeedList                                    (the only relist)
+                   410 again before the watch after a relist delivered anything: Backoff(→ NeedList)
                    stalled (no event, bookmarks included, for stall_timeout): Backoff(→ Watching(last rv))
     Backoff(until, then) ──clock reaches until──► then
     any state ──stop──► Stopped
