@@ -179,7 +179,6 @@ class Manager:
                 raise ValueError(f"{what} must be a port number (0 turns it off), got {port!r}")
         if api_client is not None and kubeconfig is not None:
             raise ValueError("give either kubeconfig or api_client, not both")
-        self._owns_client = api_client is None
         self.api_client = build_api_client(kubeconfig) if api_client is None else api_client
         self.registry = REGISTRY if registry is None else registry
         self.namespace = namespace
@@ -370,6 +369,8 @@ class Manager:
         ``timeout`` (default ``shutdown_timeout``) bounds the controllers'
         drain; informers and servers get a few seconds more. Returns True when
         everything stopped cleanly. Idempotent; callable from any thread.
+        ``api_client`` stays usable (an event recorder may still flush
+        through it after the controllers stopped).
         """
         timeout = self.shutdown_timeout if timeout is None else timeout
         self._stop_requested.set()
@@ -408,11 +409,6 @@ class Manager:
             except Exception:
                 log.exception("stopping %r failed", server)
                 clean = False
-        if self._owns_client:
-            try:
-                self.api_client.close()
-            except Exception:
-                pass
         self._stopped.set()
         log.info("stopped%s", "" if clean else " (some threads did not finish in time)")
         return clean
