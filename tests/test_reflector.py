@@ -425,6 +425,13 @@ def test_counters_are_exposed_as_prometheus_metrics():
     make(ScriptedLW(), metrics_registry=registry)  # a second reflector on one registry: no clash
 
 
+def test_metrics_registry_false_records_nothing_but_stats_still_count():
+    lw = ScriptedLW(watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))])])
+    reflector, _, _ = synced(lw, metrics_registry=False)
+    reflector.step()
+    assert reflector.stats.events == 1
+
+
 # --------------------------------------------------------------------------- resync
 
 

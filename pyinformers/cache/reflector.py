@@ -304,7 +304,7 @@ class Reflector:
     * ``stall_timeout`` -- a watch with no event (bookmarks included) for this long is closed
       and re-opened; None relies on the client's read timeout (server timeout + 60 s).
     * ``on_watch_error`` -- called (on the reflector's thread) with every list/watch error.
-    * ``metrics_registry`` -- prometheus registry (default: the global one); None-safe.
+    * ``metrics_registry`` -- prometheus registry (default: the global one; ``False``: none).
     * ``rng`` -- the random source for jitter and watch timeouts (tests pass a seeded one).
 
     Thread-safety: :meth:`step`/:meth:`run` belong to one thread; :meth:`stop`,
@@ -388,7 +388,8 @@ class Reflector:
             from prometheus_client import REGISTRY
 
             metrics_registry = REGISTRY
-        _collector_for(metrics_registry).add(self)
+        if metrics_registry is not False:  # False: no metrics (the counters in stats still count)
+            _collector_for(metrics_registry).add(self)
 
     # -- observation -------------------------------------------------------------------
     @property
