@@ -241,6 +241,28 @@ def _check_token_auth(api_server, kubeconfig):
         anonymous.close()
 
 
+def test_the_client_refresh_hook_renews_the_token_before_each_request():
+    # exec plugins and rotating token files renew credentials through this hook
+    with ApiServer(token="fresh-token") as api_server:
+        configuration = k8s.Configuration(host=api_server.url)
+        configuration.api_key = {"authorization": "Bearer stale-token"}
+        calls = []
+
+        def refresh(config):
+            calls.append(1)
+            config.api_key["authorization"] = "Bearer fresh-token"
+
+        configuration.refresh_api_key_hook = refresh
+        api_client = k8s.ApiClient(configuration)
+        try:
+            configmaps = ResourceClient(api_client, CONFIGMAPS)
+            assert configmaps.list("default").items == []
+            configmaps.watch("default", timeout_seconds=5).close()
+        finally:
+            api_client.close()
+    assert len(calls) >= 2
+
+
 # --------------------------------------------------------------------------- writes
 
 
