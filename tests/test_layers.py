@@ -148,3 +148,14 @@ def test_the_public_surface_is_exported_once_and_importable():
     assert len(exported) == len(set(exported)), "a name is listed twice in __all__"
     for name in exported:
         assert hasattr(pyinformers, name), f"pyinformers.__all__ lists {name!r} but it is missing"
+
+
+def test_importing_the_package_and_its_clock_does_not_load_the_kubernetes_client():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pyinformers; pyinformers.FakeClock; "
+        "assert 'kubernetes' not in sys.modules, 'kubernetes was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
