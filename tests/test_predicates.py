@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pyinformers.controller import (
     Event,
-    EventType,
+    EventKind,
     all_of,
     annotations_changed,
     any_of,
@@ -136,11 +136,11 @@ def test_not_generation_changed_drops_resyncs():
 
 @given(
     st.lists(st.booleans(), max_size=6),
-    st.sampled_from([EventType.ADD, EventType.UPDATE, EventType.DELETE]),
+    st.sampled_from([EventKind.ADD, EventKind.UPDATE, EventKind.DELETE]),
 )
 def test_combinators_agree_with_all_and_any(values, kind):
     preds = [(lambda v: (lambda e: v))(v) for v in values]
-    e = Event(kind, obj(), obj() if kind is EventType.UPDATE else None)
+    e = Event(kind, obj(), obj() if kind is EventKind.UPDATE else None)
     assert all_of(*preds)(e) == all(values)
     assert any_of(*preds)(e) == any(values)
     assert not_(all_of(*preds))(e) == (not all(values))

@@ -13,7 +13,7 @@
 """
 
 from pyinformers.api.client import (
-    EventType,
+    WatchEventType,
     ListerWatcher,
     ListPage,
     ListWatch,
@@ -70,7 +70,7 @@ __all__ = [
     "ListPage",
     "WatchEvent",
     "WatchStream",
-    "EventType",
+    "WatchEventType",
     "ListWatch",
     "ListerWatcher",
     # errors

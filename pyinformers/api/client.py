@@ -56,12 +56,12 @@ __all__ = [
     "ResourceClient",
     "ListerWatcher",
     "ListWatch",
-    "EventType",
+    "WatchEventType",
     "PATCH_CONTENT_TYPES",
 ]
 
 
-class EventType:
+class WatchEventType:
     """The ``type`` strings of watch events (plain ``str`` constants: events are compared often)."""
 
     ADDED = "ADDED"

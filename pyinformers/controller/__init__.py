@@ -18,7 +18,7 @@ Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
 """
 
 from pyinformers.controller.controller import CacheSyncTimeout, Controller, Watch
-from pyinformers.controller.event import Event, EventType
+from pyinformers.controller.event import Event, EventKind
 from pyinformers.controller.handlers import (
     BoundHandler,
     EnqueueForObject,
@@ -52,7 +52,7 @@ __all__ = [
     "EnqueueMapped",
     "Event",
     "EventHandler",
-    "EventType",
+    "EventKind",
     "Manager",
     "Predicate",
     "Result",

@@ -1,4 +1,4 @@
-"""One informer notification as a value: :class:`Event` and :class:`EventType`.
+"""One informer notification as a value: :class:`Event` and :class:`EventKind`.
 
 Informers call handlers with three shapes of arguments (``on_add(obj,
 is_in_initial_list)``, ``on_update(old, new)``, ``on_delete(obj_or_tombstone)``).
@@ -26,10 +26,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-__all__ = ["Event", "EventType", "unwrap_tombstone"]
+__all__ = ["Event", "EventKind", "unwrap_tombstone"]
 
 
-class EventType(enum.Enum):
+class EventKind(enum.Enum):
     """What happened to an object, as the informer saw it."""
 
     ADD = "Add"
@@ -63,7 +63,7 @@ class Event:
     on hot paths: compare fields instead).
     """
 
-    type: EventType
+    type: EventKind
     obj: Optional[Mapping[str, Any]]
     old: Optional[Mapping[str, Any]] = None
     #: ADD only: the object came with the informer's initial list (or a relist).
@@ -77,20 +77,20 @@ class Event:
     @property
     def is_resync(self) -> bool:
         """True for a periodic resync: an update whose old and new object are the same dict."""
-        return self.type is EventType.UPDATE and self.old is self.obj
+        return self.type is EventKind.UPDATE and self.old is self.obj
 
     @classmethod
     def from_add(cls, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> "Event":
-        return cls(EventType.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list))
+        return cls(EventKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list))
 
     @classmethod
     def from_update(cls, old: Mapping[str, Any], new: Mapping[str, Any]) -> "Event":
-        return cls(EventType.UPDATE, new, old)
+        return cls(EventKind.UPDATE, new, old)
 
     @classmethod
     def from_delete(cls, obj_or_tombstone: Any) -> "Event":
         obj, key = unwrap_tombstone(obj_or_tombstone)
-        return cls(EventType.DELETE, obj, None, final_state_unknown=key is not None, tombstone_key=key)
+        return cls(EventKind.DELETE, obj, None, final_state_unknown=key is not None, tombstone_key=key)
 
     def __repr__(self) -> str:
         meta = (self.obj or {}).get("metadata") or {}

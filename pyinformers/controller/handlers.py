@@ -34,7 +34,7 @@ import logging
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from pyinformers.api import meta
-from pyinformers.controller.event import Event, EventType
+from pyinformers.controller.event import Event, EventKind
 from pyinformers.controller.predicates import Predicate
 
 __all__ = [
@@ -96,10 +96,10 @@ class BoundHandler:
         self.predicates = preds
 
     def on_add(self, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> None:
-        self.dispatch(Event(EventType.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list)))
+        self.dispatch(Event(EventKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list)))
 
     def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        self.dispatch(Event(EventType.UPDATE, new, old))
+        self.dispatch(Event(EventKind.UPDATE, new, old))
 
     def on_delete(self, obj: Any) -> None:
         try:
@@ -252,7 +252,7 @@ class EnqueueForOwner(EventHandler):
 
     def keys(self, event: Event) -> Iterable[str]:
         keys = self.owner_keys(event.obj)
-        if event.type is EventType.UPDATE and event.old is not event.obj:
+        if event.type is EventKind.UPDATE and event.old is not event.obj:
             for key in self.owner_keys(event.old):
                 if key not in keys:
                     keys.append(key)
@@ -297,7 +297,7 @@ class EnqueueMapped(EventHandler):
 
     def keys(self, event: Event) -> Iterable[str]:
         keys = self._map(event.obj)
-        if event.type is EventType.UPDATE and event.old is not event.obj:
+        if event.type is EventKind.UPDATE and event.old is not event.obj:
             for key in self._map(event.old):
                 if key not in keys:
                     keys.append(key)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
-from pyinformers.controller.event import Event, EventType
+from pyinformers.controller.event import Event, EventKind
 
 __all__ = [
     "Predicate",
@@ -66,7 +66,7 @@ def generation_changed(event: Event) -> bool:
     status-only (and metadata-only) updates. Adds, deletes and resyncs pass;
     so do updates of objects that carry no generation (see the module notes).
     """
-    if event.type is not EventType.UPDATE or event.is_resync:
+    if event.type is not EventKind.UPDATE or event.is_resync:
         return True
     old = _meta(event.old).get("generation")
     new = _meta(event.obj).get("generation")
@@ -77,14 +77,14 @@ def generation_changed(event: Event) -> bool:
 
 def labels_changed(event: Event) -> bool:
     """Let an update through only when ``metadata.labels`` changed (adds, deletes, resyncs pass)."""
-    if event.type is not EventType.UPDATE or event.is_resync:
+    if event.type is not EventKind.UPDATE or event.is_resync:
         return True
     return (_meta(event.old).get("labels") or {}) != (_meta(event.obj).get("labels") or {})
 
 
 def annotations_changed(event: Event) -> bool:
     """Let an update through only when ``metadata.annotations`` changed (adds, deletes, resyncs pass)."""
-    if event.type is not EventType.UPDATE or event.is_resync:
+    if event.type is not EventKind.UPDATE or event.is_resync:
         return True
     return (_meta(event.old).get("annotations") or {}) != (_meta(event.obj).get("annotations") or {})
 
@@ -95,7 +95,7 @@ def resource_version_changed(event: Event) -> bool:
     Every real change bumps the resourceVersion and a resync never does, so
     this is the predicate that drops resyncs. Adds and deletes pass.
     """
-    if event.type is not EventType.UPDATE:
+    if event.type is not EventKind.UPDATE:
         return True
     if event.is_resync:
         return False
@@ -124,7 +124,7 @@ def label_selector(selector: Any) -> Predicate:
     def predicate(event: Event) -> bool:
         if event.obj is None:
             return True
-        if event.type is EventType.UPDATE and event.old is not None and event.old is not event.obj:
+        if event.type is EventKind.UPDATE and event.old is not None and event.old is not event.obj:
             return matches(event.obj) or matches(event.old)
         return matches(event.obj)
 
