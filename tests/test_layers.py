@@ -1,6 +1,6 @@
 """The package's layers cannot tangle: imports only go downwards and never in a cycle.
 
-Layers, lowest first (DESIGN.md): ``clock``; ``api`` (with ``resources``);
+Layers, lowest first (DESIGN.md): ``clock`` and ``metrics`` (Prometheus plumbing); ``api`` (with ``resources``);
 ``cache`` and ``workqueue``, which never import each other; ``controller``,
 ``record`` and ``leaderelection``; ``testing`` on top. Nothing in the library
 imports ``testing``. The check reads the source with :mod:`ast`, so it sees
@@ -20,15 +20,16 @@ ROOT = Path(pyinformers.__file__).parent
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
     "clock": set(),
+    "metrics": set(),
     "api": {"clock"},
     "resources": {"clock", "api"},
-    "cache": {"clock", "api", "resources"},
-    "workqueue": {"clock"},
-    "controller": {"clock", "api", "resources", "cache", "workqueue"},
-    "record": {"clock", "api", "resources"},
-    "leaderelection": {"clock", "api", "resources"},
-    "testing": {"clock", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
-    "__init__": {"clock", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
+    "cache": {"clock", "metrics", "api", "resources"},
+    "workqueue": {"clock", "metrics"},
+    "controller": {"clock", "metrics", "api", "resources", "cache", "workqueue"},
+    "record": {"clock", "metrics", "api", "resources"},
+    "leaderelection": {"clock", "metrics", "api", "resources"},
+    "testing": {"clock", "metrics", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
+    "__init__": {"clock", "metrics", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
 }
 
 

@@ -60,6 +60,7 @@ from pyinformers.api.client import ListerWatcher, WatchStream
 from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from pyinformers.cache.backoff import Backoff
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.metrics import collector_for, resolve_registry
 
 __all__ = [
     "Reflector",
@@ -266,18 +267,6 @@ class _Collector:
         yield family
 
 
-_collectors_lock = threading.Lock()
-_collectors: "weakref.WeakKeyDictionary[Any, _Collector]" = weakref.WeakKeyDictionary()
-
-
-def _collector_for(registry: Any) -> _Collector:
-    with _collectors_lock:
-        collector = _collectors.get(registry)
-        if collector is None:
-            collector = _Collector()
-            registry.register(collector)
-            _collectors[registry] = collector
-        return collector
 
 
 # --------------------------------------------------------------------------- reflector
@@ -384,12 +373,9 @@ class Reflector:
         self._last_activity: Optional[float] = None  # clock.now() of the last word from the server
         self._next_resync: Optional[float] = None
 
-        if metrics_registry is None:
-            from prometheus_client import REGISTRY
-
-            metrics_registry = REGISTRY
-        if metrics_registry is not False:  # False: no metrics (the counters in stats still count)
-            _collector_for(metrics_registry).add(self)
+        registry = resolve_registry(metrics_registry)
+        if registry is not None:  # False: no metrics (the counters in stats still count)
+            collector_for(registry, _Collector).add(self)
 
     # -- observation -------------------------------------------------------------------
     @property

@@ -35,8 +35,10 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from pyinformers.metrics import collector_for, resolve_registry
 
 __all__ = ["ControllerMetrics", "RECONCILE_TIME_BUCKETS", "RESULTS"]
 
@@ -67,7 +69,7 @@ class ControllerMetrics:
     def __init__(self, name: str, registry: Any = None) -> None:
         self.name = name
         #: The registry reported to; None for ``registry=False`` (numbers kept, nothing exported).
-        self.registry: Optional[CollectorRegistry] = REGISTRY if registry is None else (registry or None)
+        self.registry: Optional[CollectorRegistry] = resolve_registry(registry)
         self._lock = threading.Lock()
         self._results = [0] * len(RESULTS)
         self._buckets = [0] * (len(RECONCILE_TIME_BUCKETS) + 1)
@@ -75,7 +77,7 @@ class ControllerMetrics:
         self._active = 0
         self._max = 0
         if self.registry is not None:
-            _collector_for(self.registry).track(self)
+            collector_for(self.registry, _Collector).track(self)
 
     def reconcile_started(self) -> None:
         """A worker entered a reconcile."""
@@ -177,15 +179,3 @@ class _Collector:
         return iter((total_f, errors_f, time_f, active_f, max_f))
 
 
-_collectors_lock = threading.Lock()
-_collectors: "weakref.WeakKeyDictionary[CollectorRegistry, _Collector]" = weakref.WeakKeyDictionary()
-
-
-def _collector_for(registry: CollectorRegistry) -> _Collector:
-    with _collectors_lock:
-        collector = _collectors.get(registry)
-        if collector is None:
-            collector = _Collector()
-            registry.register(collector)
-            _collectors[registry] = collector
-        return collector

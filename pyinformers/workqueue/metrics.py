@@ -47,11 +47,12 @@ from bisect import bisect_left
 from collections.abc import Hashable, Iterator
 from typing import Any, Optional
 
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
 from pyinformers.clock import Clock
+from pyinformers.metrics import collector_for
 from pyinformers.workqueue._time import now_function
 
 __all__ = ["QueueMetrics", "new_queue_metrics", "DURATION_BUCKETS"]
@@ -265,18 +266,6 @@ class _Collector:
         return iter(families.values())
 
 
-_collectors_lock = threading.Lock()
-_collectors: "weakref.WeakKeyDictionary[CollectorRegistry, _Collector]" = weakref.WeakKeyDictionary()
-
-
-def _collector_for(registry: CollectorRegistry) -> _Collector:
-    with _collectors_lock:
-        collector = _collectors.get(registry)
-        if collector is None:
-            collector = _Collector()
-            registry.register(collector)  # raises ValueError if the names are taken
-            _collectors[registry] = collector
-        return collector
 
 
 def new_queue_metrics(
@@ -295,7 +284,7 @@ def new_queue_metrics(
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"a queue's metrics name must be a non-empty string, got {name!r}")
-    collector = _collector_for(REGISTRY if registry is None else registry)
+    collector = collector_for(REGISTRY if registry is None else registry, _Collector)
     cell = _Cell(name, lock, dirty, now_function(clock))
     metrics = QueueMetrics(cell)
     collector.track(metrics, cell)
