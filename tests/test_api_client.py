@@ -1,6 +1,5 @@
 """ResourceClient over HTTP against the in-process API server, through the official ApiClient."""
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
 
 import threading
 import time

@@ -14,7 +14,6 @@ from kubernetes.client.rest import ApiException
 
 from pyinformers.testing import ApiServer
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ Deployment's replicas. It watches Deployments (filtered by
 
 from __future__ import annotations
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
 
 import logging  # noqa: E402
 import threading  # noqa: E402

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
 
 import os  # noqa: E402
 import queue  # noqa: E402

@@ -1,6 +1,5 @@
 """The Reflector over HTTP against the in-process API server: sync, resume, relist, back off, stall, stop."""
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
 
 import random
 import threading
