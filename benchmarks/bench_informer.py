@@ -47,6 +47,20 @@ REPEATS = 3
 
 
 # --------------------------------------------------------------------------- a realistic Pod
+def owner_uid(namespace: str) -> str:
+    """The uid of the ReplicaSet owning the benchmark's Pods in ``namespace``."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pyinformers-bench/{namespace}"))
+
+
+def make_replica_set(namespace: str) -> dict:
+    """The owner of the benchmark's Pods: it must exist, or the server's garbage collector deletes them."""
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web-7d4b9c8f6d", "namespace": namespace, "uid": owner_uid(namespace),
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"pod-template-hash": "7d4b9c8f6d"}},
+                     "template": {"metadata": {"labels": {"pod-template-hash": "7d4b9c8f6d"}}, "spec": {}}}}
+
+
 def make_pod(i: int, namespace: str = NAMESPACE, generation: int = 0) -> dict:
     """A Pod as a ReplicaSet's pod looks on a real cluster: ~5.1 KB of JSON, ~3.2 KB without managedFields."""
     name = f"web-7d4b9c8f6d-{i:06d}"
@@ -98,7 +112,7 @@ def make_pod(i: int, namespace: str = NAMESPACE, generation: int = 0) -> dict:
             "name": name, "generateName": "web-7d4b9c8f6d-", "namespace": namespace, "uid": uid,
             "creationTimestamp": ts, "labels": labels, "annotations": {"generation": str(generation)},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c8f6d",
-                                 "uid": "6a1f3c2e-0b1d-4c4f-9a7e-2d5e8f9a0b1c", "controller": True,
+                                 "uid": owner_uid(namespace), "controller": True,
                                  "blockOwnerDeletion": True}],
             "managedFields": managed,
         },
@@ -144,11 +158,13 @@ def _serve(conn: Any, plan: dict) -> None:
     server.start()
     namespaces = server.registry.find("namespaces", "")
     pods = server.registry.find("pods", "")
+    replica_sets = server.registry.find("replicasets", "apps")
     report: dict[str, Any] = {"kubeconfig": server.kubeconfig(), "namespaces": {}}
     gc.disable()  # seeding builds a big heap; the collector would only slow it down
     for namespace, spec in plan["namespaces"].items():
         server.rest.create(namespaces, None, {"metadata": {"name": namespace}})
-        before = int(server.resource_version)
+        server.store.put(replica_sets.storage_key, namespace, "web-7d4b9c8f6d", make_replica_set(namespace))
+        before = int(server.resource_version)  # after the ReplicaSet
         started = time.perf_counter()
         for i in range(spec["pods"]):
             pod = make_pod(i, namespace)
@@ -157,12 +173,17 @@ def _serve(conn: Any, plan: dict) -> None:
             for i in range(spec["pods"]):
                 server.store.put(pods.storage_key, namespace, f"web-7d4b9c8f6d-{i:06d}",
                                  make_pod(i, namespace, generation))
+        expected = spec["pods"] * (1 + spec.get("updates", 0))
+        if int(server.resource_version) - before != expected:
+            raise RuntimeError(f"seeding {namespace}: {int(server.resource_version) - before} writes, "
+                               f"expected {expected} (something else wrote meanwhile)")
         report["namespaces"][namespace] = {
             "rv_before": str(before), "rv_after": server.resource_version,
             "seconds": time.perf_counter() - started,
         }
-    gc.enable()
     gc.collect()
+    gc.freeze()  # the seeded objects live forever: keep the server's collector off them
+    gc.enable()
     conn.send(report)
     try:
         conn.recv()  # any message (or the parent's end) stops the server

@@ -55,7 +55,8 @@ class SharedInformerFactory:
     :param namespace: watch only this namespace (``None``: all); per-call
         ``informer(..., namespace=...)`` overrides it. Ignored for
         cluster-scoped resources.
-    :param label_selector: / :param field_selector: restrict every informer.
+    :param label_selector: restrict every informer to objects with these labels.
+    :param field_selector: restrict every informer by fields (``metadata.name=x``).
     :param transform: applied to every object before caching; the default
         drops ``metadata.managedFields``; ``None`` keeps objects as sent.
     :param reflector_options: extra keyword arguments for every Reflector.
