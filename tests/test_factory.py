@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+import threading
+import time
 
-import threading  # noqa: E402
-import time  # noqa: E402
+import pytest
 
-import pytest  # noqa: E402
-
-from pyinformers.api.client import ResourceClient  # noqa: E402
-from pyinformers.cache import SharedInformerFactory, drop_managed_fields  # noqa: E402
-from pyinformers.cache.store import NAMESPACE_INDEX, OWNER_UID_INDEX  # noqa: E402
-from pyinformers.resources import CONFIGMAPS, NAMESPACES, PODS  # noqa: E402
-from test_informer_support import EventLog, configmap, seed, wait_until  # noqa: E402
+from pyinformers.api.client import ResourceClient
+from pyinformers.cache import SharedInformerFactory, drop_managed_fields
+from pyinformers.cache.store import NAMESPACE_INDEX, OWNER_UID_INDEX
+from pyinformers.resources import CONFIGMAPS, NAMESPACES, PODS
+from test_informer_support import EventLog, configmap, seed, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 

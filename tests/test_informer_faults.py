@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+import copy
+import threading
+import time
 
-import copy  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import kubernetes.client
+import pytest
 
-import kubernetes.client  # noqa: E402
-import pytest  # noqa: E402
-
-from pyinformers.api.client import ResourceClient  # noqa: E402
-from pyinformers.cache import SharedInformerFactory  # noqa: E402
-from pyinformers.clock import FakeClock  # noqa: E402
-from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS  # noqa: E402
-from test_informer_support import (  # noqa: E402
+from pyinformers.api.client import ResourceClient
+from pyinformers.cache import SharedInformerFactory
+from pyinformers.clock import FakeClock
+from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from test_informer_support import (
     FAST_REFLECTOR,
     EventLog,
     configmap,

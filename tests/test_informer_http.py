@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-pytest_plugins = ["pyinformers.testing.pytest_plugin"]
+import threading
 
-import threading  # noqa: E402
+import pytest
 
-import pytest  # noqa: E402
-
-from pyinformers.api.client import ResourceClient  # noqa: E402
-from pyinformers.resources import CONFIGMAPS  # noqa: E402
-from test_informer_support import (  # noqa: E402
+from pyinformers.api.client import ResourceClient
+from pyinformers.resources import CONFIGMAPS
+from test_informer_support import (
     EventLog,
     configmap,
     make_informer,

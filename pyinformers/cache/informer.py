@@ -164,12 +164,7 @@ class SharedIndexInformer:
         self._synced_cond = threading.Condition(threading.Lock())
         self._process_errors = 0
         track_informer(self, metrics_registry)
-        if metrics_registry is False:
-            from prometheus_client import CollectorRegistry
-
-            self._reflector_registry: Any = CollectorRegistry()  # nobody scrapes it
-        else:
-            self._reflector_registry = metrics_registry
+        self._metrics_registry = metrics_registry
 
     # -- properties ---------------------------------------------------------------------
     @property
@@ -345,7 +340,7 @@ class SharedIndexInformer:
             self._stop_event = stop
             options = dict(self._reflector_options)
             options.setdefault("clock", self._clock)
-            options.setdefault("metrics_registry", self._reflector_registry)
+            options.setdefault("metrics_registry", self._metrics_registry)
             self._reflector = Reflector(
                 self._lw,
                 self._fifo,

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol, runtime_checkable
 
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.metrics import collector_for, resolve_registry
 
 __all__ = [
     "EventHandler",
@@ -486,27 +487,12 @@ class _InformerCollector:
         return [backlog, handled, errors, objects, synced]
 
 
-_collectors: dict[int, tuple[Any, _InformerCollector]] = {}
-_collectors_lock = threading.Lock()
-
-
 def track_informer(informer: Any, registry: Any = None) -> None:
     """Expose ``informer``'s handler and cache metrics on ``registry``.
 
-    ``registry`` defaults to prometheus-client's global ``REGISTRY``; pass
-    ``False`` to expose nothing. One collector is registered per registry.
+    ``registry`` follows :func:`pyinformers.metrics.resolve_registry`: ``None``
+    is the global registry, ``False`` exposes nothing. One collector per registry.
     """
-    if registry is False:
-        return
-    if registry is None:
-        from prometheus_client import REGISTRY
-
-        registry = REGISTRY
-    with _collectors_lock:
-        entry = _collectors.get(id(registry))
-        if entry is None or entry[0] is not registry:
-            collector = _InformerCollector()
-            registry.register(collector)
-            entry = (registry, collector)
-            _collectors[id(registry)] = entry
-    entry[1].track(informer)
+    resolved = resolve_registry(registry)
+    if resolved is not None:
+        collector_for(resolved, _InformerCollector).track(informer)
