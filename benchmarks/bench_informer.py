@@ -471,8 +471,8 @@ def main() -> None:
           "1 worker, no-op reconcile (aim: >= 6x typed watch).")
     print("GC note: every cached object survives into the oldest generation until its next version replaces it,")
     print("and CPython runs a full collection whenever those survivors reach a quarter of the old generation,")
-    print("so with default thresholds full collections cost a constant few tens of us per event whatever the cache")
-    print(f"size. gc.set_threshold{RARE_FULL_GC} makes them rare; it is the application's call, not the library's.")
+    print("so with default thresholds full collections cost about a hundred us per event whatever the cache size.")
+    print(f"gc.set_threshold{RARE_FULL_GC} makes them rare; it is the application's call, not the library's.")
 
 
 if __name__ == "__main__":
