@@ -362,6 +362,16 @@ def test_stop_ends_every_thread_and_an_informer_does_not_restart(make_informer):
         informer.add_event_handler(Recorder())
 
 
+def test_stop_right_after_start_ends_every_thread(make_informer):
+    # Threads are started under the state lock, so stop() never meets a created, unstarted one.
+    for _ in range(30):
+        informer = make_informer(ScriptedListerWatcher([pod("a", 1)]))
+        informer.add_event_handler(Recorder())
+        informer.start()
+        assert informer.stop(timeout=5.0)
+        assert not informer.is_running()
+
+
 def test_run_blocks_the_calling_thread_until_stop_is_set(make_informer):
     lw = ScriptedListerWatcher([pod("a", 1)])
     informer = make_informer(lw)

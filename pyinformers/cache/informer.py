@@ -292,7 +292,9 @@ class SharedIndexInformer:
                 target=self._run_checked, args=(stop,), name=f"pyinformers-informer-{self._name}", daemon=True
             )
             self._thread = thread
-        thread.start()
+            # Started under the state lock, so stop() never sees a created but unstarted thread
+            # (the thread's first step waits for this lock).
+            thread.start()
 
     def run(self, stop: threading.Event) -> None:
         """Run the informer in the calling thread until ``stop`` is set (or :meth:`stop` is called)."""
@@ -354,6 +356,9 @@ class SharedIndexInformer:
                 target=self._run_reflector, args=(reflector, stop),
                 name=f"pyinformers-reflector-{self._name}", daemon=True,
             )
+            # Started under the state lock for the same reason as the informer thread; the
+            # reflector buffers into the FIFO, so handler threads may start after it.
+            self._reflector_thread.start()
         gc_held = False
         if self._pause_gc:
             self._gc_pause = gc_paused()
@@ -362,7 +367,6 @@ class SharedIndexInformer:
         gc_deadline = time.monotonic() + self._gc_pause_limit
         try:
             self._handlers.start()
-            self._reflector_thread.start()
             self._process_loop(stop, gc_held, gc_deadline)
         finally:
             if gc_held and not self._gc_released:
