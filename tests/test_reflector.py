@@ -22,9 +22,9 @@ from pyinformers.cache.reflector import (
     Stopped,
     WatchListing,
     Watching,
-    gc_paused,
 )
 from pyinformers.clock import REAL_CLOCK, FakeClock
+from pyinformers.gc_policy import gc_paused
 
 # --------------------------------------------------------------------------- fakes
 

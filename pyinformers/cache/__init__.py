@@ -36,7 +36,6 @@ _EXPORTS = {
     "Lister": "lister",
     "Reflector": "reflector",
     "SharedIndexInformer": "informer",
-    "gc_paused": "reflector",
     "EventHandler": "processor",
     "EventHandlerFuncs": "processor",
     "HandlerRegistration": "processor",

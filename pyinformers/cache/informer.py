@@ -34,7 +34,7 @@ growing cache). The reflector pauses the collector while it decodes the list;
 the informer keeps it paused until the listed objects are in the cache (they
 are inserted on the informer thread, after the reflector handed them over),
 bounded by ``gc_pause_limit`` seconds. Both use the same process-wide,
-reference-counted pause (:func:`pyinformers.cache.reflector.gc_paused`), which
+reference-counted pause (:func:`pyinformers.gc_policy.gc_paused`), which
 restores the collector's previous state when the last holder leaves.
 Reference counting still frees everything acyclic meanwhile, and decoded JSON
 is acyclic.
@@ -64,9 +64,10 @@ from pyinformers.cache.processor import (
     effective_resync_period,
     track_informer,
 )
-from pyinformers.cache.reflector import Reflector, gc_paused
+from pyinformers.cache.reflector import Reflector
 from pyinformers.cache.store import Indexer
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.gc_policy import gc_paused
 
 __all__ = ["SharedIndexInformer", "EventHandlerFuncs", "HandlerRegistration"]
 

@@ -40,15 +40,13 @@ and wakes a backoff wait, so it never waits for the network. An in-flight
 timeout. Counters are written by the reflector's thread and read anywhere.
 
 Memory. While a list page is decoded and while the full list is handed to the
-store, the cyclic garbage collector is paused (:func:`gc_paused`, reference
+store, the cyclic garbage collector is paused (:func:`~pyinformers.gc_policy.gc_paused`, reference
 counted across threads): it would otherwise re-traverse the growing cache
 over and over, which makes filling a large cache several times slower.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import random
 import threading
@@ -60,6 +58,7 @@ from pyinformers.api.client import ListerWatcher, WatchStream
 from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from pyinformers.cache.backoff import Backoff
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.gc_policy import gc_paused
 from pyinformers.metrics import collector_for, resolve_registry
 
 __all__ = [
@@ -73,7 +72,6 @@ __all__ = [
     "Watching",
     "BackingOff",
     "Stopped",
-    "gc_paused",
     "INITIAL_EVENTS_END_ANNOTATION",
 ]
 
@@ -166,35 +164,6 @@ class ReflectorStats:
     relists: int = 0  # lists forced by 410 Gone/Expired (or an expired continue token)
     stalls: int = 0  # watches closed because they went silent
     resyncs: int = 0  # store.resync() calls
-
-
-# --------------------------------------------------------------------------- GC pause
-
-_gc_lock = threading.Lock()
-_gc_depth = 0
-_gc_was_enabled = False
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for the block (reference counting still frees memory).
-
-    Nestable and safe across threads: the collector is re-enabled when the last
-    pauser leaves, and only if it was enabled when the first one entered.
-    """
-    global _gc_depth, _gc_was_enabled
-    with _gc_lock:
-        if _gc_depth == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_depth += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth -= 1
-            if _gc_depth == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 # --------------------------------------------------------------------------- metrics

@@ -20,6 +20,12 @@ A program that runs controllers looks like this::
    the HTTP servers close, and ``run()`` returns, so the program exits 0.
    A second signal exits at once (status 1).
 
+Garbage collection: unless ``tune_gc=False``, the manager applies
+:mod:`pyinformers.gc_policy` for the process it runs: full collections become
+rare when it starts, the synced caches are frozen out of the collector's reach
+once they sync, and both are undone when it stops. Measured by ``make bench``
+(``bench_informer``), this roughly doubles the watch pipeline's throughput.
+
 Probes: ``/healthz`` fails (503) when an informer's reflector keeps failing
 or a controller lost a worker thread; ``/readyz`` fails (503) until every
 cache has synced and every controller runs. Both answer ``ok`` when passing,
@@ -46,6 +52,7 @@ from typing import Any, Optional, Union
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from pyinformers import gc_policy
 from pyinformers.cache.factory import SharedInformerFactory
 from pyinformers.controller.controller import CacheSyncTimeout, Controller
 from pyinformers.controller.probes import ANY_PORT, ProbeServer
@@ -155,6 +162,8 @@ class Manager:
     :param sync_timeout: bound on the wait for caches in :meth:`start`.
     :param shutdown_timeout: bound on the controllers' drain in :meth:`stop`.
     :param check_server: ask ``/version`` at start and fail fast if unreachable.
+    :param tune_gc: apply :mod:`pyinformers.gc_policy` while running (rare full
+        collections, synced caches frozen); undone by :meth:`stop`.
 
     Raises :class:`ConfigurationError` when no usable configuration is found.
     """
@@ -173,6 +182,7 @@ class Manager:
         sync_timeout: float = 120.0,
         shutdown_timeout: float = 30.0,
         check_server: bool = True,
+        tune_gc: bool = True,
     ) -> None:
         for what, port in (("metrics_port", metrics_port), ("health_port", health_port)):
             if isinstance(port, bool) or not isinstance(port, int) or not (port == ANY_PORT or 0 <= port <= 65535):
@@ -191,6 +201,9 @@ class Manager:
         self.sync_timeout = float(sync_timeout)
         self.shutdown_timeout = float(shutdown_timeout)
         self._check_server = check_server
+        self._tune_gc = tune_gc
+        # The GC thresholds before start() tuned them; None while the GC is untouched.
+        self._gc_threshold_before: Optional[tuple[int, int, int]] = None
         self._lock = threading.Lock()
         self._controllers: list[Controller] = []
         self._servers: list[ProbeServer] = []
@@ -328,11 +341,16 @@ class Manager:
             self._start_servers()
             if self._check_server:
                 check_server(self.api_client)
+            if self._tune_gc:
+                self._gc_threshold_before = gc_policy.tune_for_caches()
             self.factory.start()
             self._wait_for_caches()
             if self._stop_requested.is_set():
                 return
             self._synced = True
+            if self._tune_gc:
+                frozen = gc_policy.freeze_synced_caches()
+                log.debug("froze %d objects (the synced caches) out of the cyclic GC's reach", frozen)
             for controller in controllers:
                 if self._stop_requested.is_set():
                     return
@@ -409,6 +427,9 @@ class Manager:
             except Exception:
                 log.exception("stopping %r failed", server)
                 clean = False
+        if self._gc_threshold_before is not None:
+            gc_policy.restore(self._gc_threshold_before)
+            self._gc_threshold_before = None
         self._stopped.set()
         log.info("stopped%s", "" if clean else " (some threads did not finish in time)")
         return clean
