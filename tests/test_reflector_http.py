@@ -217,7 +217,9 @@ def test_a_stalled_watch_is_restarted(api_server, client):
     api_server.clear_requests()
     with Running(client, store, clock=clock, stall_timeout=120) as reflector:
         store.wait(lambda s: "a" in s.names())
-        wait_until(lambda: len(requests_of(api_server, watch=True)) == 1)
+        # The server logs the watch before the reflector has it open: wait for the reflector's
+        # own count, which it bumps after starting the stall timer from the clock's time.
+        wait_until(lambda: reflector.stats.watches == 1)
         api_server.faults.stall_watches = True
         clock.step(121)  # nothing (not even a bookmark) for longer than the stall timeout
         wait_until(lambda: reflector.stats.stalls == 1)
