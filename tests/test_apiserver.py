@@ -426,6 +426,24 @@ def test_paging_across_many_pages_is_consistent_at_the_first_pages_resource_vers
     assert names == [f"item-{i:02d}" for i in range(40)]
 
 
+def test_paging_across_namespaces_visits_every_object_once_in_key_order(core):
+    # Byte-wise, "team-b/x" sorts before "team/x" ('-' < '/'): pages and tokens must share that order.
+    for ns in ("team", "team-b"):
+        core.create_namespace({"metadata": {"name": ns}})
+        for name in ("x", "y"):
+            core.create_namespaced_config_map(ns, cm(name, {"app": "web"}))
+    for selector in ("", "app=web"):
+        keys, token = [], None
+        while True:
+            page = core.list_config_map_for_all_namespaces(limit=1, _continue=token, label_selector=selector)
+            keys += [f"{i.metadata.namespace}/{i.metadata.name}" for i in page.items]
+            token = page.metadata._continue
+            if not token:
+                break
+        assert len(keys) == len(set(keys)) and keys == sorted(keys)
+        assert [k for k in keys if k.startswith("team")] == ["team-b/x", "team-b/y", "team/x", "team/y"]
+
+
 def test_a_continue_token_from_before_compaction_gets_410_expired(api_server, core):
     for i in range(5):
         core.create_namespaced_config_map("default", cm(f"x{i}"))

@@ -63,13 +63,19 @@ class StoreMachine(RuleBasedStateMachine):
         for rv, state in self.states.items():
             for key in ("/configmaps", "apps/deployments"):
                 if rv < compacted:
-                    with pytest.raises(StatusError) as info:
-                        self.store.snapshot(key, at_rv=rv)
-                    assert info.value.code == 410
+                    for read in (self.store.snapshot, self.store.list_snapshot):
+                        with pytest.raises(StatusError) as info:
+                            read(key, at_rv=rv)
+                        assert info.value.code == 410
                     continue
+                names = sorted(n for (k, n) in state if k == key)
                 objects, at = self.store.snapshot(key, at_rv=rv)
                 assert at == rv
-                assert [o["metadata"]["name"] for o in objects] == sorted(n for (k, n) in state if k == key)
+                assert [o["metadata"]["name"] for o in objects] == names
+                # List snapshots are cached per rv: later writes and compactions must not change them.
+                snap = self.store.list_snapshot(key, at_rv=rv)
+                assert snap.rv == rv and [k.rsplit("/", 1)[-1] for k in snap.keys] == names
+                assert [o["metadata"]["name"] for o in snap.objects] == names
 
     @invariant()
     def history_replays_exactly_the_changes_after_a_resource_version(self):
@@ -103,6 +109,22 @@ def test_automatic_compaction_keeps_between_n_and_2n_changes():
         assert kept <= 10
         if i >= 9:
             assert kept >= 5
+
+
+def test_a_list_snapshot_is_sorted_by_list_key_and_shared_by_the_pages_of_one_list():
+    store = Store()
+    for ns, name in (("team", "x"), ("team-b", "x"), ("team", "a")):
+        store.put("/configmaps", ns, name, {"metadata": {"name": name, "namespace": ns}})
+    snap = store.list_snapshot("/configmaps")
+    assert snap.keys == ["team-b/x", "team/a", "team/x"]  # byte order, as continue tokens compare
+    store.remove("/configmaps", "team", "a")
+    assert store.list_snapshot("/configmaps", at_rv=snap.rv) is snap
+    assert store.list_snapshot("/configmaps").keys == ["team-b/x", "team/x"]
+    assert store.list_snapshot("/configmaps", "team", at_rv=snap.rv).keys == ["team/a", "team/x"]
+    store.compact()
+    with pytest.raises(StatusError) as info:
+        store.list_snapshot("/configmaps", at_rv=snap.rv)
+    assert info.value.code == 410
 
 
 def test_a_too_large_resource_version_is_a_504():

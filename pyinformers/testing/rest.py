@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import datetime
 import random
 import re
@@ -209,12 +210,6 @@ def _decode_continue(token: str) -> tuple[int, str]:
         return data["rv"], data["start"]
     except (ValueError, binascii.Error, orjson.JSONDecodeError, AttributeError) as exc:
         raise bad_request(f"continue key is not valid: {exc}") from None
-
-
-def _sort_key(obj: dict) -> str:
-    meta = _meta(obj)
-    ns = meta.get("namespace") or ""
-    return f"{ns}/{meta.get('name', '')}" if ns else meta.get("name", "")
 
 
 class RestApi:
@@ -463,19 +458,31 @@ class RestApi:
             at_rv = rv if options.resource_version_match == "Exact" else None
             if rv and options.resource_version_match != "Exact" and rv > self.store.current_rv:
                 self.store.snapshot(rt.storage_key, ns, at_rv=rv)  # raises "Too large resource version"
-        objects, list_rv = self.store.snapshot(rt.storage_key, ns, at_rv=at_rv)
-        if options.label_selector is not None or options.field_selector is not None:
-            objects = [o for o in objects if self._matches(o, options)]
-        if start:
-            objects = [o for o in objects if _sort_key(o) > start]
+        snap = self.store.list_snapshot(rt.storage_key, ns, at_rv=at_rv)
+        keys, objects, list_rv = snap.keys, snap.objects, snap.rv
+        first = bisect.bisect_right(keys, start) if start else 0
+        limit = options.limit
         metadata: dict[str, Any] = {"resourceVersion": str(list_rv)}
-        if options.limit and len(objects) > options.limit:
-            page = objects[: options.limit]
-            metadata["continue"] = _encode_continue(list_rv, _sort_key(page[-1]))
-            if options.label_selector is None and options.field_selector is None:
-                metadata["remainingItemCount"] = len(objects) - len(page)
-            objects = page
-        items = [self._out(rt, o) for o in objects]
+        if options.label_selector is None and options.field_selector is None:
+            end = len(objects) if not limit else min(len(objects), first + limit)
+            page = objects[first:end]
+            if end < len(objects):
+                metadata["continue"] = _encode_continue(list_rv, keys[end - 1])
+                metadata["remainingItemCount"] = len(objects) - end
+        else:
+            # Filter only as far as this page needs: up to limit matches, plus one to know there are more.
+            page = []
+            last = first
+            for i in range(first, len(objects)):
+                obj = objects[i]
+                if not self._matches(obj, options):
+                    continue
+                if limit and len(page) == limit:
+                    metadata["continue"] = _encode_continue(list_rv, keys[last])
+                    break
+                page.append(obj)
+                last = i
+        items = [self._out(rt, o) for o in page]
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata, "items": items}
 
     @staticmethod

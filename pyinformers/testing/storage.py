@@ -33,6 +33,13 @@ Invariants:
 * history is strictly increasing in ``rv`` and contains every change with
   ``compacted_rv < rv <= current_rv``.
 
+Paged lists read from a **list snapshot** (:meth:`Store.list_snapshot`): the
+objects of one resource (and namespace) at one resourceVersion, sorted by list
+key. Since a snapshot at a given rv never changes, the store keeps the most
+recent few (a small LRU, dropped when compaction makes their rv unreadable),
+so every page after the first of a paged list is a binary search and a slice
+instead of a rebuild and a sort of the whole collection.
+
 Thread-safety: one re-entrant lock (:attr:`Store.lock`) guards everything;
 callers that must read and then write atomically (compare-and-swap updates)
 hold it around both.
@@ -41,7 +48,7 @@ hold it around both.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterator, Optional
@@ -50,7 +57,7 @@ import orjson
 
 from pyinformers.testing.status import StatusError, expired
 
-__all__ = ["ChangeType", "Change", "Store", "ObjectKey", "event_line"]
+__all__ = ["ChangeType", "Change", "ListSnapshot", "Store", "ObjectKey", "event_line", "list_key"]
 
 ObjectKey = tuple[str, str, str]  # (storage key, namespace, name)
 
@@ -97,6 +104,34 @@ def event_line(event_type: str, raw_object: bytes) -> bytes:
 
 _FIRST_RV = 100
 
+#: How many list snapshots the store keeps for paged lists in progress.
+LIST_SNAPSHOT_CACHE_SIZE = 16
+
+
+def list_key(namespace: str, name: str) -> str:
+    """The key lists are sorted by and continue tokens point at: ``ns/name``, or ``name``.
+
+    These are byte-wise ordered strings, as etcd orders its keys; a continue
+    token's ``start`` is compared with the same strings.
+    """
+    return f"{namespace}/{name}" if namespace else name
+
+
+@dataclass(frozen=True)
+class ListSnapshot:
+    """The objects of one resource (and namespace) as of ``rv``, sorted by :func:`list_key`.
+
+    ``keys[i]`` is the list key of ``objects[i]``; ``keys`` is strictly
+    increasing. Shared between requests: treat both lists as read-only.
+    """
+
+    rv: int
+    keys: list
+    objects: list
+
+    def __repr__(self) -> str:
+        return f"<ListSnapshot rv={self.rv} objects={len(self.objects)}>"
+
 
 def _owner_uids(obj: dict) -> list[str]:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
@@ -125,6 +160,8 @@ class Store:
         # uid -> object key, and owner uid -> keys of objects whose ownerReferences name it
         self._by_uid: dict[str, ObjectKey] = {}
         self._dependents: dict[str, set[ObjectKey]] = {}
+        # (storage key, namespace or None, rv) -> ListSnapshot, least recently used first
+        self._list_snapshots: OrderedDict[tuple[str, Optional[str], int], ListSnapshot] = OrderedDict()
 
     def __repr__(self) -> str:
         with self.lock:
@@ -205,34 +242,62 @@ class Store:
         (``ResourceVersionTooLarge``), as the real server does after waiting.
         """
         with self.lock:
-            current = self._rv
-            objs = self._objects.get(storage_key, {})
-            if namespace is None:
-                state = dict(objs)
-            else:
-                state = {k: v for k, v in objs.items() if k[0] == namespace}
-            if at_rv is not None and at_rv != current:
-                if at_rv > current:
-                    raise StatusError(
-                        504,
-                        "Timeout",
-                        f"Too large resource version: {at_rv}, current: {current}",
-                        details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
-                    )
-                if at_rv < self._compacted:
-                    raise expired(f"too old resource version: {at_rv} ({self._compacted})")
-                for change in reversed(self._history):
-                    if change.rv <= at_rv:
-                        break
-                    if change.storage_key != storage_key or (namespace is not None and change.namespace != namespace):
-                        continue
-                    k = (change.namespace, change.name)
-                    if change.prev is None:
-                        state.pop(k, None)
-                    else:
-                        state[k] = change.prev
-                current = at_rv
+            state, current = self._state_at(storage_key, namespace, at_rv)
         return [state[k] for k in sorted(state)], current
+
+    def list_snapshot(self, storage_key: str, namespace: Optional[str] = None, *, at_rv: Optional[int] = None) -> ListSnapshot:
+        """The objects of a resource as of ``at_rv`` (default: now), sorted by :func:`list_key`.
+
+        Raises as :meth:`snapshot` does. Snapshots are cached per
+        (resource, namespace, rv), so the pages of one paged list share one
+        sort; the cache holds the :data:`LIST_SNAPSHOT_CACHE_SIZE` most
+        recently used and forgets those older than the compaction point.
+        """
+        with self.lock:
+            rv = self._rv if at_rv is None else at_rv
+            cache_key = (storage_key, namespace, rv)
+            cached = self._list_snapshots.get(cache_key)
+            if cached is not None and rv >= self._compacted:
+                self._list_snapshots.move_to_end(cache_key)
+                return cached
+            state, rv = self._state_at(storage_key, namespace, at_rv)
+            entries = sorted((list_key(ns, name), obj) for (ns, name), obj in state.items())
+            snap = ListSnapshot(rv, [k for k, _ in entries], [o for _, o in entries])
+            self._list_snapshots[cache_key] = snap
+            if len(self._list_snapshots) > LIST_SNAPSHOT_CACHE_SIZE:
+                self._list_snapshots.popitem(last=False)
+            return snap
+
+    def _state_at(self, storage_key: str, namespace: Optional[str], at_rv: Optional[int]) -> tuple[dict, int]:
+        """``{(namespace, name): object}`` as of ``at_rv`` (lock held), and that rv."""
+        current = self._rv
+        objs = self._objects.get(storage_key, {})
+        if namespace is None:
+            state = dict(objs)
+        else:
+            state = {k: v for k, v in objs.items() if k[0] == namespace}
+        if at_rv is not None and at_rv != current:
+            if at_rv > current:
+                raise StatusError(
+                    504,
+                    "Timeout",
+                    f"Too large resource version: {at_rv}, current: {current}",
+                    details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
+                )
+            if at_rv < self._compacted:
+                raise expired(f"too old resource version: {at_rv} ({self._compacted})")
+            for change in reversed(self._history):
+                if change.rv <= at_rv:
+                    break
+                if change.storage_key != storage_key or (namespace is not None and change.namespace != namespace):
+                    continue
+                k = (change.namespace, change.name)
+                if change.prev is None:
+                    state.pop(k, None)
+                else:
+                    state[k] = change.prev
+            current = at_rv
+        return state, current
 
     def changes_since(self, rv: int, storage_key: Optional[str] = None) -> list[Change]:
         """Every change with ``rv > rv`` (of one resource, if given), oldest first.
@@ -300,6 +365,7 @@ class Store:
             while self._history and self._history[0].rv <= target:
                 self._history.popleft()
             self._compacted = target
+            self._forget_list_snapshots()
             return target
 
     # -- internals -------------------------------------------------------------------
@@ -309,12 +375,19 @@ class Store:
         self._history.append(change)
         if len(self._history) > self._history_limit:
             self._compacted = self._history.popleft().rv
+            if self._list_snapshots:
+                self._forget_list_snapshots()
         self._writes += 1
         if self._compact_every and self._writes % self._compact_every == 0:
             self.compact(self._auto_mark)
             self._auto_mark = self._rv
         for listener in list(self._listeners):
             listener(change)
+
+    def _forget_list_snapshots(self) -> None:
+        """Drop cached list snapshots older than the compaction point (lock held)."""
+        for cache_key in [k for k, snap in self._list_snapshots.items() if snap.rv < self._compacted]:
+            del self._list_snapshots[cache_key]
 
     def _index(self, key: ObjectKey, obj: dict) -> None:
         uid = (obj.get("metadata") or {}).get("uid")
