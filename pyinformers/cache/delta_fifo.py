@@ -230,13 +230,34 @@ class DeltaFIFO:
         newest is not already a deletion, or is held by ``known_objects``.
         ``resource_version`` is accepted for the Reflector's store protocol.
         """
-        entering = [self._enter(o) for o in objects]
-        keyed = [(self.key_of(o), o) for o in entering]
+        # One pass per object outside the lock: transform, key (listed objects are never
+        # tombstones, so the key function is called directly), delta.
+        transform = self._transform
+        key_func = self._key_func
+        replaced = DeltaType.REPLACED
+        if transform is None:
+            keyed = [(key_func(o), Delta(replaced, o)) for o in objects]
+        else:
+            keyed = []
+            append = keyed.append
+            for o in objects:
+                o = transform(o)
+                append((key_func(o), Delta(replaced, o)))
         with self._lock:
+            items = self._items
+            queue = self._queue
             new_keys = set()
-            for key, obj in keyed:
-                new_keys.add(key)
-                self._queue_locked(key, Delta(DeltaType.REPLACED, obj))
+            add_key = new_keys.add
+            for key, delta in keyed:
+                add_key(key)
+                deltas = items.get(key)
+                if deltas is None:  # the common case: append without the per-key notify
+                    items[key] = [delta]
+                    queue.append(key)
+                else:
+                    self._queue_locked(key, delta)
+            if self._waiters and keyed:
+                self._cond.notify_all()
             # Queued keys the list lacks: their newest pending state is the last known.
             for key in [k for k in self._items if k not in new_keys]:
                 newest = self._items[key][-1]
