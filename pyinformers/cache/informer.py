@@ -422,6 +422,7 @@ class SharedIndexInformer:
     def _process(self, deltas: tuple, is_in_initial_list: bool) -> None:
         """Apply one key's deltas to the cache and fan them out (informer thread)."""
         indexer = self._indexer
+        key_func = indexer._key_func
         handlers = self._handlers
         with self._lock:
             for delta in deltas:
@@ -432,9 +433,9 @@ class SharedIndexInformer:
                         indexer.delete(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
                         handlers.distribute((_DELETE, obj, None))
                         continue
-                    old = indexer.get(obj)
+                    # One key computation and one store lock per change.
+                    old = indexer._put(key_func(obj), obj)
                     if old is not None:
-                        indexer.update(obj)
                         # A resync, or a relist that found the object unchanged, only
                         # concerns handlers whose resync is due.
                         sync = kind is _SYNC or (
@@ -442,7 +443,6 @@ class SharedIndexInformer:
                         )
                         handlers.distribute((_UPDATE, old, obj), sync)
                     else:
-                        indexer.add(obj)
                         if is_in_initial_list:
                             handlers.distribute_initial(obj)
                         else:

@@ -199,6 +199,16 @@ class Indexer:
 
     update = add
 
+    def _put(self, key: str, obj: Any) -> Any | None:
+        """Store ``obj`` under ``key`` (which the caller computed with this store's key
+        function) and return the object it replaced, or None: a ``get`` and an ``add``
+        under one lock and one key computation (the informer's hot path)."""
+        with self._lock:
+            old = self._items.get(key)
+            self._update_indices(key, old, obj)
+            self._items[key] = obj
+            return old
+
     def delete(self, obj: Any) -> None:
         """Remove the object with ``obj``'s key (a tombstone works too); absent keys are ignored."""
         key = self._key(obj)
