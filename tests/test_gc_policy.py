@@ -72,3 +72,13 @@ def test_a_manager_told_not_to_leaves_the_gc_alone(gc_state, api_server):
         assert gc.get_freeze_count() == 0
     finally:
         assert manager.stop(timeout=5)
+
+
+def test_leaving_a_pause_moves_what_it_made_to_the_oldest_generation_untraversed(gc_state):
+    gc.enable()
+    with gc_policy.gc_paused():
+        cache = [{"metadata": {"name": str(i)}} for i in range(1000)]
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(o) in oldest for o in cache)  # the first collection after the pause skips them
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    del cache
