@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import yaml
 
@@ -135,3 +135,49 @@ class Convergence:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+
+
+def run_operator(
+    argv: Optional[Sequence[str]],
+    *,
+    prog: str,
+    description: str,
+    crd_path: Union[str, "os.PathLike[str]"],
+    component: str,
+    build: Callable[[Any, Any, int], Any],
+) -> int:
+    """The ``main()`` of a sample operator: flags, a Manager, the CRD, an EventRecorder, run.
+
+    ``build(factory, recorder, workers)`` makes the controller. Runs until
+    SIGINT/SIGTERM (the Manager's signal handling), then flushes the recorder.
+    """
+    import argparse
+
+    from pyinformers.controller import Manager
+    from pyinformers.record import EventRecorder
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--kubeconfig", help="path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    parser.add_argument("--namespace", help="watch only this namespace (default: all)")
+    parser.add_argument("--workers", type=int, default=2, help="reconcile worker threads (default 2)")
+    parser.add_argument("--install-crd", action="store_true", help="create the custom resource's CRD first if missing")
+    parser.add_argument("--metrics-port", type=int, default=8080, help="Prometheus metrics port (default 8080)")
+    parser.add_argument("--health-port", type=int, default=8081, help="health probe port (default 8081)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    manager = Manager(
+        args.kubeconfig, namespace=args.namespace, metrics_port=args.metrics_port, health_port=args.health_port
+    )
+    if args.install_crd:
+        install_crd(manager.api_client, crd_path)
+    recorder = EventRecorder(manager.api_client, component)
+    try:
+        manager.add(build(manager.factory, recorder, args.workers))
+        manager.run()  # until SIGINT / SIGTERM
+    finally:
+        recorder.close(timeout=5.0)
+    return 0
