@@ -81,6 +81,31 @@ _DELETED = DeltaType.DELETED
 _IDLE_POLL = 0.5
 
 
+class _ReflectorStore:
+    """The DeltaFIFO as the reflector writes it, plus a call after each ``replace``.
+
+    The informer notices its sync after popping the initial list's last item;
+    an initial list with no items leaves nothing to pop, so the call after
+    ``replace`` is what marks that sync (and wakes ``wait_for_sync``) at once.
+    The other writes are the FIFO's own bound methods: nothing is added to the
+    per-event path.
+    """
+
+    __slots__ = ("add", "update", "delete", "resync", "_replace", "_on_replace")
+
+    def __init__(self, fifo: DeltaFIFO, *, on_replace: Callable[[], Any]) -> None:
+        self.add = fifo.add
+        self.update = fifo.update
+        self.delete = fifo.delete
+        self.resync = fifo.resync
+        self._replace = fifo.replace
+        self._on_replace = on_replace
+
+    def replace(self, objects: Any, resource_version: str) -> None:
+        self._replace(objects, resource_version)
+        self._on_replace()
+
+
 def _resource_version(obj: Any) -> Optional[str]:
     try:
         return obj["metadata"].get("resourceVersion")
@@ -162,7 +187,10 @@ class SharedIndexInformer:
         self._thread: Optional[threading.Thread] = None
         self._reflector_thread: Optional[threading.Thread] = None
         self._synced = False
-        self._synced_cond = threading.Condition(threading.Lock())
+        # Notified when the cache syncs, when a handler catches up with its initial adds, and
+        # on stop: wait_for_sync() sleeps on it. Reentrant, because has_synced() (called
+        # while it is held) may notify it.
+        self._synced_cond = threading.Condition(threading.RLock())
         self._process_errors = 0
         track_informer(self, metrics_registry)
         self._metrics_registry = metrics_registry
@@ -213,7 +241,8 @@ class SharedIndexInformer:
                 period, check = effective_resync_period(requested, self._resync_check_period, started=started)
                 self._resync_check_period = check
             registration = self._handlers.new_registration(
-                handler, resync_period=period, upstream_synced=self.has_synced
+                handler, resync_period=period, upstream_synced=self.has_synced,
+                on_caught_up=self._notify_sync_progress,
             )
             self._handlers.add(registration)
             if started:
@@ -252,17 +281,21 @@ class SharedIndexInformer:
         Returns False on timeout, or if the informer stops first.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self.has_synced() and all(r.has_synced() for r in self._handlers.registrations()):
-                return True
-            if self._stopping.is_set():
-                return False
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return False
-            # Handlers finishing their initial adds do not notify us: poll briefly.
-            with self._synced_cond:
-                self._synced_cond.wait(0.02 if remaining is None else min(0.02, remaining))
+        with self._synced_cond:  # everything that changes the answer notifies it
+            while True:
+                if self.has_synced() and all(r.has_synced() for r in self._handlers.registrations()):
+                    return True
+                if self._stopping.is_set():
+                    return False
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._synced_cond.wait(remaining)
+
+    def _notify_sync_progress(self) -> None:
+        """A handler caught up with its initial adds (its thread): wake wait_for_sync()."""
+        with self._synced_cond:
+            self._synced_cond.notify_all()
 
     def last_sync_resource_version(self) -> str:
         """The resourceVersion the cache reflects ("" before the first list)."""
@@ -346,7 +379,7 @@ class SharedIndexInformer:
             options.setdefault("metrics_registry", self._metrics_registry)
             self._reflector = Reflector(
                 self._lw,
-                self._fifo,
+                _ReflectorStore(self._fifo, on_replace=self.has_synced),
                 name=self._name,
                 resync_period=self._resync_check_period,
                 should_resync=self._handlers.should_resync,
@@ -408,8 +441,10 @@ class SharedIndexInformer:
             except Exception:
                 # _process already logged; a failing change must not stop the informer.
                 self._process_errors += 1
+            if not self._synced:
+                self.has_synced()  # marks the sync (and wakes wait_for_sync) once the FIFO has it
             if gc_held and not self._gc_released:
-                if self.has_synced() or time.monotonic() >= gc_deadline:
+                if self._synced or time.monotonic() >= gc_deadline:
                     self._release_gc()
 
     def _mark_synced(self) -> None:

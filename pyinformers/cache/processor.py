@@ -119,6 +119,7 @@ class HandlerRegistration:
         resync_period: float,
         upstream_synced: Callable[[], bool],
         on_remove: Callable[["HandlerRegistration"], None],
+        on_caught_up: Optional[Callable[[], None]] = None,
     ) -> None:
         on_add = getattr(handler, "on_add", None)
         on_update = getattr(handler, "on_update", None)
@@ -140,6 +141,9 @@ class HandlerRegistration:
         self._on_delete = on_delete
         self._upstream_synced = upstream_synced
         self._on_remove = on_remove
+        # Called (handler thread) when the last initial add buffered so far was handled,
+        # so that waiters for has_synced() are woken instead of polling.
+        self._on_caught_up = on_caught_up
 
         self._buffer: deque = deque()
         self._cond = threading.Condition(threading.Lock())
@@ -283,6 +287,8 @@ class HandlerRegistration:
             self._handled += 1
             if kind == _ADD and b is True:
                 self._initial_done += 1
+                if self._initial_done >= self._initial_queued and self._on_caught_up is not None:
+                    self._on_caught_up()
 
     def __repr__(self) -> str:
         state = "removed" if self._removed else ("stopped" if self._stopped else
@@ -322,7 +328,12 @@ class HandlerSet:
         return iter(self._all)
 
     def new_registration(
-        self, handler: Any, *, resync_period: float, upstream_synced: Callable[[], bool]
+        self,
+        handler: Any,
+        *,
+        resync_period: float,
+        upstream_synced: Callable[[], bool],
+        on_caught_up: Optional[Callable[[], None]] = None,
     ) -> HandlerRegistration:
         return HandlerRegistration(
             handler,
@@ -331,6 +342,7 @@ class HandlerSet:
             resync_period=resync_period,
             upstream_synced=upstream_synced,
             on_remove=self.remove,
+            on_caught_up=on_caught_up,
         )
 
     def add(self, registration: HandlerRegistration) -> None:
