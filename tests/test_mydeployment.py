@@ -15,6 +15,7 @@ from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS, SERVICES
 from pyinformers.testing import ApiServer
+from sample_cli_support import run_operator_until_it_acts
 from samples._support import Convergence, install_crd
 from samples.mydeployment import ARTIFACTS, COMPONENT, MYDEPLOYMENTS, MyDeploymentController
 from samples.mydeployment.controller import INSTANCE_LABEL, MANAGED_BY_LABEL
@@ -294,37 +295,13 @@ def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controlle
 
 
 def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from samples._support import load_yaml
-
-    with ApiServer() as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        client = server.api_client()
-        factory = SharedInformerFactory(client, namespace=NS, metrics_registry=False)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "samples.mydeployment", "--kubeconfig", str(kubeconfig),
-             "--install-crd", "--metrics-port", "0", "--health-port", "0"],
-            cwd=Path(__file__).resolve().parent.parent,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        try:
-            install_crd(client, ARTIFACTS / "crd.yaml")
-            with Convergence([factory.informer(SERVICES)]) as convergence:
-                factory.start()
-                ResourceClient(client, MYDEPLOYMENTS).create(load_yaml(ARTIFACTS / "example.yaml"), namespace=NS)
-                service, _ = convergence.wait(lambda: factory.lister(SERVICES).get("web", NS), 20)
-            assert service, "the operator process did not create the service"
-            assert meta.controller_of(service)["kind"] == "MyDeployment"
-        finally:
-            process.send_signal(signal.SIGTERM)
-            output, _ = process.communicate(timeout=20)
-            factory.shutdown(5)
-            client.close()
-        assert process.returncode == 0, output
+    service, code, output = run_operator_until_it_acts(
+        tmp_path, "samples.mydeployment", crd=ARTIFACTS / "crd.yaml", owner=MYDEPLOYMENTS,
+        example=ARTIFACTS / "example.yaml", child=SERVICES, child_name="web", namespace=NS,
+    )
+    assert service, "the operator process did not create the service"
+    assert meta.controller_of(service)["kind"] == "MyDeployment"
+    assert code == 0, output
 
 
 def test_an_invalid_spec_is_reported_in_ready_and_not_retried(harness):

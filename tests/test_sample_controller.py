@@ -15,6 +15,7 @@ from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS
 from pyinformers.testing import ApiServer
+from sample_cli_support import run_operator_until_it_acts
 from samples._support import Convergence, install_crd, load_yaml
 from samples.sample_controller import (
     ARTIFACTS,
@@ -212,32 +213,11 @@ def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
 
 
 def test_the_command_line_runs_the_controller_from_a_kubeconfig_until_sigterm(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
+    deployment, code, output = run_operator_until_it_acts(
+        tmp_path, "samples.sample_controller", crd=ARTIFACTS / "crd.yaml", owner=FOOS,
+        example=ARTIFACTS / "example-foo.yaml", child=DEPLOYMENTS, child_name="example-foo", namespace=NS,
+    )
+    assert deployment, "the controller process did not create the deployment"
+    assert meta.controller_of(deployment)["kind"] == "Foo"
+    assert code == 0, output
 
-    with ApiServer() as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        client = server.api_client()
-        factory = SharedInformerFactory(client, namespace=NS, metrics_registry=False)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "samples.sample_controller", "--kubeconfig", str(kubeconfig),
-             "--install-crd", "--metrics-port", "0", "--health-port", "0"],
-            cwd=Path(__file__).resolve().parent.parent,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        try:
-            install_crd(client, ARTIFACTS / "crd.yaml")  # whoever comes first; both tolerate the other
-            with Convergence([factory.informer(DEPLOYMENTS)]) as convergence:
-                factory.start()
-                ResourceClient(client, FOOS).create(load_yaml(ARTIFACTS / "example-foo.yaml"), namespace=NS)
-                deployment, _ = convergence.wait(lambda: factory.lister(DEPLOYMENTS).get("example-foo", NS), 20)
-            assert deployment, "the controller process did not create the deployment"
-            assert meta.controller_of(deployment)["kind"] == "Foo"
-        finally:
-            process.send_signal(signal.SIGTERM)
-            output, _ = process.communicate(timeout=20)
-            factory.shutdown(5)
-            client.close()
-        assert process.returncode == 0, output

@@ -1,0 +1,57 @@
+"""Running a sample operator's command line end to end (shared by the samples' tests)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pyinformers.api.client import ResourceClient
+from pyinformers.api.resource import Resource
+from pyinformers.cache import SharedInformerFactory
+from pyinformers.testing import ApiServer
+from samples._support import Convergence, install_crd, load_yaml
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def run_operator_until_it_acts(
+    tmp_path: Path,
+    module: str,
+    *,
+    crd: Path,
+    owner: Resource,
+    example: Path,
+    child: Resource,
+    child_name: str,
+    namespace: str,
+) -> tuple[Any, int, str]:
+    """Run ``python -m <module> --kubeconfig ... --install-crd`` against a fresh server.
+
+    Creates the example owner, waits (up to 20 s, woken by the informer) for
+    the child the operator makes, then sends SIGTERM. Returns the child (None
+    if it never appeared), the process's exit code and its output.
+    """
+    with ApiServer() as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        client = server.api_client()
+        factory = SharedInformerFactory(client, namespace=namespace, metrics_registry=False)
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig),
+             "--install-crd", "--metrics-port", "0", "--health-port", "0"],
+            cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        try:
+            install_crd(client, crd)  # whoever comes first; both tolerate the other
+            with Convergence([factory.informer(child)]) as convergence:
+                factory.start()
+                ResourceClient(client, owner).create(load_yaml(example), namespace=namespace)
+                found, _ = convergence.wait(lambda: factory.lister(child).get(child_name, namespace), 20)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            output, _ = process.communicate(timeout=20)
+            factory.shutdown(5)
+            client.close()
+    return found, process.returncode, output
