@@ -33,3 +33,12 @@ def no_leaked_threads():
         if remaining <= 0:
             pytest.fail("test left threads running: " + ", ".join(sorted(t.name for t in leaked)))
         leaked[0].join(min(remaining, 0.1))
+
+
+@pytest.fixture
+def informers():
+    """A list a test appends its informers to; each must stop within 5 s at the end."""
+    made = []
+    yield made
+    for informer in made:
+        assert informer.stop(timeout=5.0), f"{informer!r} did not stop"

@@ -26,14 +26,6 @@ from test_informer_support import (
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-def informers():
-    made = []
-    yield made
-    for informer in made:
-        assert informer.stop(timeout=5.0), f"{informer!r} did not stop"
-
-
 def _lists(server):
     return [r for r in server.requests if r.method == "GET" and r.path.endswith("/configmaps")
             and r.query.get("watch") not in ("true", "1")]

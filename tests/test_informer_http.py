@@ -20,14 +20,6 @@ from test_informer_support import (
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-def informers():
-    made = []
-    yield made
-    for informer in made:
-        assert informer.stop(timeout=5.0), f"{informer!r} did not stop"
-
-
 def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, informers):
     seed(api_server, "configmaps", [configmap(f"cm-{i:04d}", data=str(i)) for i in range(2000)])
     api_server.clear_requests()
