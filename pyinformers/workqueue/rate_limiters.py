@@ -57,31 +57,24 @@ def _check_delay(what: str, value: float) -> float:
     return float(value)
 
 
-class ItemExponentialFailureRateLimiter:
-    """Per-item exponential backoff: ``base_delay * 2**n`` after n earlier failures.
-
-    The first ``when(item)`` returns ``base_delay``, the next twice that, and
-    so on, never more than ``max_delay``. :meth:`forget` resets the item.
+class _PerItemFailures:
+    """The failure count both per-item limiters keep, and their ``forget``/``num_requeues``.
 
     Invariant: ``_failures[item]`` is the number of ``when(item)`` calls since
     the item was last forgotten; items with no failures are absent.
+    Thread-safe: one lock guards the counts.
     """
 
-    def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
-        self._base = _check_delay("base_delay", base_delay)
-        self._max = _check_delay("max_delay", max_delay)
-        if self._base > self._max:
-            raise ValueError(f"base_delay ({base_delay!r} s) must not exceed max_delay ({max_delay!r} s)")
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failures: dict[Hashable, int] = {}
 
-    def when(self, item: Hashable) -> float:
+    def _record_failure(self, item: Hashable) -> int:
+        """Count one more failure of ``item``; return how many came before it."""
         with self._lock:
-            exp = self._failures.get(item, 0)
-            self._failures[item] = exp + 1
-        if exp >= 1024:  # 2.0**1024 overflows a float; the cap was reached long ago
-            return self._max
-        return min(self._base * 2.0**exp, self._max)
+            earlier = self._failures.get(item, 0)
+            self._failures[item] = earlier + 1
+        return earlier
 
     def forget(self, item: Hashable) -> None:
         with self._lock:
@@ -91,6 +84,27 @@ class ItemExponentialFailureRateLimiter:
         with self._lock:
             return self._failures.get(item, 0)
 
+
+class ItemExponentialFailureRateLimiter(_PerItemFailures):
+    """Per-item exponential backoff: ``base_delay * 2**n`` after n earlier failures.
+
+    The first ``when(item)`` returns ``base_delay``, the next twice that, and
+    so on, never more than ``max_delay``. :meth:`forget` resets the item.
+    """
+
+    def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
+        self._base = _check_delay("base_delay", base_delay)
+        self._max = _check_delay("max_delay", max_delay)
+        if self._base > self._max:
+            raise ValueError(f"base_delay ({base_delay!r} s) must not exceed max_delay ({max_delay!r} s)")
+        super().__init__()
+
+    def when(self, item: Hashable) -> float:
+        exp = self._record_failure(item)
+        if exp >= 1024:  # 2.0**1024 overflows a float; the cap was reached long ago
+            return self._max
+        return min(self._base * 2.0**exp, self._max)
+
     def __repr__(self) -> str:
         return (
             f"<ItemExponentialFailureRateLimiter base={self._base}s max={self._max}s "
@@ -98,11 +112,9 @@ class ItemExponentialFailureRateLimiter:
         )
 
 
-class ItemFastSlowRateLimiter:
+class ItemFastSlowRateLimiter(_PerItemFailures):
     """Per item: ``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``.
 
-    Invariant: ``_failures[item]`` counts ``when(item)`` calls since the item
-    was last forgotten; items with no failures are absent.
     """
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
@@ -113,22 +125,11 @@ class ItemFastSlowRateLimiter:
         if max_fast_attempts < 0:
             raise ValueError(f"max_fast_attempts must not be negative, got {max_fast_attempts!r}")
         self._max_fast = max_fast_attempts
-        self._lock = threading.Lock()
-        self._failures: dict[Hashable, int] = {}
+        super().__init__()
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            attempts = self._failures.get(item, 0) + 1
-            self._failures[item] = attempts
+        attempts = self._record_failure(item) + 1
         return self._fast if attempts <= self._max_fast else self._slow
-
-    def forget(self, item: Hashable) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
-
-    def num_requeues(self, item: Hashable) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
 
     def __repr__(self) -> str:
         return (
