@@ -27,10 +27,9 @@ is a normal write with a resourceVersion and watch events.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
-from typing import Optional
 
+from pyinformers.testing.background import StoreListenerThread
 from pyinformers.testing.rest import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER, RestApi
 from pyinformers.testing.status import StatusError
 from pyinformers.testing.storage import Change, ChangeType
@@ -38,17 +37,13 @@ from pyinformers.testing.storage import Change, ChangeType
 __all__ = ["GarbageCollector"]
 
 
-class GarbageCollector:
+class GarbageCollector(StoreListenerThread):
     """Background deletion of dependents, orphaning, foreground deletion, namespace cleanup."""
 
     def __init__(self, rest: RestApi) -> None:
-        self._rest = rest
-        self._cond = threading.Condition(threading.Lock())
         self._work: deque[Change] = deque()  # changes still to look at, in rv order
         self._busy = False
-        self._stopped = False
-        self._thread: Optional[threading.Thread] = None
-        rest.store.add_listener(self._on_change)
+        super().__init__(rest, thread_name="pyinformers-apiserver-gc")
 
     def __repr__(self) -> str:
         return f"<GarbageCollector pending={len(self._work)} running={self._thread is not None and self._thread.is_alive()}>"
@@ -63,18 +58,6 @@ class GarbageCollector:
             with self._cond:
                 self._work.append(change)
                 self._cond.notify()
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="pyinformers-apiserver-gc", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._rest.store.remove_listener(self._on_change)
 
     def idle(self) -> bool:
         """True when no work is queued or in progress (for tests that wait for the collector)."""

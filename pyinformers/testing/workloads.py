@@ -15,10 +15,10 @@ status writes, so controllers see ordinary MODIFIED events.
 from __future__ import annotations
 
 import heapq
-import threading
 import time
-from typing import Callable, Optional
+from typing import Callable
 
+from pyinformers.testing.background import StoreListenerThread
 from pyinformers.testing.rest import RestApi, now_rfc3339
 from pyinformers.testing.storage import Change, ChangeType
 
@@ -65,18 +65,14 @@ def _settled(deployment: dict) -> bool:
     )
 
 
-class WorkloadSimulator:
+class WorkloadSimulator(StoreListenerThread):
     """Makes Deployment status follow spec after a delay. Thread-safe; one worker thread."""
 
     def __init__(self, rest: RestApi, *, delay: float = 0.5, time_func: Callable[[], float] = time.time) -> None:
-        self._rest = rest
         self._delay = delay
         self._time = time_func
-        self._cond = threading.Condition(threading.Lock())
         self._due: list[tuple[float, str, str]] = []  # heap of (monotonic deadline, namespace, name)
-        self._stopped = False
-        self._thread: Optional[threading.Thread] = None
-        rest.store.add_listener(self._on_change)
+        super().__init__(rest, thread_name="pyinformers-apiserver-workloads")
 
     def __repr__(self) -> str:
         return f"<WorkloadSimulator pending={len(self._due)} delay={self._delay}>"
@@ -89,18 +85,6 @@ class WorkloadSimulator:
         with self._cond:
             heapq.heappush(self._due, (time.monotonic() + self._delay, change.namespace, change.name))
             self._cond.notify()
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="pyinformers-apiserver-workloads", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._rest.store.remove_listener(self._on_change)
 
     def _run(self) -> None:
         rt = self._rest.registry.lookup("apps", "v1", "deployments")
