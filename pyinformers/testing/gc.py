@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections import deque
 
 from pyinformers.testing.background import StoreListenerThread
-from pyinformers.testing.rest import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER, RestApi
+from pyinformers.testing.objects import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER
+from pyinformers.testing.rest import RestApi
 from pyinformers.testing.status import StatusError
 from pyinformers.testing.storage import Change, ChangeType
 

@@ -41,7 +41,8 @@ import orjson
 
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.registry import Registry, ResourceType
-from pyinformers.testing.rest import RestApi, parse_list_options, parse_watch_options
+from pyinformers.testing.options import parse_list_options, parse_watch_options
+from pyinformers.testing.rest import RestApi
 from pyinformers.testing.status import StatusError, bad_request, method_not_allowed, not_found, status_object
 from pyinformers.testing.watch import Watcher, WatchHub
 

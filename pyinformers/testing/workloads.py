@@ -19,7 +19,8 @@ import time
 from typing import Callable
 
 from pyinformers.testing.background import StoreListenerThread
-from pyinformers.testing.rest import RestApi, now_rfc3339
+from pyinformers.testing.objects import now_rfc3339
+from pyinformers.testing.rest import RestApi
 from pyinformers.testing.storage import Change, ChangeType
 
 __all__ = ["WorkloadSimulator"]
