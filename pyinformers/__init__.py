@@ -94,7 +94,7 @@ _EXPORTS = {
     "EnqueueForOwner": "pyinformers.controller.handlers",
     "EnqueueMapped": "pyinformers.controller.handlers",
     "Manager": "pyinformers.controller.manager",
-    "ConfigurationError": "pyinformers.controller.manager",
+    "ConfigurationError": "pyinformers.api.config",
     # events
     "EventRecorder": "pyinformers.record.recorder",
 }

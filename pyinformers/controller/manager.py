@@ -45,101 +45,27 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from typing import Any, Optional, Union
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import REGISTRY
 
 from pyinformers import gc_policy
+from pyinformers.api.config import ConfigurationError, build_api_client, check_server
 from pyinformers.cache.factory import SharedInformerFactory
+from pyinformers.controller.checks import health_checks as _health_checks
+from pyinformers.controller.checks import ready_checks as _ready_checks
 from pyinformers.controller.controller import CacheSyncTimeout, Controller
-from pyinformers.controller.probes import ANY_PORT, ProbeServer
+from pyinformers.controller.probes import ANY_PORT
+from pyinformers.controller.servers import EndpointServers, validate_port
+from pyinformers.controller.signals import install_shutdown_handlers
 
 __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
 
 log = logging.getLogger("pyinformers.controller.manager")
 
-_TEXT = "text/plain; charset=utf-8"
 _POLL = 0.1  # how often long waits look at the stop event (real seconds)
-
-
-class ConfigurationError(Exception):
-    """The manager cannot talk to a cluster: bad or missing config, unreachable or refusing server.
-
-    The message is one line that says what to fix.
-    """
-
-
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
-
-
-def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
-    """An official ``kubernetes.client.ApiClient`` for the environment we run in.
-
-    In order: the ``kubeconfig`` file if given; the in-cluster service-account
-    configuration when ``KUBERNETES_SERVICE_HOST`` is set (running in a Pod);
-    else the default kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
-    Raises :class:`ConfigurationError` with a one-line reason.
-    """
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-
-    if kubeconfig is not None:
-        path = os.fspath(kubeconfig)
-        if not os.path.isfile(path):
-            raise ConfigurationError(f"kubeconfig {path!r} does not exist (or is not a file)")
-        try:
-            return k8s_config.new_client_from_config(config_file=path)
-        except Exception as err:
-            raise ConfigurationError(f"cannot use kubeconfig {path!r}: {_one_line(err)}") from None
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        try:
-            configuration = k8s_client.Configuration()
-            k8s_config.load_incluster_config(client_configuration=configuration)
-            return k8s_client.ApiClient(configuration)
-        except Exception as err:
-            raise ConfigurationError(f"cannot use the in-cluster configuration: {_one_line(err)}") from None
-    default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    first = default.split(os.pathsep)[0]
-    if not os.path.isfile(first):
-        raise ConfigurationError(
-            f"no Kubernetes configuration: {first} does not exist and this is not a Pod "
-            "(pass a kubeconfig path, set KUBECONFIG, or run in a cluster)"
-        )
-    try:
-        return k8s_config.new_client_from_config()
-    except Exception as err:
-        raise ConfigurationError(f"cannot use kubeconfig {first!r}: {_one_line(err)}") from None
-
-
-def check_server(api_client: Any, timeout: float = 10.0) -> None:
-    """GET ``/version``: raise :class:`ConfigurationError` unless the server answers and accepts us.
-
-    Any answer other than 401 counts as reachable (a 403 on ``/version`` still
-    proves the server is there and knows who we are).
-    """
-    host = getattr(getattr(api_client, "configuration", None), "host", "?")
-    try:
-        request = api_client.param_serialize(
-            method="GET",
-            resource_path="/version",
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = api_client.call_api(*request, _request_timeout=timeout)
-        status = response.status
-        try:
-            response.read()
-        except Exception:
-            pass
-    except Exception as err:
-        raise ConfigurationError(f"cannot reach the API server at {host}: {_one_line(err)}") from None
-    if status == 401:
-        raise ConfigurationError(f"the API server at {host} rejected our credentials (401 Unauthorized)")
 
 
 class Manager:
@@ -184,9 +110,8 @@ class Manager:
         check_server: bool = True,
         tune_gc: bool = True,
     ) -> None:
-        for what, port in (("metrics_port", metrics_port), ("health_port", health_port)):
-            if isinstance(port, bool) or not isinstance(port, int) or not (port == ANY_PORT or 0 <= port <= 65535):
-                raise ValueError(f"{what} must be a port number (0 turns it off), got {port!r}")
+        validate_port("metrics_port", metrics_port)
+        validate_port("health_port", health_port)
         if api_client is not None and kubeconfig is not None:
             raise ValueError("give either kubeconfig or api_client, not both")
         self.api_client = build_api_client(kubeconfig) if api_client is None else api_client
@@ -206,15 +131,16 @@ class Manager:
         self._gc_threshold_before: Optional[tuple[int, int, int]] = None
         self._lock = threading.Lock()
         self._controllers: list[Controller] = []
-        self._servers: list[ProbeServer] = []
-        self._metrics_server: Optional[ProbeServer] = None
-        self._health_server: Optional[ProbeServer] = None
         self._started = False
         self._synced = False
         self._stop_requested = threading.Event()
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()  # one stop() does the work; others wait for it
-        self._signals = 0
+        self._endpoints = EndpointServers(
+            bind_address, metrics_port, health_port,
+            registry=self.registry, health_checks=self.health_checks, ready_checks=self.ready_checks,
+            stop_requested=self._stop_requested,
+        )
 
     # -- wiring -------------------------------------------------------------------------
     def add(self, controller: Controller) -> Controller:
@@ -243,84 +169,23 @@ class Manager:
     # -- probes ---------------------------------------------------------------------------
     def health_checks(self) -> list[tuple[str, bool, str]]:
         """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers."""
-        checks = []
-        for (_resource, _ns), informer in sorted(self.factory.informers().items(), key=lambda kv: kv[1].name):
-            if not informer.is_running():
-                checks.append((f"informer {informer.name}", not self._started, "not running"))
-                continue
-            ok = informer.healthy()
-            checks.append((f"informer {informer.name}", ok, "" if ok else "watch keeps failing"))
-        for controller in self.controllers:
-            ok = controller.healthy()
-            detail = "" if ok else f"{controller.workers_alive()}/{controller.workers} workers alive"
-            checks.append((f"controller {controller.name}", ok, detail))
-        return checks
+        return _health_checks(self.factory.informers(), self.controllers, started=self._started)
 
     def ready_checks(self) -> list[tuple[str, bool, str]]:
         """``(name, ok, detail)`` for ``/readyz``: caches synced, controllers running."""
-        checks = []
-        for (_resource, _ns), informer in sorted(self.factory.informers().items(), key=lambda kv: kv[1].name):
-            ok = informer.has_synced()
-            checks.append((f"informer {informer.name}", ok, "" if ok else "cache not synced"))
-        for controller in self.controllers:
-            ok = controller.is_running()
-            checks.append((f"controller {controller.name}", ok, "" if ok else "not running"))
-        if self._stop_requested.is_set():
-            checks.append(("shutdown", False, "shutting down"))
-        return checks
-
-    @staticmethod
-    def _probe(name: str, checks: list[tuple[str, bool, str]], query: Any) -> tuple[int, str, bytes]:
-        ok = all(passed for _, passed, _ in checks)
-        if ok and "verbose" not in query:
-            return 200, _TEXT, b"ok\n"
-        lines = [f"[+]{n} ok" if passed else f"[-]{n} failed: {detail}" for n, passed, detail in checks]
-        lines.append(f"{name} check passed" if ok else f"{name} check failed")
-        return (200 if ok else 503), _TEXT, ("\n".join(lines) + "\n").encode()
-
-    def _routes(self, *, metrics: bool, health: bool) -> dict:
-        routes: dict = {}
-        if metrics:
-            routes["/metrics"] = lambda query: (200, CONTENT_TYPE_LATEST, generate_latest(self.registry))
-        if health:
-            routes["/healthz"] = lambda query: self._probe("healthz", self.health_checks(), query)
-            routes["/readyz"] = lambda query: self._probe("readyz", self.ready_checks(), query)
-        return routes
+        return _ready_checks(self.factory.informers(), self.controllers, stopping=self._stop_requested.is_set())
 
     @property
     def metrics_address(self) -> Optional[tuple[str, int]]:
         """Where ``/metrics`` is served (host, port), or None when off or not started."""
-        return self._metrics_server.address if self._metrics_server else None
+        server = self._endpoints.metrics_server
+        return server.address if server else None
 
     @property
     def health_address(self) -> Optional[tuple[str, int]]:
         """Where ``/healthz`` and ``/readyz`` are served, or None when off or not started."""
-        return self._health_server.address if self._health_server else None
-
-    def _serve(self, port: int, *, metrics: bool, health: bool) -> Optional[ProbeServer]:
-        """Start one endpoint server, unless a stop was requested (then None)."""
-        server = ProbeServer(self.bind_address, port, self._routes(metrics=metrics, health=health))
-        with self._lock:
-            if self._stop_requested.is_set():
-                return None
-            server.start()
-            self._servers.append(server)
-        return server
-
-    def _start_servers(self) -> None:
-        metrics, health = self.metrics_port, self.health_port
-        try:
-            if metrics and health and metrics == health and metrics != ANY_PORT:
-                self._metrics_server = self._health_server = self._serve(metrics, metrics=True, health=True)
-                return
-            if metrics:
-                self._metrics_server = self._serve(metrics, metrics=True, health=False)
-            if health:
-                self._health_server = self._serve(health, metrics=False, health=True)
-        except OSError as err:
-            raise ConfigurationError(
-                f"cannot serve metrics/probes on {self.bind_address} (ports {metrics}, {health}): {_one_line(err)}"
-            ) from None
+        server = self._endpoints.health_server
+        return server.address if server else None
 
     # -- running --------------------------------------------------------------------------
     def start(self) -> None:
@@ -338,7 +203,7 @@ class Manager:
             self._started = True
             controllers = list(self._controllers)
         try:
-            self._start_servers()
+            self._endpoints.start()
             if self._check_server:
                 check_server(self.api_client)
             if self._tune_gc:
@@ -419,14 +284,7 @@ class Manager:
         except Exception:  # keep going: the servers and the client must still be closed
             log.exception("stopping the informers failed")
             clean = False
-        with self._lock:  # start() adds no server once a stop was requested
-            servers = list(self._servers)
-        for server in servers:
-            try:
-                clean = server.stop(timeout=2.0) and clean
-            except Exception:
-                log.exception("stopping %r failed", server)
-                clean = False
+        clean = self._endpoints.stop(timeout=2.0) and clean
         if self._gc_threshold_before is not None:
             gc_policy.restore(self._gc_threshold_before)
             self._gc_threshold_before = None
@@ -442,7 +300,7 @@ class Manager:
         handlers are restored on return. A :class:`ConfigurationError` ends
         the program with its one-line message (``SystemExit``).
         """
-        restore = self._install_signal_handlers()
+        restore = install_shutdown_handlers(self._stop_requested.set)
         try:
             try:
                 self.start()
@@ -457,30 +315,6 @@ class Manager:
                 self.stop()
             finally:
                 restore()
-
-    def _install_signal_handlers(self):
-        if threading.current_thread() is not threading.main_thread():
-            log.debug("run() outside the main thread: no signal handlers installed")
-            return lambda: None
-        previous = {}
-
-        def handle(signum: int, frame: Any) -> None:
-            self._signals += 1
-            name = signal.Signals(signum).name
-            if self._signals > 1:
-                log.warning("second %s: exiting now", name)
-                os._exit(1)
-            log.info("%s received: shutting down (send it again to exit at once)", name)
-            self._stop_requested.set()
-
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, handle)
-
-        def restore() -> None:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-        return restore
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped.is_set() else ("running" if self._started else "new")
