@@ -314,7 +314,8 @@ class _ReplayListWatch:
 def pipeline(api_client: Any, rv: str, last_rv: str, events: int,
              transform: Optional[Callable[[Any], Any]]) -> float:
     """Reflector -> DeltaFIFO -> Indexer -> handler -> RateLimitingQueue -> worker with a no-op reconcile."""
-    from pyinformers.api.client import ListWatch, ResourceClient
+    from pyinformers.api.client import ResourceClient
+    from pyinformers.api.listwatch import ListWatch
     from pyinformers.api.meta import object_key
     from pyinformers.cache import SharedIndexInformer
     from pyinformers.resources import PODS as PODS_RESOURCE

@@ -81,7 +81,8 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
         assert len(pods) == count, len(pods)
         held: Any = pods
     else:
-        from pyinformers.api.client import ListWatch, ResourceClient
+        from pyinformers.api.client import ResourceClient
+        from pyinformers.api.listwatch import ListWatch
         from pyinformers.cache import SharedIndexInformer, drop_managed_fields
         from pyinformers.resources import PODS
 

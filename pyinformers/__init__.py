@@ -42,7 +42,7 @@ _EXPORTS = {
     # talking to the API server
     "Resource": "pyinformers.api.resource",
     "ResourceClient": "pyinformers.api.client",
-    "ListWatch": "pyinformers.api.client",
+    "ListWatch": "pyinformers.api.listwatch",
     "ApiError": "pyinformers.api.errors",
     "NotFound": "pyinformers.api.errors",
     "AlreadyExists": "pyinformers.api.errors",

@@ -10,7 +10,8 @@ from typing import Optional
 
 import pytest
 
-from pyinformers.api.client import ListPage, WatchEvent
+from pyinformers.api.client import ListPage
+from pyinformers.api.watch import WatchEvent
 from pyinformers.api.errors import Gone
 from pyinformers.cache import (
     DeletedFinalStateUnknown,

@@ -6,7 +6,8 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from pyinformers.api.client import ListWatch, ResourceClient
+from pyinformers.api.client import ResourceClient
+from pyinformers.api.listwatch import ListWatch
 from pyinformers.cache import DeletedFinalStateUnknown, SharedIndexInformer
 
 #: Reflector settings that keep fault tests fast: short backoff, no long waits.

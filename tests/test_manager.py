@@ -18,6 +18,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
+from pyinformers.cache import SharedInformerFactory  # noqa: E402
 from pyinformers.controller import ANY_PORT, ConfigurationError, Controller, Manager  # noqa: E402
 from pyinformers.resources import CONFIGMAPS  # noqa: E402
 
@@ -194,17 +195,24 @@ def test_add_checks_what_it_is_given(api_server):
 # -- configuration errors -----------------------------------------------------------------------
 
 
-def test_a_missing_kubeconfig_is_a_one_line_configuration_error(tmp_path):
+# The Manager and the SharedInformerFactory share one loader, so they fail the same way.
+BUILDERS = {"manager": Manager, "factory": lambda path: SharedInformerFactory(kubeconfig=path, metrics_registry=False)}
+
+
+@pytest.mark.parametrize("build", BUILDERS.values(), ids=BUILDERS.keys())
+def test_a_missing_kubeconfig_is_a_one_line_configuration_error_naming_the_file(tmp_path, build):
+    path = tmp_path / "nope.yaml"
     with pytest.raises(ConfigurationError) as info:
-        Manager(tmp_path / "nope.yaml")
-    assert "does not exist" in str(info.value) and "\n" not in str(info.value)
+        build(path)
+    assert "does not exist" in str(info.value) and str(path) in str(info.value) and "\n" not in str(info.value)
 
 
-def test_a_malformed_kubeconfig_is_a_one_line_configuration_error(tmp_path):
+@pytest.mark.parametrize("build", BUILDERS.values(), ids=BUILDERS.keys())
+def test_a_malformed_kubeconfig_is_a_one_line_configuration_error_naming_the_file(tmp_path, build):
     path = tmp_path / "kubeconfig"
     path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
     with pytest.raises(ConfigurationError) as info:
-        Manager(path)
+        build(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 

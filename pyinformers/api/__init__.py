@@ -12,15 +12,8 @@
 * :func:`to_model` -- a cached dict as the official client's typed model.
 """
 
-from pyinformers.api.client import (
-    WatchEventType,
-    ListerWatcher,
-    ListPage,
-    ListWatch,
-    ResourceClient,
-    WatchEvent,
-    WatchStream,
-)
+from pyinformers.api.client import ListPage, ResourceClient
+from pyinformers.api.config import ConfigurationError, build_api_client
 from pyinformers.api.errors import (
     AlreadyExists,
     ApiError,
@@ -36,6 +29,7 @@ from pyinformers.api.errors import (
     Unauthorized,
     error_from_status,
 )
+from pyinformers.api.listwatch import ListerWatcher, ListWatch
 from pyinformers.api.meta import (
     AlreadyOwnedError,
     annotations,
@@ -61,6 +55,7 @@ from pyinformers.api.selectors import (
     as_field_selector,
     as_label_selector,
 )
+from pyinformers.api.watch import WatchEvent, WatchEventType, WatchStream
 
 __all__ = [
     # resources
@@ -73,6 +68,9 @@ __all__ = [
     "WatchEventType",
     "ListWatch",
     "ListerWatcher",
+    # configuration
+    "ConfigurationError",
+    "build_api_client",
     # errors
     "ApiError",
     "BadRequest",

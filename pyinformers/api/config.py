@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
+from pyinformers.api.transport import release, send
+
 __all__ = ["ConfigurationError", "build_api_client", "check_server"]
 
 
 class ConfigurationError(Exception):
-    """The manager cannot talk to a cluster: bad or missing config, unreachable or refusing server.
+    """We cannot talk to a cluster: bad or missing config, unreachable or refusing server.
 
     The message is one line that says what to fix.
     """
@@ -38,7 +40,9 @@ def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
     In order: the ``kubeconfig`` file if given; the in-cluster service-account
     configuration when ``KUBERNETES_SERVICE_HOST`` is set (running in a Pod);
     else the default kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
-    Raises :class:`ConfigurationError` with a one-line reason.
+    Raises :class:`ConfigurationError` with a one-line reason that names the
+    file. The one loader of the library: the Manager and the
+    SharedInformerFactory both use it.
     """
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
@@ -79,18 +83,13 @@ def check_server(api_client: Any, timeout: float = 10.0) -> None:
     """
     host = getattr(getattr(api_client, "configuration", None), "host", "?")
     try:
-        request = api_client.param_serialize(
-            method="GET",
-            resource_path="/version",
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = api_client.call_api(*request, _request_timeout=timeout)
+        response = send(api_client, "GET", "/version", timeout=timeout)
         status = response.status
         try:
             response.read()
         except Exception:
             pass
+        release(response, reusable=True)
     except Exception as err:
         raise ConfigurationError(f"cannot reach the API server at {host}: {one_line(err)}") from None
     if status == 401:

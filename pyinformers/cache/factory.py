@@ -17,7 +17,9 @@ import threading
 import time
 from typing import Any, Callable, Optional, Union
 
-from pyinformers.api.client import ListWatch, ResourceClient
+from pyinformers.api.client import ResourceClient
+from pyinformers.api.config import build_api_client
+from pyinformers.api.listwatch import ListWatch
 from pyinformers.api.resource import Resource
 from pyinformers.cache.informer import SharedIndexInformer
 from pyinformers.cache.lister import Lister
@@ -30,27 +32,13 @@ __all__ = ["SharedInformerFactory"]
 _DEFAULT = object()  # "use the factory's namespace"
 
 
-def _api_client_from_environment(kubeconfig: Union[str, os.PathLike, None]) -> Any:
-    """An official ``ApiClient``: from ``kubeconfig``, else in-cluster, else ``~/.kube/config``."""
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-
-    if kubeconfig is not None:
-        return k8s_config.new_client_from_config(config_file=os.fspath(kubeconfig))
-    try:
-        configuration = k8s_client.Configuration()
-        k8s_config.load_incluster_config(client_configuration=configuration)
-        return k8s_client.ApiClient(configuration)
-    except k8s_config.ConfigException:
-        return k8s_config.new_client_from_config()
-
-
 class SharedInformerFactory:
     """Shared informers for many resources, from one API client.
 
     :param api_client: an official ``kubernetes.client.ApiClient``; or give
         ``kubeconfig`` (a path); with neither, the in-cluster configuration or
-        ``~/.kube/config`` is used.
+        ``~/.kube/config`` is used (:func:`~pyinformers.api.config.build_api_client`;
+        raises :class:`~pyinformers.api.config.ConfigurationError` naming the file).
     :param resync_period: default resync period of every informer (seconds; 0: none).
     :param namespace: watch only this namespace (``None``: all); per-call
         ``informer(..., namespace=...)`` overrides it. Ignored for
@@ -83,7 +71,7 @@ class SharedInformerFactory:
             raise ValueError(f"resync_period must be >= 0, got {resync_period!r}")
         if transform is not None and not callable(transform):
             raise TypeError(f"transform must be callable or None, got {transform!r}")
-        self._api_client = api_client if api_client is not None else _api_client_from_environment(kubeconfig)
+        self._api_client = api_client if api_client is not None else build_api_client(kubeconfig)
         self._resync_period = float(resync_period)
         self._namespace = namespace
         self._label_selector = label_selector

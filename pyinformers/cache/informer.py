@@ -117,7 +117,7 @@ class SharedIndexInformer:
     """An indexed, watch-driven cache of one resource, with event handlers.
 
     :param lister_watcher: the list/watch source (a
-        :class:`~pyinformers.api.client.ListWatch`, or a test fake).
+        :class:`~pyinformers.api.listwatch.ListWatch`, or a test fake).
     :param name: names threads and metric labels (``"v1/pods"``).
     :param resync_period: default resync period of handlers, seconds (0: no
         resync). A resync replays the cache to a handler as

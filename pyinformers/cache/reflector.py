@@ -54,7 +54,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Protocol, Union
 
-from pyinformers.api.client import ListerWatcher, WatchStream
+from pyinformers.api.listwatch import ListerWatcher
+from pyinformers.api.watch import WatchStream
 from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from pyinformers.cache.backoff import Backoff
 from pyinformers.clock import REAL_CLOCK, Clock

@@ -1,0 +1,133 @@
+"""The HTTP transport under :class:`~pyinformers.api.client.ResourceClient`: one request through the official ``ApiClient``.
+
+:func:`send` is the only place in pyinformers that depends on the generated
+client's request API. It uses the public request path of the 37 line
+(``param_serialize`` then ``call_api``), and falls back to the older single
+``call_api(...)`` signature (the 36 line and before) when ``param_serialize``
+is missing. Everything after it is plain ``urllib3``: reading a JSON body
+(:func:`read_json`), turning an error answer into a typed
+:class:`~pyinformers.api.errors.ApiError` (:func:`raise_for_status`), giving
+a connection back to the pool (:func:`release`) and breaking a blocked read
+from another thread (:func:`shutdown_reader`).
+
+Internal module: use :class:`~pyinformers.api.client.ResourceClient`.
+
+Thread-safety: stateless functions; the urllib3 pool is thread-safe.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Optional, Sequence
+
+import orjson
+
+from pyinformers.api.errors import error_from_status
+
+__all__ = ["CONNECT_TIMEOUT", "send", "release", "shutdown_reader", "raise_for_status", "read_json"]
+
+#: Seconds to establish a connection before giving up (every request).
+CONNECT_TIMEOUT = 30.0
+
+
+def send(
+    api_client: Any,
+    method: str,
+    path: str,
+    query: Sequence[tuple[str, Any]] = (),
+    *,
+    headers: Optional[dict] = None,
+    body: Any = None,
+    timeout: Any = None,
+) -> Any:
+    """Send one request through ``api_client`` and return the raw ``urllib3`` response.
+
+    The body is not read (``preload_content=False``): the caller reads or streams
+    it and releases the connection. Status codes are not checked here.
+    """
+    header_params = {"Accept": "application/json"}
+    if headers:
+        header_params.update(headers)
+    query_params = list(query)
+    serialize = getattr(api_client, "param_serialize", None)
+    if serialize is not None:  # kubernetes >= 37 (and the generator line it comes from)
+        request = serialize(
+            method=method,
+            resource_path=path,
+            query_params=query_params,
+            header_params=header_params,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        return api_client.call_api(*request, _request_timeout=timeout).response
+    # kubernetes <= 36: one call_api with the legacy keyword options.
+    return api_client.call_api(  # pragma: no cover - exercised only with an old client installed
+        path,
+        method,
+        path_params={},
+        query_params=query_params,
+        header_params=header_params,
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+        _request_timeout=timeout,
+    )
+
+
+def release(response: Any, *, reusable: bool) -> None:
+    """Give the connection back to the pool; close it first unless it is clean for reuse."""
+    try:
+        if not reusable:
+            response.close()
+        response.release_conn()
+    except Exception:  # already closed or released: nothing left to give back
+        pass
+
+
+def shutdown_reader(response: Any) -> None:
+    """Make a thread blocked reading ``response`` return now (EOF), from any thread."""
+    shutdown = getattr(response, "shutdown", None)
+    if shutdown is not None:  # urllib3 >= 2.3
+        try:
+            shutdown()
+            return
+        except (ValueError, RuntimeError, OSError):
+            pass  # not available on this response (or already released): try the socket
+    connection = getattr(response, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def raise_for_status(response: Any) -> None:
+    """Raise the typed ApiError for a non-2xx response (reading and releasing its body)."""
+    status = response.status
+    if 200 <= status < 300:
+        return
+    try:
+        data = response.read()
+    finally:
+        release(response, reusable=False)
+    body: Any = None
+    if data:
+        try:
+            body = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            body = None
+    if not isinstance(body, dict) or body.get("kind") not in (None, "Status"):
+        text = data.decode("utf-8", "replace")[:500] if data else ""
+        body = {"message": text or getattr(response, "reason", "") or ""}
+    raise error_from_status(body, status, headers=response.headers)
+
+
+def read_json(response: Any) -> Any:
+    raise_for_status(response)
+    try:
+        data = response.read()
+    finally:
+        release(response, reusable=True)
+    return orjson.loads(data) if data else None
