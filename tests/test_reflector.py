@@ -13,16 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from pyinformers.api import BadRequest, Gone, ServerError, TooManyRequests, WatchEvent
 from pyinformers.api.client import ListPage
-from pyinformers.cache.reflector import (
-    INITIAL_EVENTS_END_ANNOTATION,
-    BackingOff,
-    Listing,
-    NeedList,
-    Reflector,
-    Stopped,
-    WatchListing,
-    Watching,
-)
+from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
+from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
 from pyinformers.clock import REAL_CLOCK, FakeClock
 from pyinformers.gc_policy import gc_paused
 

@@ -22,7 +22,8 @@ from prometheus_client import CollectorRegistry
 
 from pyinformers.api import Gone, ServerError, TooManyRequests, WatchEvent
 from pyinformers.api.client import ListPage
-from pyinformers.cache.reflector import BackingOff, Reflector, Watching
+from pyinformers.cache.reflector import Reflector
+from pyinformers.cache.reflector_states import BackingOff, Watching
 from pyinformers.clock import FakeClock
 
 NAMES = st.sampled_from([f"o{i}" for i in range(6)])

@@ -5,6 +5,9 @@ A reflector lists a collection (in pages), hands the result to a store with
 resourceVersion and hands every change to the store (``add``/``update``/
 ``delete``). It is written as an explicit state machine, after kube-rs'
 watcher: every recovery rule is one visible transition of :meth:`Reflector.step`.
+The states themselves, the counters and the store protocol live in
+:mod:`pyinformers.cache.reflector_states`; the Prometheus collector in
+:mod:`pyinformers.cache.reflector_metrics`.
 
 States and transitions::
 
@@ -50,31 +53,29 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Protocol, Union
+from typing import Any, Callable, Optional
 
+from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from pyinformers.api.listwatch import ListerWatcher
 from pyinformers.api.watch import WatchStream
-from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from pyinformers.cache.backoff import Backoff
+from pyinformers.cache.reflector_metrics import ReflectorCollector
+from pyinformers.cache.reflector_states import (
+    BackingOff,
+    Listing,
+    NeedList,
+    ReflectorStats,
+    ReflectorStore,
+    State,
+    Stopped,
+    WatchListing,
+    Watching,
+)
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.gc_policy import gc_paused
 from pyinformers.metrics import collector_for, resolve_registry
 
-__all__ = [
-    "Reflector",
-    "ReflectorStats",
-    "ReflectorStore",
-    "State",
-    "NeedList",
-    "Listing",
-    "WatchListing",
-    "Watching",
-    "BackingOff",
-    "Stopped",
-    "INITIAL_EVENTS_END_ANNOTATION",
-]
+__all__ = ["Reflector", "INITIAL_EVENTS_END_ANNOTATION"]
 
 log = logging.getLogger("pyinformers.reflector")
 
@@ -88,155 +89,6 @@ _SHORT_WATCH = 1.0
 _UNHEALTHY_AFTER = 3
 # Real-time slice in which the watchdog notices an external stop event.
 _STOP_POLL = 0.2
-
-
-class ReflectorStore(Protocol):
-    """The part of a store a reflector writes (a DeltaFIFO, or an Indexer)."""
-
-    def replace(self, objects: list, resource_version: str) -> None: ...
-
-    def add(self, obj: dict) -> None: ...
-
-    def update(self, obj: dict) -> None: ...
-
-    def delete(self, obj: dict) -> None: ...
-
-    def resync(self) -> None: ...
-
-
-# --------------------------------------------------------------------------- states
-
-
-@dataclass(frozen=True)
-class NeedList:
-    """Start a full list (paged unless ``paged`` is False)."""
-
-    paged: bool = True
-
-
-@dataclass(frozen=True)
-class Listing:
-    """Fetch the next page of a list (``continue_`` None: the first page)."""
-
-    continue_: Optional[str] = None
-    paged: bool = True
-
-
-@dataclass(frozen=True)
-class WatchListing:
-    """Start a streaming list: a watch with ``sendInitialEvents=true``."""
-
-
-@dataclass(frozen=True)
-class Watching:
-    """Open a watch from ``resource_version`` and consume it until it ends."""
-
-    resource_version: str
-
-
-@dataclass(frozen=True)
-class BackingOff:
-    """Wait until clock time ``until`` (``delay`` seconds after the failure), then go to ``then``."""
-
-    until: float
-    then: "State"
-    delay: float
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Stopped:
-    """Terminal: the reflector was stopped."""
-
-
-State = Union[NeedList, Listing, WatchListing, Watching, BackingOff, Stopped]
-
-
-@dataclass(frozen=True)
-class ReflectorStats:
-    """A snapshot of a reflector's counters (monotonic, since construction)."""
-
-    lists: int = 0  # full lists completed (streaming lists included)
-    watches: int = 0  # watch requests opened successfully
-    events: int = 0  # ADDED/MODIFIED/DELETED events applied to the store
-    bookmarks: int = 0  # BOOKMARK events seen
-    errors: int = 0  # failed list/watch requests and streams (each one counted once)
-    restarts: int = 0  # watches re-opened after a close, an error or a stall (no relist)
-    relists: int = 0  # lists forced by 410 Gone/Expired (or an expired continue token)
-    stalls: int = 0  # watches closed because they went silent
-    resyncs: int = 0  # store.resync() calls
-
-
-# --------------------------------------------------------------------------- metrics
-
-
-class _Collector:
-    """Prometheus collector reading the counters of live reflectors at scrape time.
-
-    The hot path only bumps plain integers; nothing is locked per event.
-    One collector per registry; reflectors add themselves (weakly).
-    """
-
-    def __init__(self) -> None:
-        self._reflectors: "weakref.WeakSet[Reflector]" = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def add(self, reflector: "Reflector") -> None:
-        with self._lock:
-            self._reflectors.add(reflector)
-
-    def describe(self) -> list:
-        return []
-
-    def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-        with self._lock:
-            reflectors = list(self._reflectors)
-        counters = {
-            "lists": "Full lists completed (streaming lists included).",
-            "watches": "Watch requests opened.",
-            "watch_events": "Watch events (added, modified, deleted) applied to the store.",
-            "bookmarks": "Bookmark events received.",
-            "errors": "Failed list or watch requests and broken watch streams.",
-            "restarts": "Watches re-opened from the last resourceVersion after a close, an error or a stall.",
-            "relists": "Lists forced by 410 Gone/Expired.",
-            "stalls": "Watches closed because they stayed silent for the stall timeout.",
-        }
-        sums: dict[str, dict[str, float]] = {key: {} for key in counters}
-        ages: dict[str, float] = {}
-        healthy: dict[str, float] = {}
-        for reflector in reflectors:
-            stats = reflector.stats
-            for key in counters:
-                attr = "events" if key == "watch_events" else key
-                bucket = sums[key]
-                bucket[reflector.name] = bucket.get(reflector.name, 0) + getattr(stats, attr)
-            age = reflector.last_activity_age()
-            if age is not None:
-                ages[reflector.name] = min(age, ages.get(reflector.name, age))
-            healthy[reflector.name] = min(healthy.get(reflector.name, 1.0), 1.0 if reflector.healthy() else 0.0)
-        for key, doc in counters.items():
-            family = CounterMetricFamily(f"pyinformers_reflector_{key}", doc, labels=["name"])
-            for name, value in sorted(sums[key].items()):
-                family.add_metric([name], value)
-            yield family
-        family = GaugeMetricFamily(
-            "pyinformers_reflector_last_sync_age_seconds",
-            "Seconds since the reflector last heard from the server (a list page, an event or a bookmark).",
-            labels=["name"],
-        )
-        for name, value in sorted(ages.items()):
-            family.add_metric([name], value)
-        yield family
-        family = GaugeMetricFamily(
-            "pyinformers_reflector_healthy", "1 when the reflector is not stuck in repeated failures.", labels=["name"]
-        )
-        for name, value in sorted(healthy.items()):
-            family.add_metric([name], value)
-        yield family
-
-
 
 
 # --------------------------------------------------------------------------- reflector
@@ -345,7 +197,7 @@ class Reflector:
 
         registry = resolve_registry(metrics_registry)
         if registry is not None:  # False: no metrics (the counters in stats still count)
-            collector_for(registry, _Collector).add(self)
+            collector_for(registry, ReflectorCollector).add(self)
 
     # -- observation -------------------------------------------------------------------
     @property
