@@ -21,7 +21,7 @@ from pyinformers.api.errors import AlreadyExists, NotFound
 from pyinformers.api.resource import Resource
 from pyinformers.resources import CUSTOM_RESOURCE_DEFINITIONS
 
-__all__ = ["Convergence", "install_crd", "load_yaml"]
+__all__ = ["Convergence", "install_crd", "load_yaml", "sample_operator"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,48 +136,31 @@ class Convergence:
         self.close()
 
 
-
-def run_operator(
-    argv: Optional[Sequence[str]],
+def sample_operator(
+    name: str,
     *,
     prog: str,
     description: str,
     crd_path: Union[str, "os.PathLike[str]"],
     component: str,
-    build: Callable[[Any, Any, int], Any],
-) -> int:
-    """The ``main()`` of a sample operator: flags, a Manager, the CRD, an EventRecorder, run.
+    build: Callable[[Any, Any, Any], Any],
+) -> Any:
+    """A sample's :class:`~pyinformers.cli.Operator`: the library's flags plus ``--install-crd``.
 
-    ``build(factory, recorder, workers)`` makes the controller. Runs until
-    SIGINT/SIGTERM (the Manager's signal handling), then flushes the recorder.
+    ``build(factory, recorder, options)`` makes the controller. ``--install-crd``
+    creates the sample's CRD at start-up (it needs ``create`` on
+    customresourcedefinitions, which the generated RBAC does not grant: in a
+    cluster, apply the CRD with kubectl instead).
     """
-    import argparse
+    from pyinformers.cli import Operator
 
-    from pyinformers.controller import Manager
-    from pyinformers.record import EventRecorder
+    def add_arguments(parser: Any) -> None:
+        parser.add_argument("--install-crd", action="store_true",
+                            help="create the custom resource's CRD first if missing (local use; not in the RBAC)")
 
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--kubeconfig", help="path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    parser.add_argument("--namespace", help="watch only this namespace (default: all)")
-    parser.add_argument("--workers", type=int, default=2, help="reconcile worker threads (default 2)")
-    parser.add_argument("--install-crd", action="store_true", help="create the custom resource's CRD first if missing")
-    parser.add_argument("--metrics-port", type=int, default=8080, help="Prometheus metrics port (default 8080)")
-    parser.add_argument("--health-port", type=int, default=8081, help="health probe port (default 8081)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    manager = Manager(
-        args.kubeconfig, namespace=args.namespace, metrics_port=args.metrics_port, health_port=args.health_port
-    )
-    if args.install_crd:
-        install_crd(manager.api_client, crd_path)
-    recorder = EventRecorder(manager.api_client, component)
-    try:
-        manager.add(build(manager.factory, recorder, args.workers))
-        manager.run()  # until SIGINT / SIGTERM
-    finally:
-        recorder.close(timeout=5.0)
-    return 0
+    def setup(manager: Any, options: Any) -> None:
+        if options.install_crd:
+            install_crd(manager.api_client, crd_path)
+
+    return Operator(name, build, event_component=component, description=description, prog=prog,
+                    add_arguments=add_arguments, setup=setup)

@@ -40,7 +40,7 @@ def run_operator_until_it_acts(
         factory = SharedInformerFactory(client, namespace=namespace, metrics_registry=False)
         process = subprocess.Popen(
             [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig),
-             "--install-crd", "--metrics-port", "0", "--health-port", "0"],
+             "--install-crd", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
             cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         try:

@@ -2,7 +2,8 @@
 
 Layers, lowest first (DESIGN.md): ``clock``, ``metrics`` (Prometheus plumbing) and ``gc_policy``; ``api`` (with ``resources``);
 ``cache`` and ``workqueue``, which never import each other; ``controller``,
-``record`` and ``leaderelection``; ``testing`` on top. Nothing in the library
+``record`` and ``leaderelection``; ``testing`` on top; the operator's front door
+(``cli``, ``rbac``, ``__main__``) beside it. Nothing in the library
 imports ``testing``. The check reads the source with :mod:`ast`, so it sees
 imports inside functions too (those count for layering), while imports under
 ``if TYPE_CHECKING:`` are ignored for the cycle check only.
@@ -30,6 +31,10 @@ ALLOWED: dict[str, set[str]] = {
     "record": {"clock", "metrics", "gc_policy", "api", "resources"},
     "leaderelection": {"clock", "metrics", "gc_policy", "api", "resources"},
     "testing": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
+    # The operator's front door: flags (cli), RBAC rendering (rbac), ``python -m pyinformers``.
+    "rbac": {"api"},
+    "cli": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection", "rbac"},
+    "__main__": {"api", "cli", "rbac"},
     "__init__": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
 }
 

@@ -7,6 +7,12 @@ factory's defaults: resync period, namespace, label and field selectors,
 transform (``drop_managed_fields`` unless told otherwise) and the built-in
 indexes (by namespace and by controller owner UID).
 
+The factory also records what its users need from the API server
+(:meth:`SharedInformerFactory.permissions`): ``get``/``list``/``watch`` on
+every resource it made an informer for, and the verbs each writer declared
+in :meth:`SharedInformerFactory.client`. ``python -m pyinformers rbac`` turns
+that record into RBAC (:mod:`pyinformers.rbac`).
+
 Thread-safety: every method may be called from any thread.
 """
 
@@ -15,11 +21,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from pyinformers.api.client import ResourceClient
 from pyinformers.api.config import build_api_client
 from pyinformers.api.listwatch import ListWatch
+from pyinformers.api.permissions import READ_VERBS, DeclaredClient, Permissions
 from pyinformers.api.resource import Resource
 from pyinformers.cache.informer import SharedIndexInformer
 from pyinformers.cache.lister import Lister
@@ -84,14 +91,14 @@ class SharedInformerFactory:
         # (resource, namespace) -> informer; insertion order = creation order
         self._informers: dict[tuple[Resource, Optional[str]], SharedIndexInformer] = {}
         self._clients: dict[Resource, ResourceClient] = {}
+        self._permissions = Permissions()
         self._shut_down = False
 
     @property
     def api_client(self) -> Any:
         return self._api_client
 
-    def client(self, resource: Resource) -> ResourceClient:
-        """The (shared, stateless) :class:`ResourceClient` for ``resource``."""
+    def _client(self, resource: Resource) -> ResourceClient:
         if not isinstance(resource, Resource):
             raise TypeError(f"resource must be a Resource, got {type(resource).__name__}")
         with self._lock:
@@ -100,13 +107,47 @@ class SharedInformerFactory:
                 client = self._clients[resource] = ResourceClient(self._api_client, resource)
             return client
 
+    def client(
+        self,
+        resource: Resource,
+        *,
+        verbs: Optional[Sequence[str]] = None,
+        status_verbs: Sequence[str] = (),
+    ) -> Any:
+        """A client for ``resource``; declare what it does with ``verbs`` (and ``status_verbs``).
+
+        With ``verbs`` (RBAC verbs such as ``("create", "update")``; ``()``
+        for a status-only writer) the factory records them in
+        :meth:`permissions` and returns a
+        :class:`~pyinformers.api.permissions.DeclaredClient` that refuses any
+        other verb before sending a request. ``status_verbs`` are the verbs on
+        the ``status`` subresource (``("update",)`` for ``replace_status``).
+        Without ``verbs``: the plain, shared :class:`ResourceClient`, and the
+        RBAC generator reports the resource as undeclared.
+        """
+        client = self._client(resource)
+        if verbs is None:
+            if status_verbs:
+                raise ValueError("status_verbs needs verbs too (pass verbs=() for a status-only writer)")
+            self._permissions.note_undeclared(resource)
+            return client
+        namespace = self._namespace
+        self._permissions.grant(resource, verbs, namespace=namespace)
+        if status_verbs:
+            self._permissions.grant(resource, status_verbs, namespace=namespace, subresource="status")
+        return DeclaredClient(client, verbs, {"status": status_verbs} if status_verbs else None)
+
+    def permissions(self) -> Permissions:
+        """What this factory's informers and declared clients need (a live record)."""
+        return self._permissions
+
     def informer(self, resource: Resource, *, namespace: Any = _DEFAULT) -> SharedIndexInformer:
         """The one informer for ``resource`` (in ``namespace``), created on first use.
 
         An informer created after :meth:`start` is not running until
         :meth:`start` is called again.
         """
-        client = self.client(resource)
+        client = self._client(resource)
         ns = self._namespace if namespace is _DEFAULT else namespace
         if not resource.namespaced:
             ns = None
@@ -132,6 +173,7 @@ class SharedInformerFactory:
                     metrics_registry=self._metrics_registry,
                 )
                 self._informers[key] = informer
+                self._permissions.grant(resource, READ_VERBS, namespace=ns)
             return informer
 
     def lister(self, resource: Resource, *, namespace: Any = _DEFAULT) -> Lister:

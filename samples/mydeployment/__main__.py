@@ -1,23 +1,30 @@
-"""``python -m samples.mydeployment``: run the MyDeployment operator against a cluster."""
+"""``python -m samples.mydeployment``: run the MyDeployment operator against a cluster.
+
+The flags are the library's (:mod:`pyinformers.cli`, ``--help`` lists them);
+``OPERATOR`` is also what ``python -m pyinformers rbac samples.mydeployment``
+reads to print the operator's RBAC.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Optional, Sequence
 
-from samples._support import run_operator
+from samples._support import sample_operator
 from samples.mydeployment.controller import ARTIFACTS, COMPONENT, MyDeploymentController
+
+OPERATOR = sample_operator(
+    "mydeployment-controller",
+    prog="python -m samples.mydeployment",
+    description="Keeps each MyDeployment's Deployment and Service as its spec says.",
+    crd_path=ARTIFACTS / "crd.yaml",
+    component=COMPONENT,
+    build=lambda factory, recorder, options: MyDeploymentController(factory, recorder, workers=options.workers),
+)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_operator(
-        argv,
-        prog="python -m samples.mydeployment",
-        description="Keeps each MyDeployment's Deployment and Service as its spec says.",
-        crd_path=ARTIFACTS / "crd.yaml",
-        component=COMPONENT,
-        build=lambda factory, recorder, workers: MyDeploymentController(factory, recorder, workers=workers),
-    )
+    return OPERATOR.main(argv)
 
 
 if __name__ == "__main__":

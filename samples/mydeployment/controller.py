@@ -85,9 +85,10 @@ class MyDeploymentController(Controller):
     def __init__(self, factory: Any, recorder: EventRecorder, *, workers: int = 2, **options: Any) -> None:
         super().__init__(name="mydeployments", workers=workers, **options)
         self.recorder = recorder
-        self.owners_client = factory.client(MYDEPLOYMENTS)
-        self.deployments_client = factory.client(DEPLOYMENTS)
-        self.services_client = factory.client(SERVICES)
+        # The writes each client makes (the RBAC generator reads these; see docs/deploying.rst).
+        self.owners_client = factory.client(MYDEPLOYMENTS, verbs=(), status_verbs=("update",))
+        self.deployments_client = factory.client(DEPLOYMENTS, verbs=("create", "update"))
+        self.services_client = factory.client(SERVICES, verbs=("create", "update"))
         owners = factory.informer(MYDEPLOYMENTS)
         deployments = factory.informer(DEPLOYMENTS)
         services = factory.informer(SERVICES)

@@ -2,7 +2,9 @@
 
 The Go sample's ``main.go``: build a client from a kubeconfig (or the
 in-cluster config), start the informers, run the controller with two workers
-until SIGINT/SIGTERM.
+until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.cli`,
+``--help`` lists them); ``OPERATOR`` is also what ``python -m pyinformers rbac
+samples.sample_controller`` reads to print the controller's RBAC.
 """
 
 from __future__ import annotations
@@ -10,19 +12,21 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from samples._support import run_operator
+from samples._support import sample_operator
 from samples.sample_controller.controller import ARTIFACTS, CONTROLLER_AGENT_NAME, FooController
+
+OPERATOR = sample_operator(
+    "sample-controller",
+    prog="python -m samples.sample_controller",
+    description="The sample-controller port: every Foo gets an nginx Deployment at its replicas.",
+    crd_path=ARTIFACTS / "crd.yaml",
+    component=CONTROLLER_AGENT_NAME,
+    build=lambda factory, recorder, options: FooController(factory, recorder, workers=options.workers),
+)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_operator(
-        argv,
-        prog="python -m samples.sample_controller",
-        description="The sample-controller port: every Foo gets an nginx Deployment at its replicas.",
-        crd_path=ARTIFACTS / "crd.yaml",
-        component=CONTROLLER_AGENT_NAME,
-        build=lambda factory, recorder, workers: FooController(factory, recorder, workers=workers),
-    )
+    return OPERATOR.main(argv)
 
 
 if __name__ == "__main__":

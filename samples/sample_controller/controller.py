@@ -102,9 +102,10 @@ class FooController(Controller):
     def __init__(self, factory: Any, recorder: EventRecorder, *, workers: int = 2, **options: Any) -> None:
         super().__init__(name="foos", workers=workers, **options)
         self.recorder = recorder
-        # clients: the Go code's kubeclientset and sampleclientset
-        self.deployments_client = factory.client(DEPLOYMENTS)
-        self.foos_client = factory.client(FOOS)
+        # clients: the Go code's kubeclientset and sampleclientset, with the writes they make
+        # (the RBAC generator reads these declarations; see docs/deploying.rst)
+        self.deployments_client = factory.client(DEPLOYMENTS, verbs=("create", "update"))
+        self.foos_client = factory.client(FOOS, verbs=(), status_verbs=("update",))
         # informers and listers: one shared cache per resource
         foo_informer = factory.informer(FOOS)
         deployment_informer = factory.informer(DEPLOYMENTS)

@@ -1,0 +1,188 @@
+"""What a controller may do to the API server: declared verbs, recorded permissions, RBAC rules.
+
+A controller reads through informers (``get``, ``list``, ``watch`` on each
+resource it caches) and writes through :class:`~pyinformers.api.client.ResourceClient`
+objects. Writes are declared where the client is made::
+
+    self.deployments_client = factory.client(DEPLOYMENTS, verbs=("create", "update"))
+    self.foos_client = factory.client(FOOS, status_verbs=("update",))
+
+The factory records both in a :class:`Permissions` set, from which
+``python -m pyinformers rbac`` derives the Role or ClusterRole the controller
+needs (:mod:`pyinformers.rbac`). A declared client is a
+:class:`DeclaredClient`: it refuses, before any request, a call whose verb was
+not declared (:class:`UndeclaredVerb`), so a reconcile that starts writing
+something new fails in its unit tests instead of in the cluster with a 403.
+
+Verbs are Kubernetes' RBAC verbs. ``ResourceClient`` methods map to them as
+:data:`METHOD_VERBS` says; ``replace_status`` needs ``update`` on the
+``status`` subresource (RBAC resource ``foos/status``), and ``patch(...,
+subresource="status")`` needs ``patch`` on it.
+
+Thread-safety: :class:`Permissions` is guarded by a lock; a
+:class:`DeclaredClient` is as thread-safe as the client it wraps (stateless).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional
+
+from pyinformers.api.resource import Resource
+
+__all__ = [
+    "DeclaredClient",
+    "METHOD_VERBS",
+    "Permissions",
+    "READ_VERBS",
+    "Grant",
+    "UndeclaredVerb",
+    "VERBS",
+]
+
+#: Every verb RBAC knows for resources (``deletecollection`` included for completeness).
+VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
+
+#: What an informer needs on the resource it caches.
+READ_VERBS = ("get", "list", "watch")
+
+#: ``ResourceClient`` method -> RBAC verb (``replace_status`` is ``update`` on ``<resource>/status``).
+METHOD_VERBS: Mapping[str, str] = {
+    "get": "get",
+    "list": "list",
+    "list_all": "list",
+    "watch": "watch",
+    "create": "create",
+    "replace": "update",
+    "replace_status": "update",
+    "patch": "patch",
+    "delete": "delete",
+}
+
+
+class UndeclaredVerb(PermissionError):
+    """A declared client was asked for a verb it did not declare (no request was sent).
+
+    The message names the verb, the RBAC resource and the declaration to change.
+    """
+
+
+@dataclass(frozen=True, order=True)
+class Grant:
+    """One permission: ``verb`` on ``resource`` (``plural`` or ``plural/subresource``) of ``group``.
+
+    ``namespace`` None means cluster-wide (a ClusterRole); a name means a Role
+    in that namespace. Cluster-scoped resources are always cluster-wide.
+    """
+
+    group: str
+    resource: str
+    verb: str
+    namespace: Optional[str] = None
+
+
+def _check_verbs(verbs: Iterable[str], what: str) -> tuple[str, ...]:
+    if isinstance(verbs, str):
+        raise TypeError(f"{what} is a sequence of verbs, not one string ({verbs!r}); write ({verbs!r},)")
+    out = tuple(dict.fromkeys(verbs))
+    unknown = sorted(set(out) - VERBS)
+    if unknown:
+        raise ValueError(f"{what}: unknown verb(s) {unknown}; RBAC verbs are {sorted(VERBS)}")
+    return out
+
+
+class Permissions:
+    """A growing set of :class:`Grant`, plus the clients made without a declaration.
+
+    ``undeclared`` lists resources for which a client was made without
+    ``verbs``: the RBAC generator refuses to guess what such a client writes.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._grants: set[Grant] = set()
+        self._undeclared: set[Resource] = set()
+
+    def grant(self, resource: Resource, verbs: Iterable[str], *, namespace: Optional[str] = None,
+              subresource: Optional[str] = None) -> None:
+        """Record ``verbs`` on ``resource`` (or its ``subresource``) in ``namespace`` (None: all)."""
+        verbs = _check_verbs(verbs, f"verbs for {resource}")
+        name = resource.plural if not subresource else f"{resource.plural}/{subresource}"
+        ns = namespace if resource.namespaced else None
+        with self._lock:
+            self._grants.update(Grant(resource.group, name, verb, ns) for verb in verbs)
+
+    def grant_all(self, grants: Iterable[Grant]) -> None:
+        with self._lock:
+            self._grants.update(grants)
+
+    def note_undeclared(self, resource: Resource) -> None:
+        with self._lock:
+            self._undeclared.add(resource)
+
+    def grants(self) -> list[Grant]:
+        """Every grant, sorted."""
+        with self._lock:
+            return sorted(self._grants)
+
+    def undeclared(self) -> list[Resource]:
+        with self._lock:
+            return sorted(self._undeclared, key=str)
+
+    def __repr__(self) -> str:
+        return f"<Permissions grants={len(self.grants())} undeclared={len(self.undeclared())}>"
+
+
+class DeclaredClient:
+    """A :class:`~pyinformers.api.client.ResourceClient` limited to the verbs it declared.
+
+    Every ``ResourceClient`` method whose verb (see :data:`METHOD_VERBS`) is
+    not in ``verbs`` (for the object) or ``subresource_verbs[sub]`` (for a
+    subresource) raises :class:`UndeclaredVerb` before sending anything. Other
+    attributes (``resource``, ``api_client``) pass through.
+    """
+
+    def __init__(self, client: Any, verbs: Iterable[str], subresource_verbs: Optional[Mapping[str, Iterable[str]]] = None) -> None:
+        self._client = client
+        self._verbs = frozenset(verbs)
+        self._subresource_verbs = {sub: frozenset(v) for sub, v in (subresource_verbs or {}).items()}
+
+    @property
+    def declared(self) -> dict[str, tuple[str, ...]]:
+        """``{"": verbs, "status": verbs, ...}``, sorted."""
+        out = {"": tuple(sorted(self._verbs))}
+        out.update({sub: tuple(sorted(v)) for sub, v in sorted(self._subresource_verbs.items())})
+        return out
+
+    def _allowed(self, method: str, subresource: Optional[str]) -> None:
+        verb = METHOD_VERBS[method]
+        allowed = self._verbs if not subresource else self._subresource_verbs.get(subresource, frozenset())
+        if verb in allowed:
+            return
+        resource = self._client.resource
+        rbac = resource.plural if not subresource else f"{resource.plural}/{subresource}"
+        where = "verbs" if not subresource else ("status_verbs" if subresource == "status" else "subresource verbs")
+        group = resource.group or "core"
+        raise UndeclaredVerb(
+            f"{method}() needs {verb!r} on {rbac!r} (API group {group!r}), which this client did not declare: "
+            f"add {verb!r} to {where}= where it is made (factory.client({resource.kind}, {where}=...)), "
+            "then regenerate the RBAC (python -m pyinformers rbac ...)"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name not in METHOD_VERBS:
+            return attribute
+
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            subresource = "status" if name == "replace_status" else kwargs.get("subresource")
+            self._allowed(name, subresource)
+            return attribute(*args, **kwargs)
+
+        checked.__name__ = name
+        checked.__doc__ = attribute.__doc__
+        return checked
+
+    def __repr__(self) -> str:
+        return f"<DeclaredClient {self._client!r} {self.declared}>"
