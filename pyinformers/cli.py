@@ -61,6 +61,10 @@ DEFAULT_METRICS_BIND_ADDRESS = ":8443"
 #: ``/healthz`` and ``/readyz``: plain HTTP for the kubelet, on every interface (the kubelet probes the pod IP).
 DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":8081"
 
+#: Seconds :meth:`Operator.main` gives the event recorder to flush after the manager stopped (part of
+#: the shutdown budget that terminationGracePeriodSeconds must cover; see Manager.stop_budget).
+RECORDER_FLUSH_TIMEOUT = 3.0
+
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 _SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -355,21 +359,39 @@ class Operator:
 
     # -- running --------------------------------------------------------------------------
     def manager_options(self, options: argparse.Namespace) -> dict:
-        """Keyword arguments for :class:`~pyinformers.controller.Manager` from the parsed flags."""
+        """Keyword arguments for :class:`~pyinformers.controller.Manager` from the parsed flags.
+
+        Raises ``SystemExit`` with one line for ``--leader-elect`` when this
+        Manager has no leader election (never run two replicas unelected).
+        """
+        import inspect
+
+        from pyinformers.controller.manager import Manager
+        from pyinformers.controller.probes import TLSFiles
+
         metrics, health = options.metrics_bind_address, options.health_probe_bind_address
         kwargs: dict[str, Any] = {
             "kubeconfig": options.kubeconfig,
             "namespace": options.namespace,
             "metrics_port": metrics[1] if metrics else 0,
             "health_port": health[1] if health else 0,
+            "metrics_host": metrics[0] if metrics else None,
+            "health_host": health[0] if health else None,
+            "metrics_auth": bool(options.metrics_secure and metrics),
         }
-        hosts = {address[0] for address in (metrics, health) if address}
-        if len(hosts) > 1:
-            raise SystemExit(f"pyinformers: metrics and probes must bind the same host for now, got {sorted(hosts)}")
-        if hosts:
-            kwargs["bind_address"] = hosts.pop()
+        if options.metrics_cert_file:
+            kwargs["metrics_tls"] = TLSFiles(options.metrics_cert_file, options.metrics_key_file)
         if options.shutdown_timeout is not None:
             kwargs["shutdown_timeout"] = options.shutdown_timeout
+        if options.leader_elect:
+            accepted = inspect.signature(Manager).parameters
+            if "leader_election" not in accepted:
+                raise SystemExit("pyinformers: --leader-elect: this version's Manager has no leader election")
+            kwargs["leader_election"] = True
+            for flag, option in (("leader_election_id", "lease_name"), ("leader_election_namespace", "lease_namespace")):
+                value = getattr(options, flag)
+                if value is not None and option in accepted:
+                    kwargs[option] = value
         return kwargs
 
     def main(self, argv: Optional[Sequence[str]] = None) -> int:
@@ -379,6 +401,11 @@ class Operator:
 
         options = self.parse(argv)
         configure_logging(options.log_level, options.log_format)
+        if options.metrics_secure and options.metrics_bind_address and not options.metrics_cert_file:
+            logging.getLogger("pyinformers.cli").warning(
+                "/metrics is authenticated but served over plain HTTP: scrapers' tokens cross the network in "
+                "clear; give --metrics-cert-file and --metrics-key-file"
+            )
         manager = Manager(**self.manager_options(options))
         if self._setup is not None:
             self._setup(manager, options)
@@ -390,7 +417,7 @@ class Operator:
             manager.run()  # until SIGINT / SIGTERM
         finally:
             if recorder is not None:
-                recorder.close(timeout=5.0)
+                recorder.close(timeout=RECORDER_FLUSH_TIMEOUT)
         return 0
 
     def __repr__(self) -> str:

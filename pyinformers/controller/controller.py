@@ -59,6 +59,8 @@ import threading
 import time
 from typing import Any, Optional, Sequence
 
+from pyinformers.api.errors import Forbidden
+from pyinformers.api.permissions import UndeclaredVerb
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.controller.handlers import EnqueueForObject, EventHandler
 from pyinformers.controller.metrics import ControllerMetrics
@@ -66,10 +68,15 @@ from pyinformers.controller.predicates import Predicate
 from pyinformers.controller.result import Result
 from pyinformers.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
-__all__ = ["CacheSyncTimeout", "Controller", "Watch"]
+__all__ = ["CacheSyncTimeout", "Controller", "DEFAULT_SHUTDOWN_TIMEOUT", "Watch"]
 
 # How often a blocked wait re-checks whether someone asked it to stop (real seconds).
 _POLL = 0.05
+
+#: Default bound (seconds) on draining in-flight reconciles at shutdown. Half the kubelet's default
+#: grace period (30 s), so a stuck reconcile is abandoned with time left for the informers, the HTTP
+#: servers and the event recorder to stop before SIGKILL (docs/operations.rst, docs/deploying.rst).
+DEFAULT_SHUTDOWN_TIMEOUT = 15.0
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -154,7 +161,7 @@ class Controller:
         clock: Optional[Clock] = None,
         metrics_registry: Any = None,
         sync_timeout: float = 60.0,
-        shutdown_timeout: float = 30.0,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
     ) -> None:
         resolved = name or type(self).name or type(self).__name__.lower()
         if not isinstance(resolved, str) or not _VALID_NAME.match(resolved):
@@ -429,6 +436,14 @@ class Controller:
             try:
                 result = self.reconcile(key)
                 outcome = self._apply(key, result)
+            except (Forbidden, UndeclaredVerb) as err:
+                # Retrying cannot grant a permission: say which one is missing, without a traceback.
+                queue.add_rate_limited(key)
+                self.log.error(
+                    "reconcile %r failed (retry %d, with backoff): permission missing: %s; grant it in the "
+                    "RBAC (regenerate it: python -m pyinformers rbac <module> ...)", key, queue.num_requeues(key),
+                    " ".join(str(err).split()),
+                )
             except Exception:
                 queue.add_rate_limited(key)
                 self.log.error(

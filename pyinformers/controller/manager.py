@@ -13,7 +13,10 @@ A program that runs controllers looks like this::
    (probes) over HTTP, so the probes answer while caches fill;
 2. checks that the API server answers with our credentials, failing fast
    with one clear line when it does not;
-3. starts every informer of the factory and waits until their caches sync;
+3. starts every informer of the factory and waits until their caches sync,
+   failing fast (:class:`ConfigurationError`) when the API server refuses a
+   list or watch (401/403: missing RBAC, which retrying cannot fix), with
+   the server's message naming the verb and resource;
 4. starts every controller's workers;
 5. on SIGTERM or SIGINT shuts everything down gracefully: controllers drain
    (in-flight reconciles finish within ``shutdown_timeout``), informers stop,
@@ -52,12 +55,14 @@ from typing import Any, Optional, Union
 from prometheus_client import REGISTRY
 
 from pyinformers import gc_policy
-from pyinformers.api.config import ConfigurationError, build_api_client, check_server
+from pyinformers.api.config import ConfigurationError, build_api_client, check_server, one_line
+from pyinformers.api.errors import Forbidden, Unauthorized
 from pyinformers.cache.factory import SharedInformerFactory
 from pyinformers.controller.checks import health_checks as _health_checks
 from pyinformers.controller.checks import ready_checks as _ready_checks
-from pyinformers.controller.controller import CacheSyncTimeout, Controller
-from pyinformers.controller.probes import ANY_PORT
+from pyinformers.controller.controller import DEFAULT_SHUTDOWN_TIMEOUT, CacheSyncTimeout, Controller
+from pyinformers.controller.metrics_auth import ApiServerAuth
+from pyinformers.controller.probes import ANY_PORT, Guard, TLSFiles
 from pyinformers.controller.servers import EndpointServers, validate_port
 from pyinformers.controller.signals import install_shutdown_handlers
 
@@ -66,6 +71,9 @@ __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
 log = logging.getLogger("pyinformers.controller.manager")
 
 _POLL = 0.1  # how often long waits look at the stop event (real seconds)
+_JOIN_SLACK = 1.0  # past the drain deadline, how long stop() still waits for a controller's drain thread
+_INFORMERS_STOP = 5.0  # bound on stopping the informers in stop()
+_SERVER_STOP = 2.0  # bound on stopping one HTTP server in stop()
 
 
 class Manager:
@@ -80,13 +88,25 @@ class Manager:
         When it equals ``metrics_port`` all three share one server.
     :param bind_address: interface the HTTP servers listen on (``"0.0.0.0"``
         so the kubelet and Prometheus can reach them; ``"127.0.0.1"`` in tests).
+    :param metrics_host: interface of ``/metrics`` alone (default ``bind_address``).
+    :param health_host: interface of the probes alone (default ``bind_address``).
+    :param metrics_auth: True: ``/metrics`` answers only callers the API
+        server authenticates (TokenReview) and authorizes for ``get`` on the
+        ``/metrics`` URL (SubjectAccessReview), see
+        :mod:`~pyinformers.controller.metrics_auth`; or a guard of your own.
+    :param metrics_tls: serve ``/metrics`` over HTTPS with these
+        :class:`~pyinformers.controller.probes.TLSFiles` (reloaded on change).
+        Probes stay plain HTTP whatever these say.
     :param api_client: use this ``ApiClient`` instead of building one.
     :param registry: the Prometheus registry served on ``/metrics`` (the
         default registry when None). Controllers report to the registry they
         were given: pass the same one to them.
     :param resync_period: the factory's default resync period (0: none).
     :param sync_timeout: bound on the wait for caches in :meth:`start`.
-    :param shutdown_timeout: bound on the controllers' drain in :meth:`stop`.
+    :param shutdown_timeout: bound on the controllers' drain in :meth:`stop`
+        (default :data:`~pyinformers.controller.controller.DEFAULT_SHUTDOWN_TIMEOUT`,
+        15 s: the whole stop, :attr:`stop_budget`, then fits in the kubelet's
+        default 30 s grace period with room for the process to exit).
     :param check_server: ask ``/version`` at start and fail fast if unreachable.
     :param tune_gc: apply :mod:`pyinformers.gc_policy` while running (rare full
         collections, synced caches frozen); undone by :meth:`stop`.
@@ -106,9 +126,13 @@ class Manager:
         registry: Any = None,
         resync_period: float = 0,
         sync_timeout: float = 120.0,
-        shutdown_timeout: float = 30.0,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         check_server: bool = True,
         tune_gc: bool = True,
+        metrics_host: Optional[str] = None,
+        health_host: Optional[str] = None,
+        metrics_auth: Union[bool, Guard] = False,
+        metrics_tls: Optional[TLSFiles] = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
         validate_port("health_port", health_port)
@@ -117,8 +141,11 @@ class Manager:
         self.api_client = build_api_client(kubeconfig) if api_client is None else api_client
         self.registry = REGISTRY if registry is None else registry
         self.namespace = namespace
+        # The first 401/403 an informer meets while the caches fill: retrying cannot fix it.
+        self._denied: Optional[BaseException] = None
         self.factory = SharedInformerFactory(
-            self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry
+            self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry,
+            reflector_options={"on_watch_error": self._note_watch_error},
         )
         self.metrics_port = metrics_port
         self.health_port = health_port
@@ -136,10 +163,16 @@ class Manager:
         self._stop_requested = threading.Event()
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()  # one stop() does the work; others wait for it
+        guard: Optional[Guard] = None
+        if metrics_auth is True:
+            guard = ApiServerAuth.for_api_client(self.api_client)
+        elif callable(metrics_auth):
+            guard = metrics_auth
         self._endpoints = EndpointServers(
             bind_address, metrics_port, health_port,
             registry=self.registry, health_checks=self.health_checks, ready_checks=self.ready_checks,
             stop_requested=self._stop_requested,
+            metrics_host=metrics_host, health_host=health_host, metrics_guard=guard, metrics_tls=metrics_tls,
         )
 
     # -- wiring -------------------------------------------------------------------------
@@ -187,6 +220,20 @@ class Manager:
         server = self._endpoints.health_server
         return server.address if server else None
 
+    @property
+    def stop_budget(self) -> float:
+        """The longest :meth:`stop` can take (seconds): drain, informers, each HTTP server.
+
+        Keep the Pod's ``terminationGracePeriodSeconds`` above it (plus the
+        event recorder's flush): with the defaults it is 15 + 1 + 5 + 2 x 2 = 25 s,
+        inside the kubelet's default 30 s.
+        """
+        ports = [p for p in (self.metrics_port, self.health_port) if p]
+        endpoints = self._endpoints
+        shared = len(ports) == 2 and ports[0] == ports[1] != ANY_PORT and endpoints.metrics_host == endpoints.health_host
+        servers = 1 if shared else len(ports)
+        return self.shutdown_timeout + _JOIN_SLACK + _INFORMERS_STOP + _SERVER_STOP * servers
+
     # -- running --------------------------------------------------------------------------
     def start(self) -> None:
         """Serve the endpoints, check the server, start informers, wait for caches, start controllers.
@@ -230,11 +277,22 @@ class Manager:
             self.stop(timeout=5.0)
             raise
 
+    def _note_watch_error(self, error: BaseException) -> None:
+        """Reflector callback (its thread): remember the first refusal seen before the caches synced."""
+        if not self._synced and self._denied is None and isinstance(error, (Forbidden, Unauthorized)):
+            self._denied = error
+
     def _wait_for_caches(self) -> None:
         deadline = time.monotonic() + self.sync_timeout
         informers = list(self.factory.informers().values())
         for informer in informers:
             while not self._stop_requested.is_set() and not informer.has_synced():
+                denied = self._denied
+                if denied is not None:
+                    raise ConfigurationError(
+                        f"the API server refuses what the controllers need to read: {one_line(denied)} "
+                        "(grant it in the operator's RBAC; python -m pyinformers rbac <module> prints what is needed)"
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -275,16 +333,16 @@ class Manager:
         for t in drains:
             t.start()
         for t in drains:
-            t.join(max(0.0, deadline - time.monotonic()) + 1.0)
+            t.join(max(0.0, deadline - time.monotonic()) + _JOIN_SLACK)
         for c in controllers:
             if c.workers_alive():
                 clean = False
         try:
-            clean = self.factory.shutdown(timeout=5.0) and clean
+            clean = self.factory.shutdown(timeout=_INFORMERS_STOP) and clean
         except Exception:  # keep going: the servers and the client must still be closed
             log.exception("stopping the informers failed")
             clean = False
-        clean = self._endpoints.stop(timeout=2.0) and clean
+        clean = self._endpoints.stop(timeout=_SERVER_STOP) and clean
         if self._gc_threshold_before is not None:
             gc_policy.restore(self._gc_threshold_before)
             self._gc_threshold_before = None

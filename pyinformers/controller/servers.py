@@ -22,7 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from pyinformers.api.config import ConfigurationError, one_line
 from pyinformers.controller.checks import Check
-from pyinformers.controller.probes import ANY_PORT, ProbeServer
+from pyinformers.controller.probes import ANY_PORT, Guard, ProbeServer, TLSFiles
 
 __all__ = ["EndpointServers", "validate_port"]
 
@@ -53,6 +53,13 @@ class EndpointServers:
     :param metrics_port: 0 turns ``/metrics`` off; :data:`ANY_PORT` binds a free port.
     :param health_port: 0 turns ``/healthz`` and ``/readyz`` off.
     :param stop_requested: once set, :meth:`start` starts no further server.
+    :param metrics_host: interface of ``/metrics`` (default ``bind_address``).
+    :param health_host: interface of the probes (default ``bind_address``).
+    :param metrics_guard: runs before ``/metrics`` (authentication/authorization).
+    :param metrics_tls: serve ``/metrics`` over HTTPS with these files.
+
+    Probes stay plain, unguarded HTTP for the kubelet: a secured ``/metrics``
+    never shares their server (``ValueError`` when asked to share a port).
     """
 
     def __init__(
@@ -65,7 +72,22 @@ class EndpointServers:
         health_checks: Callable[[], list[Check]],
         ready_checks: Callable[[], list[Check]],
         stop_requested: threading.Event,
+        metrics_host: Optional[str] = None,
+        health_host: Optional[str] = None,
+        metrics_guard: Optional[Guard] = None,
+        metrics_tls: Optional[TLSFiles] = None,
     ) -> None:
+        self.metrics_host = bind_address if metrics_host is None else metrics_host
+        self.health_host = bind_address if health_host is None else health_host
+        self._metrics_guard = metrics_guard
+        self._metrics_tls = metrics_tls
+        secured = metrics_guard is not None or metrics_tls is not None
+        if secured and metrics_port and metrics_port == health_port and metrics_port != ANY_PORT \
+                and self.metrics_host == self.health_host:
+            raise ValueError(
+                f"a secured /metrics cannot share port {metrics_port} with the probes (they stay plain HTTP "
+                "for the kubelet): give them different ports"
+            )
         self.bind_address = bind_address
         self.metrics_port = metrics_port
         self.health_port = health_port
@@ -87,9 +109,13 @@ class EndpointServers:
             routes["/readyz"] = lambda query: render_probe("readyz", self._ready_checks(), query)
         return routes
 
-    def _serve(self, port: int, *, metrics: bool, health: bool) -> Optional[ProbeServer]:
+    def _serve(self, host: str, port: int, *, metrics: bool, health: bool) -> Optional[ProbeServer]:
         """Start one endpoint server, unless a stop was requested (then None)."""
-        server = ProbeServer(self.bind_address, port, self._routes(metrics=metrics, health=health))
+        secure = metrics and not health
+        server = ProbeServer(
+            host, port, self._routes(metrics=metrics, health=health),
+            guard=self._metrics_guard if secure else None, tls=self._metrics_tls if secure else None,
+        )
         with self._lock:
             if self._stop_requested.is_set():
                 return None
@@ -101,16 +127,18 @@ class EndpointServers:
         """Start the servers; :class:`ConfigurationError` when a port cannot be bound."""
         metrics, health = self.metrics_port, self.health_port
         try:
-            if metrics and health and metrics == health and metrics != ANY_PORT:
-                self.metrics_server = self.health_server = self._serve(metrics, metrics=True, health=True)
+            if metrics and health and metrics == health and metrics != ANY_PORT and self.metrics_host == self.health_host:
+                self.metrics_server = self.health_server = self._serve(
+                    self.metrics_host, metrics, metrics=True, health=True)
                 return
             if metrics:
-                self.metrics_server = self._serve(metrics, metrics=True, health=False)
+                self.metrics_server = self._serve(self.metrics_host, metrics, metrics=True, health=False)
             if health:
-                self.health_server = self._serve(health, metrics=False, health=True)
+                self.health_server = self._serve(self.health_host, health, metrics=False, health=True)
         except OSError as err:
             raise ConfigurationError(
-                f"cannot serve metrics/probes on {self.bind_address} (ports {metrics}, {health}): {one_line(err)}"
+                f"cannot serve metrics/probes on {self.metrics_host}:{metrics} and {self.health_host}:{health}: "
+                f"{one_line(err)}"
             ) from None
 
     def stop(self, timeout: float = 2.0) -> bool:

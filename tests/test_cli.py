@@ -1,0 +1,116 @@
+"""The operator command line (pyinformers.cli): flags, env vars, --help, logging formats."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyinformers.cli import FLAGS, JsonFormatter, Operator, configure_logging, parse_bind_address
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def _operator():
+    return Operator("demo-op", build=lambda factory, recorder, options: [], event_component="demo")
+
+
+def test_defaults_are_the_documented_ones():
+    options = _operator().parse([], environ={})
+    assert options.metrics_bind_address == ("0.0.0.0", 8443)
+    assert options.health_probe_bind_address == ("0.0.0.0", 8081)
+    assert options.metrics_secure is True and options.leader_elect is False
+    assert options.leader_election_id == "demo-op" and options.leader_election_namespace is None
+    assert (options.log_level, options.log_format, options.workers) == ("info", "text", 2)
+
+
+def test_every_flag_reads_its_env_var_and_the_command_line_wins():
+    environ = {
+        "PYINFORMERS_KUBECONFIG": "/k", "PYINFORMERS_NAMESPACE": "team", "PYINFORMERS_LEADER_ELECT": "true",
+        "PYINFORMERS_LEADER_ELECTION_ID": "lease", "PYINFORMERS_LEADER_ELECTION_NAMESPACE": "ops",
+        "PYINFORMERS_METRICS_BIND_ADDRESS": "127.0.0.1:9000", "PYINFORMERS_METRICS_SECURE": "false",
+        "PYINFORMERS_HEALTH_PROBE_BIND_ADDRESS": "0", "PYINFORMERS_WORKERS": "4",
+        "PYINFORMERS_SHUTDOWN_TIMEOUT": "7.5", "PYINFORMERS_LOG_LEVEL": "DEBUG", "PYINFORMERS_LOG_FORMAT": "json",
+        "PYINFORMERS_METRICS_CERT_FILE": "", "PYINFORMERS_METRICS_KEY_FILE": "",
+    }
+    assert {f.env for f in FLAGS} == set(environ)
+    o = _operator().parse([], environ=environ)
+    assert (o.kubeconfig, o.namespace, o.leader_elect, o.leader_election_id, o.leader_election_namespace) == (
+        "/k", "team", True, "lease", "ops")
+    assert o.metrics_bind_address == ("127.0.0.1", 9000) and o.metrics_secure is False
+    assert o.health_probe_bind_address is None
+    assert (o.workers, o.shutdown_timeout, o.log_level, o.log_format) == (4, 7.5, "debug", "json")
+    o = _operator().parse(["--namespace", "other", "--leader-elect=false", "--log-format", "text"], environ=environ)
+    assert (o.namespace, o.leader_elect, o.log_format) == ("other", False, "text")
+    assert _operator().parse(["--leader-elect"], environ={}).leader_elect is True
+
+
+@pytest.mark.parametrize("env, value, message", [
+    ("PYINFORMERS_LEADER_ELECT", "maybe", "expected true or false"),
+    ("PYINFORMERS_METRICS_BIND_ADDRESS", "8080", "is not host:port"),
+    ("PYINFORMERS_LOG_FORMAT", "xml", "must be one of text, json"),
+])
+def test_a_bad_env_var_ends_with_one_line_naming_it(env, value, message):
+    with pytest.raises(SystemExit, match=f"\\${env}.*{message}"):
+        _operator().parse([], environ={env: value})
+
+
+def test_bind_addresses():
+    assert parse_bind_address(":8080") == ("0.0.0.0", 8080)
+    assert parse_bind_address("127.0.0.1:1") == ("127.0.0.1", 1)
+    assert parse_bind_address("[::1]:8443") == ("::1", 8443)
+    assert parse_bind_address("0") is None
+    for bad in ("8080", "host:", "host:99999", ":x"):
+        with pytest.raises(ValueError, match="host:port"):
+            parse_bind_address(bad)
+
+
+def test_flags_map_onto_the_manager():
+    operator = _operator()
+    kwargs = operator.manager_options(operator.parse(
+        ["--metrics-bind-address=127.0.0.1:9443", "--health-probe-bind-address=:9081", "--shutdown-timeout=12",
+         "--metrics-cert-file=/c", "--metrics-key-file=/k"], environ={}))
+    assert kwargs["metrics_port"] == 9443 and kwargs["metrics_host"] == "127.0.0.1"
+    assert kwargs["health_port"] == 9081 and kwargs["health_host"] == "0.0.0.0"
+    assert kwargs["metrics_auth"] is True and kwargs["metrics_tls"].cert_file == "/c"
+    assert kwargs["shutdown_timeout"] == 12
+    off = operator.manager_options(operator.parse(["--metrics-bind-address=0"], environ={}))
+    assert off["metrics_port"] == 0 and off["metrics_auth"] is False
+
+
+def test_cert_and_key_go_together():
+    with pytest.raises(SystemExit):
+        _operator().parse(["--metrics-cert-file=/c"], environ={})
+
+
+def test_json_logs_are_one_object_a_line_with_the_error_inside():
+    stream = io.StringIO()
+    handler = configure_logging("debug", "json", stream=stream)
+    try:
+        logging.getLogger("pyinformers.test").info("hello %s", "world")
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            logging.getLogger("pyinformers.test").exception("failed")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    first, second = map(json.loads, lines)
+    assert first["msg"] == "hello world" and first["level"] == "info" and first["logger"] == "pyinformers.test"
+    assert second["level"] == "error" and "RuntimeError: boom" in second["error"]
+    assert isinstance(JsonFormatter().format(logging.makeLogRecord({"msg": "x"})), str)
+
+
+@pytest.mark.parametrize("module", ["samples.sample_controller", "samples.mydeployment"])
+def test_the_samples_help_documents_every_flag_and_its_env_var(module):
+    out = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPOSITORY, capture_output=True, text=True,
+                         check=True).stdout
+    for flag in FLAGS:
+        assert f"--{flag.name}" in out and f"${flag.env}" in out, flag.name
+    assert "--install-crd" in out
