@@ -6,19 +6,49 @@
   reflector and the informer;
 * :class:`Reflector` -- lists and watches one resource into a store;
 * :class:`SharedIndexInformer` -- reflector + DeltaFIFO + indexer, with event
-  handlers (:class:`EventHandlerFuncs`, :class:`HandlerRegistration`);
+  handlers (:class:`ResourceEventHandler`, :class:`EventHandlerFuncs`,
+  :class:`HandlerRegistration`);
 * :class:`Lister` -- reads the cache by name, namespace, selector or index;
 * :class:`SharedInformerFactory` -- one shared informer per resource;
 * :func:`drop_managed_fields` -- the default transform.
 
 Names are imported on first use, so importing one submodule does not pull in
-the others.
+the others; type checkers read the explicit imports under ``TYPE_CHECKING``.
+The modules of this package are internal: import from ``pyinformers.cache``.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyinformers.cache.store import (
+        Indexer as Indexer,
+        IndexFunc as IndexFunc,
+        NAMESPACE_INDEX as NAMESPACE_INDEX,
+        OWNER_UID_INDEX as OWNER_UID_INDEX,
+        namespace_index as namespace_index,
+        controller_owner_uid_index as controller_owner_uid_index,
+        default_indexers as default_indexers,
+    )
+    from pyinformers.cache.delta_fifo import (
+        DeltaFIFO as DeltaFIFO,
+        Delta as Delta,
+        DeltaType as DeltaType,
+        DeletedFinalStateUnknown as DeletedFinalStateUnknown,
+        FIFOClosedError as FIFOClosedError,
+    )
+    from pyinformers.cache.lister import Lister as Lister
+    from pyinformers.cache.reflector import Reflector as Reflector
+    from pyinformers.cache.informer import SharedIndexInformer as SharedIndexInformer
+    from pyinformers.cache.processor import (
+        ResourceEventHandler as ResourceEventHandler,
+        EventHandlerFuncs as EventHandlerFuncs,
+        HandlerRegistration as HandlerRegistration,
+    )
+    from pyinformers.cache.factory import SharedInformerFactory as SharedInformerFactory
+    from pyinformers.cache.transforms import drop_managed_fields as drop_managed_fields, chain as chain
 
 _EXPORTS = {
     "Indexer": "store",
@@ -36,7 +66,7 @@ _EXPORTS = {
     "Lister": "lister",
     "Reflector": "reflector",
     "SharedIndexInformer": "informer",
-    "EventHandler": "processor",
+    "ResourceEventHandler": "processor",
     "EventHandlerFuncs": "processor",
     "HandlerRegistration": "processor",
     "SharedInformerFactory": "factory",

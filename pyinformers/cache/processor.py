@@ -44,7 +44,7 @@ from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.metrics import collector_for, resolve_registry
 
 __all__ = [
-    "EventHandler",
+    "ResourceEventHandler",
     "EventHandlerFuncs",
     "HandlerRegistration",
     "HandlerSet",
@@ -64,7 +64,7 @@ _DELETE = 2
 
 
 @runtime_checkable
-class EventHandler(Protocol):
+class ResourceEventHandler(Protocol):
     """What a handler may implement; every method is optional.
 
     * ``on_add(obj, is_in_initial_list)`` -- an object appeared (or is part of
