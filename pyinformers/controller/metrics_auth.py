@@ -75,6 +75,7 @@ class ApiServerAuth:
 
     :param token_reviews: a client whose ``create(body)`` posts a TokenReview.
     :param access_reviews: a client whose ``create(body)`` posts a SubjectAccessReview.
+
     Use :meth:`for_api_client` to make both from an ``ApiClient``.
     """
 
