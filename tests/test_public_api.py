@@ -26,7 +26,7 @@ import pyinformers
 
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
 #: Public modules that are not package ``__init__`` files.
-PUBLIC_MODULES = ["pyinformers.api.meta", "pyinformers.clock", "pyinformers.resources"]
+PUBLIC_MODULES = ["pyinformers.api.meta", "pyinformers.cli", "pyinformers.clock", "pyinformers.rbac", "pyinformers.resources"]
 
 
 def public_namespaces() -> list[str]:

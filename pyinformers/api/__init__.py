@@ -47,6 +47,7 @@ from pyinformers.api.meta import (
     uid,
 )
 from pyinformers.api.models import from_model, to_model
+from pyinformers.api.permissions import DeclaredClient, Grant, Permissions, UndeclaredVerb
 from pyinformers.api.resource import Resource
 from pyinformers.api.selectors import (
     FieldSelector,
@@ -109,4 +110,9 @@ __all__ = [
     # models
     "to_model",
     "from_model",
+    # permissions (what a controller declares; RBAC is generated from it)
+    "DeclaredClient",
+    "Grant",
+    "Permissions",
+    "UndeclaredVerb",
 ]

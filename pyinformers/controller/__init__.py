@@ -11,7 +11,8 @@
   :func:`resource_version_changed`, :func:`label_selector`, :func:`is_resync`,
   combined with :func:`all_of`, :func:`any_of`, :func:`not_`.
 * :class:`Manager` -- runs controllers on one API client and one informer
-  factory, with signal handling, ``/metrics``, ``/healthz`` and ``/readyz``.
+  factory, with signal handling, ``/metrics``, ``/healthz`` and ``/readyz``;
+  :class:`TLSFiles` and :class:`ApiServerAuth` secure its ``/metrics``.
 
 Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
 ``testing``.
@@ -27,6 +28,7 @@ from pyinformers.controller.handlers import (
     EventHandler,
 )
 from pyinformers.controller.manager import ANY_PORT, ConfigurationError, Manager
+from pyinformers.controller.metrics_auth import ApiServerAuth
 from pyinformers.controller.predicates import (
     Predicate,
     all_of,
@@ -39,10 +41,12 @@ from pyinformers.controller.predicates import (
     not_,
     resource_version_changed,
 )
+from pyinformers.controller.probes import TLSFiles
 from pyinformers.controller.result import Result
 
 __all__ = [
     "ANY_PORT",
+    "ApiServerAuth",
     "BoundHandler",
     "CacheSyncTimeout",
     "ConfigurationError",
@@ -56,6 +60,7 @@ __all__ = [
     "Manager",
     "Predicate",
     "Result",
+    "TLSFiles",
     "Watch",
     "all_of",
     "annotations_changed",
