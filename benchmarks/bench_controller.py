@@ -65,7 +65,7 @@ class _Timed(Controller):
     def reconcile(self, key):
         now = time.monotonic()
         ns, name = meta.split_key(key)
-        cm = self.configmaps.get(name, ns)
+        cm = self.configmaps.namespace(ns).get(name)
         if cm and cm.get("data", {}).get("t"):
             self.latencies.append(now - float(cm["data"]["t"]))
 

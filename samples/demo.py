@@ -120,10 +120,10 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
         say.say()
 
         def foo() -> Optional[dict]:
-            return foos.get(FOO_NAME, namespace)
+            return foos.namespace(namespace).get(FOO_NAME)
 
         def deployment() -> Optional[dict]:
-            return deployments.get(DEPLOYMENT_NAME, namespace)
+            return deployments.namespace(namespace).get(DEPLOYMENT_NAME)
 
         def describe() -> str:
             d, f = deployment(), foo()

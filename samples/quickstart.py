@@ -41,11 +41,11 @@ class DeploymentSummary(Controller):
 
     def reconcile(self, key: str) -> None:
         namespace, name = meta.split_key(key)
-        deployment = self.deployments.get(name, namespace)  # from the cache
+        deployment = self.deployments.namespace(namespace).get(name)  # from the cache
         if deployment is None:
             return None  # deleted: the garbage collector removes its summary
         desired = summary_for(deployment)
-        current = self.configmaps.get(desired["metadata"]["name"], namespace)
+        current = self.configmaps.namespace(namespace).get(desired["metadata"]["name"])
         if current is None:
             self.configmaps_client.create(desired)
         elif current.get("data") != desired["data"]:
@@ -100,7 +100,7 @@ def run_in_process(timeout: float = 10.0) -> int:
                         },
                     },
                 })
-                summary, _ = convergence.wait(lambda: controller.configmaps.get("web-summary", "default"), timeout)
+                summary, _ = convergence.wait(lambda: controller.configmaps.namespace("default").get("web-summary"), timeout)
                 if not summary:
                     print("the summary ConfigMap did not appear", file=sys.stderr)
                     return 1
@@ -108,7 +108,7 @@ def run_in_process(timeout: float = 10.0) -> int:
                 factory.client(CONFIGMAPS).delete("web-summary", "default")
                 uid = meta.uid(summary)
                 back, _ = convergence.wait(
-                    lambda: (cm := controller.configmaps.get("web-summary", "default")) and meta.uid(cm) != uid and cm,
+                    lambda: (cm := controller.configmaps.namespace("default").get("web-summary")) and meta.uid(cm) != uid and cm,
                     timeout,
                 )
                 if not back:

@@ -48,7 +48,7 @@ def run_operator_until_it_acts(
             with Convergence([factory.informer(child)]) as convergence:
                 factory.start()
                 ResourceClient(client, owner).create(load_yaml(example), namespace=namespace)
-                found, _ = convergence.wait(lambda: factory.lister(child).get(child_name, namespace), 20)
+                found, _ = convergence.wait(lambda: factory.lister(child).get(child_name, namespace=namespace), 20)
         finally:
             process.send_signal(signal.SIGTERM)
             output, _ = process.communicate(timeout=20)

@@ -93,11 +93,11 @@ class ConfigOwner(Controller):
             self.reconciles.append(key)
             self.cond.notify_all()
         namespace, name = meta.split_key(key)
-        owner = self.deployments.get(name, namespace)
+        owner = self.deployments.namespace(namespace).get(name)
         if owner is None:
             return None  # the server's garbage collector removes the children
         desired = {"replicas": str(owner["spec"].get("replicas", 1))}
-        cm = self.configmaps.get(f"{name}-config", namespace)
+        cm = self.configmaps.namespace(namespace).get(f"{name}-config")
         if cm is None:
             child = {"metadata": {"name": f"{name}-config", "namespace": namespace}, "data": desired}
             meta.set_controller_reference(owner, child)
@@ -172,7 +172,7 @@ def test_the_owner_gets_its_child_which_is_repaired_recreated_and_collected(api_
     # deleting the owner leaves nothing behind (server GC)
     deployments.delete("web", NS)
     eventually(lambda: child_of(api_server, "web") is None, what="the child collected")
-    eventually(lambda: controller.configmaps.get("web-config", NS) is None, what="the cache to forget the child")
+    eventually(lambda: controller.configmaps.get("web-config", namespace=NS) is None, what="the cache to forget the child")
 
 
 def test_status_only_updates_of_the_owner_are_dropped_by_generation_changed(api_server, running):
@@ -201,7 +201,7 @@ def test_a_deletion_missed_by_the_watch_reaches_the_owner_as_a_tombstone(api_ser
     factory, controller = running()
     deployments = factory.client(DEPLOYMENTS)
     deployments.create(deployment("tomb"))
-    first = eventually(lambda: controller.configmaps.get("tomb-config", NS), what="the child in the cache")
+    first = eventually(lambda: controller.configmaps.get("tomb-config", namespace=NS), what="the child in the cache")
 
     # The watch goes silent, the child is deleted and history compacted, then the watch
     # breaks: the reflector's re-watch gets 410, it relists, and the DeltaFIFO reports the
@@ -210,7 +210,7 @@ def test_a_deletion_missed_by_the_watch_reaches_the_owner_as_a_tombstone(api_ser
     # the ConfigMap watch is parked in its stall before the deletion happens.
     api_server.faults.stall_watches = True
     factory.client(CONFIGMAPS).create({"metadata": {"name": "nudge", "namespace": NS}})
-    eventually(lambda: controller.configmaps.get("nudge", NS), what="the nudge in the cache")
+    eventually(lambda: controller.configmaps.get("nudge", namespace=NS), what="the nudge in the cache")
     factory.client(CONFIGMAPS).delete("tomb-config", NS)
     api_server.compact()
     api_server.faults.drop_watches()
@@ -332,7 +332,7 @@ def test_eight_workers_under_an_event_storm_never_overlap_a_key_and_see_every_la
                 active.add(key)
             try:
                 ns, name = meta.split_key(key)
-                cm = self.configmaps.get(name, ns)
+                cm = self.configmaps.namespace(ns).get(name)
                 version = int(cm["data"]["v"]) if cm else -1
                 time.sleep(0.0005)  # hold the key a moment so overlaps would show
                 with lock:
@@ -374,9 +374,9 @@ def test_eight_workers_under_an_event_storm_never_overlap_a_key_and_see_every_la
 def test_deleting_an_object_not_owned_is_ignored_by_the_owner_handler(api_server, running):
     factory, controller = running()
     factory.client(CONFIGMAPS).create({"metadata": {"name": "loose", "namespace": NS}})
-    eventually(lambda: controller.configmaps.get("loose", NS), what="cached")
+    eventually(lambda: controller.configmaps.get("loose", namespace=NS), what="cached")
     factory.client(CONFIGMAPS).delete("loose", NS)
-    eventually(lambda: controller.configmaps.get("loose", NS) is None, what="deleted from the cache")
+    eventually(lambda: controller.configmaps.get("loose", namespace=NS) is None, what="deleted from the cache")
     assert not any(k.endswith("/loose") for k in controller.reconciles)
     with pytest.raises(NotFound):
         factory.client(CONFIGMAPS).get("loose", NS)

@@ -56,7 +56,7 @@ def test_start_sync_and_listers(api_server, factory):
     f.start()
     assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True, NAMESPACES: True}
     assert configmaps.has_synced() and namespaces.has_synced()
-    assert f.lister(CONFIGMAPS).get("b", "kube-system")["metadata"]["name"] == "b"
+    assert f.lister(CONFIGMAPS).get("b", namespace="kube-system")["metadata"]["name"] == "b"
     assert {o["metadata"]["name"] for o in f.lister(CONFIGMAPS).list(namespace="default")} == {"a"}
     assert {o["metadata"]["name"] for o in f.lister(NAMESPACES).list()} >= {"default", "kube-system"}
     # The built-in indexes are there.
@@ -93,14 +93,14 @@ def test_managed_fields_are_dropped_by_default_and_kept_without_a_transform(api_
         f.informer(CONFIGMAPS)
         f.start()
         assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True}
-    assert "managedFields" not in dropping.lister(CONFIGMAPS).get("m", "default")["metadata"]
-    assert keeping.lister(CONFIGMAPS).get("m", "default")["metadata"]["managedFields"] == MANAGED
+    assert "managedFields" not in dropping.lister(CONFIGMAPS).get("m", namespace="default")["metadata"]
+    assert keeping.lister(CONFIGMAPS).get("m", namespace="default")["metadata"]["managedFields"] == MANAGED
     # Watched objects too, not only listed ones.
     client = ResourceClient(dropping.api_client, CONFIGMAPS)
     client.create({**configmap("w"), "metadata": {"name": "w", "namespace": "default", "managedFields": MANAGED}},
                   namespace="default")
-    wait_until(lambda: dropping.lister(CONFIGMAPS).get("w", "default") is not None)
-    assert "managedFields" not in dropping.lister(CONFIGMAPS).get("w", "default")["metadata"]
+    wait_until(lambda: dropping.lister(CONFIGMAPS).get("w", namespace="default") is not None)
+    assert "managedFields" not in dropping.lister(CONFIGMAPS).get("w", namespace="default")["metadata"]
     assert drop_managed_fields.__name__ == "drop_managed_fields"
 
 
@@ -111,7 +111,7 @@ def test_built_from_a_kubeconfig_path(api_server, kubeconfig):
         f.informer(CONFIGMAPS)
         f.start()
         assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True}
-        assert f.lister(CONFIGMAPS).get("from-kubeconfig", "default") is not None
+        assert f.lister(CONFIGMAPS).get("from-kubeconfig", namespace="default") is not None
     finally:
         assert f.shutdown(timeout=5.0)
         f.api_client.close()

@@ -40,7 +40,7 @@ def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, in
     assert all(r.query.get("limit") == "100" for r in lists)
     assert sum("continue" in r.query for r in lists) == 19
     assert informer.last_sync_resource_version() == api_server.resource_version
-    assert informer.lister.get("cm-0042", "default")["data"] == {"data": "42"}
+    assert informer.lister.get("cm-0042", namespace="default")["data"] == {"data": "42"}
 
 
 def test_changes_after_sync_reach_every_handler_in_order_per_key(api_server, api_client, informers):

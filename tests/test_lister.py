@@ -7,6 +7,7 @@ import pytest
 from pyinformers.api.selectors import LabelSelector
 from pyinformers.cache.lister import Lister
 from pyinformers.cache.store import OWNER_UID_INDEX, Indexer, default_indexers
+from pyinformers.resources import CONFIGMAPS, NODES
 
 
 def obj(name, ns=None, labels=None, owner_uid=None):
@@ -39,22 +40,24 @@ def names(objs):
 
 
 def test_get_by_name_and_namespace(lister):
-    assert lister.get("a", "ns1")["metadata"]["labels"]["tier"] == "fe"
+    assert lister.get("a", namespace="ns1")["metadata"]["labels"]["tier"] == "fe"
+    assert lister.namespace("ns1").get("a") is lister.get("a", namespace="ns1")
     assert lister.get("node-1")["metadata"]["name"] == "node-1"
-    assert lister.get("a", "nope") is None
-    assert lister.get("a") is None
+    assert lister.get("a", namespace="nope") is None
+    assert lister.get("a") is None  # a bare indexer: the scope is unknown, so both forms are allowed
     with pytest.raises(ValueError):
         lister.get("")
 
 
 def test_get_returns_the_cached_object_itself(lister):
-    assert lister.get("a", "ns1") is lister.indexer.get_by_key("ns1/a")
+    assert lister.get("a", namespace="ns1") is lister.indexer.get_by_key("ns1/a")
 
 
 def test_list_all_and_by_namespace(lister):
     assert len(lister.list()) == 5
-    assert names(lister.list("ns1")) == [("ns1", "a"), ("ns1", "b")]
-    assert lister.list("empty") == []
+    assert names(lister.list(namespace="ns1")) == [("ns1", "a"), ("ns1", "b")]
+    assert names(lister.namespace("ns1").list()) == [("ns1", "a"), ("ns1", "b")]
+    assert lister.list(namespace="empty") == []
 
 
 @pytest.mark.parametrize(
@@ -63,16 +66,66 @@ def test_list_all_and_by_namespace(lister):
 )
 def test_list_with_label_selectors(lister, selector):
     assert names(lister.list(selector=selector)) == [("ns1", "a"), ("ns2", "a")]
-    assert names(lister.list("ns2", selector)) == [("ns2", "a")]
+    assert names(lister.list(namespace="ns2", selector=selector)) == [("ns2", "a")]
+    assert names(lister.namespace("ns2").list(selector)) == [("ns2", "a")]
 
 
 def test_list_with_a_selector_on_unlabelled_objects(lister):
-    assert names(lister.list("ns2", "!app")) == [("ns2", "c")]
+    assert names(lister.namespace("ns2").list("!app")) == [("ns2", "c")]
 
 
 def test_list_rejects_a_bad_selector(lister):
     with pytest.raises(ValueError, match="position"):
         lister.list(selector="app in (web")
+
+
+# -- the namespace can be neither swapped nor forgotten -------------------------------------
+
+def scoped(resource):
+    store = Indexer(default_indexers())
+    store.add(obj("web", "default"))
+    store.add(obj("node-1", None))
+    return Lister(store, resource=resource)
+
+
+def test_a_namespaced_lister_refuses_a_get_without_its_namespace():
+    lister = scoped(CONFIGMAPS)
+    with pytest.raises(ValueError, match="namespaced.*namespace\\(ns\\)"):
+        lister.get("web")
+    assert lister.namespace("default").get("web")["metadata"]["name"] == "web"
+
+
+def test_the_namespace_of_a_get_is_never_positional():
+    """client-go's order is (namespace, name); ours was (name, namespace): neither may be guessed."""
+    lister = scoped(CONFIGMAPS)
+    with pytest.raises(TypeError):
+        lister.get("default", "web")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        lister.list("default")  # type: ignore[misc]
+
+
+def test_a_key_is_not_a_name():
+    with pytest.raises(ValueError, match="'/'"):
+        scoped(CONFIGMAPS).get("default/web")
+
+
+def test_a_cluster_scoped_lister_refuses_a_namespace():
+    lister = scoped(NODES)
+    assert lister.get("node-1")["metadata"]["name"] == "node-1"
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        lister.get("node-1", namespace="default")
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        lister.namespace("default")
+
+
+def test_the_factorys_listers_know_their_scope(api_client):
+    from pyinformers.cache import SharedInformerFactory
+
+    factory = SharedInformerFactory(api_client, metrics_registry=False)
+    with pytest.raises(ValueError, match="namespaced"):
+        factory.lister(CONFIGMAPS).get("anything")
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        factory.lister(NODES).namespace("default")
 
 
 def test_by_index_for_children_of_an_owner():

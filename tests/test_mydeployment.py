@@ -48,13 +48,13 @@ class Harness:
     markers: int = 0
 
     def owner(self, name: str = "web") -> Optional[dict]:
-        return self.controller.owners.get(name, NS)
+        return self.controller.owners.get(name, namespace=NS)
 
     def deployment(self, name: str = "web") -> Optional[dict]:
-        return self.controller.deployments.get(name, NS)
+        return self.controller.deployments.get(name, namespace=NS)
 
     def service(self, name: str = "web") -> Optional[dict]:
-        return self.controller.services.get(name, NS)
+        return self.controller.services.get(name, namespace=NS)
 
     def wait(self, condition: Callable[[], Any], what: str) -> Any:
         value, _ = self.convergence.wait(condition, TIMEOUT)
@@ -249,7 +249,7 @@ def test_a_deployment_owned_by_someone_else_is_not_touched_and_ready_says_why(ha
     )
     cond = [c for c in owner["status"]["conditions"] if c["type"] == "Ready"][0]
     assert cond["status"] == "False" and "already exists" in cond["message"]
-    assert harness.deployments.get("web", NS)["spec"] == created["spec"]
+    assert harness.deployments.get("web", namespace=NS)["spec"] == created["spec"]
     assert harness.service() is None  # blocked before the service
     assert harness.recorder.flush(TIMEOUT)
     warnings = [e for e in ResourceClient(harness.api_client, EVENTS).list(NS).items if e["reason"] == "ResourceExists"]

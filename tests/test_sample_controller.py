@@ -53,10 +53,10 @@ class Harness:
     deployments: ResourceClient
 
     def foo(self, name: str = "example-foo"):
-        return self.controller.foos.get(name, NS)
+        return self.controller.foos.get(name, namespace=NS)
 
     def deployment(self, name: str = "example-foo"):
-        return self.controller.deployments.get(name, NS)
+        return self.controller.deployments.get(name, namespace=NS)
 
     def wait(self, condition: Callable[[], Any], what: str) -> Any:
         value, _ = self.convergence.wait(condition, TIMEOUT)
@@ -194,9 +194,9 @@ def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(ha
     assert warning["message"] == "Resource 'taken' already exists and is not managed by Foo"
     assert warning["involvedObject"]["name"] == "intruder"
     # nothing changed: same object, same replicas, still unowned; the Foo's status untouched
-    current = harness.deployments.get("taken", NS)
+    current = harness.deployments.get("taken", namespace=NS)
     assert current["spec"] == created["spec"] and not meta.owner_references(current)
-    assert "availableReplicas" not in (harness.foos.get("intruder", NS).get("status") or {})
+    assert "availableReplicas" not in (harness.foos.get("intruder", namespace=NS).get("status") or {})
     # the sync failed, so the key is being retried with backoff
     assert harness.controller.queue.num_requeues(f"{NS}/intruder") >= 1
 
@@ -209,7 +209,7 @@ def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     harness.create_foo("marker", deployment_name="marker")
     harness.wait(lambda: harness.deployment("marker"), "the marker's deployment")
     assert harness.controller.queue.num_requeues(f"{NS}/nameless") == 0
-    assert [meta.name(d) for d in harness.controller.deployments.list(NS)] == ["marker"]
+    assert [meta.name(d) for d in harness.controller.deployments.list(namespace=NS)] == ["marker"]
 
 
 def test_the_command_line_runs_the_controller_from_a_kubeconfig_until_sigterm(tmp_path):

@@ -8,7 +8,8 @@
 * :class:`SharedIndexInformer` -- reflector + DeltaFIFO + indexer, with event
   handlers (:class:`ResourceEventHandler`, :class:`EventHandlerFuncs`,
   :class:`HandlerRegistration`);
-* :class:`Lister` -- reads the cache by name, namespace, selector or index;
+* :class:`Lister` -- reads the cache by name, namespace, selector or index
+  (:class:`NamespaceLister`: one namespace's objects);
 * :class:`SharedInformerFactory` -- one shared informer per resource;
 * :func:`drop_managed_fields` -- the default transform.
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
         DeletedFinalStateUnknown as DeletedFinalStateUnknown,
         FIFOClosedError as FIFOClosedError,
     )
-    from pyinformers.cache.lister import Lister as Lister
+    from pyinformers.cache.lister import Lister as Lister, NamespaceLister as NamespaceLister
     from pyinformers.cache.reflector import Reflector as Reflector
     from pyinformers.cache.informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache.processor import (
@@ -64,6 +65,7 @@ _EXPORTS = {
     "DeletedFinalStateUnknown": "delta_fifo",
     "FIFOClosedError": "delta_fifo",
     "Lister": "lister",
+    "NamespaceLister": "lister",
     "Reflector": "reflector",
     "SharedIndexInformer": "informer",
     "ResourceEventHandler": "processor",

@@ -47,6 +47,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Optional
 
+from pyinformers.api.resource import Resource
 from pyinformers.cache.delta_fifo import (
     DeletedFinalStateUnknown,
     DeltaFIFO,
@@ -172,7 +173,8 @@ class SharedIndexInformer:
 
         self._indexer = Indexer(dict(indexers) if indexers else None)
         self._fifo = DeltaFIFO(known_objects=self._indexer, transform=transform)
-        self._lister = Lister(self._indexer)
+        resource = getattr(lister_watcher, "resource", None)  # tells the lister the scope
+        self._lister = Lister(self._indexer, resource=resource if isinstance(resource, Resource) else None)
 
         # The delivery lock: held while a popped change is applied to the cache and
         # fanned out, and while a late handler snapshots the cache.

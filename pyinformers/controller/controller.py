@@ -13,7 +13,7 @@ threads, and feeds them keys until it is stopped::
 
         def reconcile(self, key):
             namespace, name = split_key(key)
-            cm = self.configmaps.get(name, namespace)
+            cm = self.configmaps.namespace(namespace).get(name)
             if cm is None:
                 return None          # gone: nothing to do
             ...                      # make the world match cm

@@ -118,7 +118,7 @@ class MyDeploymentController(Controller):
         with self._count_lock:
             self._reconciles[key] += 1
         namespace, name = meta.split_key(key)
-        owner = self.owners.get(name, namespace)
+        owner = self.owners.namespace(namespace).get(name)
         if owner is None:
             return None  # deleted; the garbage collector removes the children
         if (owner.get("metadata") or {}).get("deletionTimestamp"):
@@ -141,7 +141,7 @@ class MyDeploymentController(Controller):
         """Create or repair the Deployment; return it and, when it belongs to someone else, (reason, message)."""
         namespace, name = meta.namespace(owner), meta.name(owner)
         desired = desired_deployment(owner)
-        actual = self.deployments.get(name, namespace)
+        actual = self.deployments.namespace(namespace).get(name)
         if actual is None:
             created = self.deployments_client.create(desired, namespace=namespace)
             self.recorder.eventf(owner, EventType.NORMAL, "Created", "Created Deployment %s", name)
@@ -158,7 +158,7 @@ class MyDeploymentController(Controller):
     def _ensure_service(self, owner: Mapping[str, Any]) -> Optional[tuple[str, str]]:
         namespace, name = meta.namespace(owner), meta.name(owner)
         desired = desired_service(owner)
-        actual = self.services.get(name, namespace)
+        actual = self.services.namespace(namespace).get(name)
         if actual is None:
             self.services_client.create(desired, namespace=namespace)
             self.recorder.eventf(owner, EventType.NORMAL, "Created", "Created Service %s", name)

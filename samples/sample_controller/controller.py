@@ -124,7 +124,7 @@ class FooController(Controller):
     def reconcile(self, key: str) -> None:
         """Make the world match Foo ``key`` (the Go ``syncHandler``). Raising means retry."""
         namespace, name = meta.split_key(key)
-        foo = self.foos.get(name, namespace)
+        foo = self.foos.namespace(namespace).get(name)
         if foo is None:
             # The Foo was deleted; its Deployment goes with it (garbage collection
             # follows the owner reference), so there is nothing left to do.
@@ -138,7 +138,7 @@ class FooController(Controller):
             logger.error("%s: deployment name must be specified", key)
             return None
 
-        deployment = self.deployments.get(deployment_name, namespace)
+        deployment = self.deployments.namespace(namespace).get(deployment_name)
         if deployment is None:
             deployment = self.deployments_client.create(new_deployment(foo), namespace=namespace)
             logger.info("created deployment %s/%s for foo %s", namespace, deployment_name, key)
