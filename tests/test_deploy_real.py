@@ -25,21 +25,51 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
+
+pytest.importorskip("pyinformers.testing.controlplane", reason="the real control plane (ControlPlane) is not here")
 
 from pyinformers.api import ResourceClient
 from pyinformers.api.config import ConfigurationError
 from pyinformers.api.resource import Resource
 from pyinformers.controller import ANY_PORT, Manager, TLSFiles
 from pyinformers.record import EventRecorder
-from pyinformers.resources import DEPLOYMENTS, EVENTS
+from pyinformers.resources import DEPLOYMENTS, EVENTS, SERVICES
+from samples import mydeployment, sample_controller
 from samples._support import Convergence, load_yaml
-from samples.sample_controller import ARTIFACTS, CONTROLLER_AGENT_NAME, FOOS
-from samples.sample_controller.__main__ import OPERATOR
+from samples.mydeployment.__main__ import OPERATOR as MYDEPLOYMENT_OPERATOR
+from samples.sample_controller.__main__ import OPERATOR as SAMPLE_CONTROLLER_OPERATOR
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-DEPLOY = REPOSITORY / "samples" / "sample_controller" / "deploy"
-SA_NAMESPACE = SA_NAME = "sample-controller"
+
+
+class Sample:
+    """What the tests need to know of one sample: where its files are, what it owns, what it writes."""
+
+    def __init__(self, directory, operator, component, artifacts, example, owner, children, status_field, crd):
+        self.deploy = REPOSITORY / "samples" / directory / "deploy"
+        self.operator, self.component, self.owner, self.children = operator, component, owner, children
+        self.crd_file, self.example_file = artifacts / "crd.yaml", artifacts / example
+        self.status_field, self.crd = status_field, crd
+        self.sa = operator.name  # the ServiceAccount, its namespace and the (Cluster)Role share the name
+
+    def example(self, name: str) -> dict:
+        obj = load_yaml(self.example_file)
+        obj["metadata"]["name"] = name
+        if "deploymentName" in obj["spec"]:
+            obj["spec"]["deploymentName"] = name
+        return obj
+
+
+SAMPLES = {
+    "sample_controller": Sample("sample_controller", SAMPLE_CONTROLLER_OPERATOR, sample_controller.CONTROLLER_AGENT_NAME,
+                                sample_controller.ARTIFACTS, "example-foo.yaml", sample_controller.FOOS,
+                                [DEPLOYMENTS], "availableReplicas", "foos.samplecontroller.k8s.io"),
+    "mydeployment": Sample("mydeployment", MYDEPLOYMENT_OPERATOR, mydeployment.COMPONENT, mydeployment.ARTIFACTS,
+                           "example.yaml", mydeployment.MYDEPLOYMENTS, [DEPLOYMENTS, SERVICES], "conditions",
+                           "mydeployments.demo.pyinformers.dev"),
+}
+# The narrowed-rule and metrics tests use the first sample: they test the framework, not the sample.
+FOOS = sample_controller.FOOS
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
 CLUSTER_ROLE_BINDINGS = Resource(
@@ -62,40 +92,51 @@ def _token(admin, namespace: str, name: str) -> str:
     return k8s.CoreV1Api(admin).create_namespaced_service_account_token(name, namespace, request).status.token
 
 
+def _apply(cp, sample: Sample) -> None:
+    """The sample's CRD and deploy/ manifests, each step dry-run on the server first."""
+    crd, namespace = str(sample.crd_file), str(sample.deploy / "00-namespace.yaml")
+    _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", crd, "-f", namespace)
+    _kubectl(cp, "apply", "--server-side", "-f", crd, "-f", namespace)
+    _kubectl(cp, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{sample.crd}")
+    out = _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", str(sample.deploy))
+    assert "serverside-applied (server dry run)" in out
+    _kubectl(cp, "apply", "--server-side", "-f", str(sample.deploy))
+
+
+@pytest.fixture(params=sorted(SAMPLES))
+def sample(request, k8s_control_plane):
+    """Each sample, its manifests applied on the real control plane."""
+    chosen = SAMPLES[request.param]
+    _apply(k8s_control_plane, chosen)
+    return chosen
+
+
 @pytest.fixture
 def deployed(k8s_control_plane):
-    """The sample's CRD and deploy/ manifests applied (dry-run first); yields the control plane."""
-    cp = k8s_control_plane
-    crd = str(ARTIFACTS / "crd.yaml")
-    first = [str(DEPLOY / "00-namespace.yaml")]
-    _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", crd, "-f", first[0])
-    _kubectl(cp, "apply", "--server-side", "-f", crd, "-f", first[0])
-    _kubectl(cp, "wait", "--for=condition=Established", "--timeout=60s", "crd/foos.samplecontroller.k8s.io")
-    out = _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", str(DEPLOY))
-    assert "serverside-applied (server dry run)" in out
-    _kubectl(cp, "apply", "--server-side", "-f", str(DEPLOY))
-    return cp
+    """The sample controller's manifests applied; yields the control plane."""
+    _apply(k8s_control_plane, SAMPLES["sample_controller"])
+    return k8s_control_plane
 
 
-def test_the_manifests_apply_cleanly(deployed):
-    out = _kubectl(deployed, "get", "-n", SA_NAMESPACE, "deployment,serviceaccount,service,role,rolebinding",
+def test_the_manifests_apply_cleanly(sample, k8s_control_plane):
+    name = sample.sa
+    out = _kubectl(k8s_control_plane, "get", "-n", name, "deployment,serviceaccount,service,role,rolebinding",
                    "-o", "name")
-    assert {"deployment.apps/sample-controller", "serviceaccount/sample-controller",
-            "service/sample-controller-metrics", "role.rbac.authorization.k8s.io/sample-controller",
-            "rolebinding.rbac.authorization.k8s.io/sample-controller"} <= set(out.split())
+    assert {f"deployment.apps/{name}", f"serviceaccount/{name}", f"service/{name}-metrics",
+            f"role.rbac.authorization.k8s.io/{name}", f"rolebinding.rbac.authorization.k8s.io/{name}"} <= set(out.split())
     # applied again, nothing would change: kubectl diff exits 0 only when the live objects equal the manifests
-    diff = subprocess.run([KUBECTL, "--kubeconfig", str(deployed.kubeconfig_path), "diff", "--server-side",
-                           "-f", str(DEPLOY)], capture_output=True, text=True, timeout=120)
+    diff = subprocess.run([KUBECTL, "--kubeconfig", str(k8s_control_plane.kubeconfig_path), "diff", "--server-side",
+                           "-f", str(sample.deploy)], capture_output=True, text=True, timeout=120)
     assert diff.returncode == 0, diff.stdout + diff.stderr
 
 
-def _run_sample(api_client, scenario):
-    """Run the sample controller as ``api_client`` in a Manager; returns (seconds to converge, result)."""
-    options = OPERATOR.parse([], environ={})
+def _run(sample: Sample, api_client, scenario):
+    """Run the sample's controller as ``api_client`` in a Manager; returns what ``scenario(manager, started)`` does."""
+    options = sample.operator.parse([], environ={})
     manager = Manager(api_client=api_client, metrics_port=0, health_port=0, tune_gc=False, sync_timeout=30)
-    recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
+    recorder = EventRecorder(api_client, sample.component)
     try:
-        manager.add(OPERATOR.build(manager.factory, recorder, options))
+        manager.add(sample.operator.build(manager.factory, recorder, options))
         started = time.monotonic()
         manager.start()
         return scenario(manager, started)
@@ -104,48 +145,54 @@ def _run_sample(api_client, scenario):
         recorder.close(timeout=3)
 
 
-def test_the_sample_converges_under_its_service_account_with_exactly_the_generated_rbac(deployed, caplog):
-    cp = deployed
+def test_the_sample_converges_under_its_service_account_with_exactly_the_generated_rbac(sample, k8s_control_plane,
+                                                                                        caplog):
+    cp = k8s_control_plane
     admin = cp.api_client()
-    sa_client = cp.api_client(token=_token(admin, SA_NAMESPACE, SA_NAME))
-    foos, deployments = ResourceClient(admin, FOOS), ResourceClient(admin, DEPLOYMENTS)
-    foo = load_yaml(ARTIFACTS / "example-foo.yaml")
-    foo["metadata"]["name"] = "rbac-proof"
-    foo["spec"]["deploymentName"] = "rbac-proof"
+    sa_client = cp.api_client(token=_token(admin, sample.sa, sample.sa))
+    owners = ResourceClient(admin, sample.owner)
+    name = "rbac-proof"
     caplog.set_level(logging.WARNING)
 
     def scenario(manager, started):
-        with Convergence([manager.factory.informer(DEPLOYMENTS), manager.factory.informer(FOOS)]) as convergence:
-            foos.create(foo, namespace="default")
+        listers = [manager.factory.lister(r) for r in sample.children]
+        owner_lister = manager.factory.lister(sample.owner)
+        with Convergence([manager.factory.informer(r) for r in [sample.owner, *sample.children]]) as convergence:
+            owners.create(sample.example(name), namespace="default")
 
             def created():
-                d = manager.factory.lister(DEPLOYMENTS).get("rbac-proof", namespace="default")
-                f = manager.factory.lister(FOOS).get("rbac-proof", namespace="default")
-                return d and f and "availableReplicas" in (f.get("status") or {})
+                owner = owner_lister.get(name, namespace="default")
+                return (owner and sample.status_field in (owner.get("status") or {})
+                        and all(lister.get(name, namespace="default") for lister in listers))
 
-            assert convergence.wait(created, 30)[0], "no Deployment and Foo status under the ServiceAccount"
+            assert convergence.wait(created, 30)[0], "the children and the status were not written"
             converged = time.monotonic() - started
-            live = foos.get("rbac-proof", namespace="default")
+            live = owners.get(name, namespace="default")
             live["spec"]["replicas"] = 3
-            foos.replace(live)
-            scaled = lambda: (manager.factory.lister(DEPLOYMENTS).get("rbac-proof", namespace="default") or {}).get(
-                "spec", {}).get("replicas") == 3
+            owners.replace(live)
+
+            def scaled():
+                deployment = manager.factory.lister(DEPLOYMENTS).get(name, namespace="default") or {}
+                return deployment.get("spec", {}).get("replicas") == 3
+
             assert convergence.wait(scaled, 30)[0], "the Deployment was not scaled (update) under the ServiceAccount"
         return converged
 
     try:
-        seconds = _run_sample(sa_client, scenario)
+        seconds = _run(sample, sa_client, scenario)
         events = ResourceClient(admin, EVENTS).list("default").items
-        assert any(e.get("reason") == "Synced" and e["involvedObject"]["name"] == "rbac-proof" for e in events)
+        assert any(e["involvedObject"]["name"] == name and e["source"].get("component") == sample.component
+                   for e in events), "no Event recorded"
         refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
         assert not refused, refused
-        print(f"\nconverged under the ServiceAccount in {seconds:.2f} s (start to Deployment + status)")
+        print(f"\n{sample.sa}: converged under its ServiceAccount in {seconds:.3f} s (start() to children + status)")
     finally:
-        foos.delete("rbac-proof", "default")
-        try:
-            deployments.delete("rbac-proof", "default")
-        except Exception:
-            pass
+        owners.delete(name, "default")
+        for child in sample.children:
+            try:
+                ResourceClient(admin, child).delete(name, "default")
+            except Exception:
+                pass
         sa_client.close()
         admin.close()
 
@@ -153,7 +200,7 @@ def test_the_sample_converges_under_its_service_account_with_exactly_the_generat
 def _narrowed(admin, resource: str, verb: str):
     """Replace the sample's ClusterRole with one lacking ``verb`` on ``resource``; returns a restore function."""
     roles = ResourceClient(admin, CLUSTER_ROLES)
-    original = roles.get(SA_NAME)
+    original = roles.get("sample-controller")
     narrowed = copy.deepcopy(original)
     for rule in narrowed["rules"]:
         if resource in rule.get("resources", ()) and verb in rule["verbs"]:
@@ -162,7 +209,7 @@ def _narrowed(admin, resource: str, verb: str):
     roles.replace(narrowed)
 
     def restore():
-        live = roles.get(SA_NAME)
+        live = roles.get("sample-controller")
         live["rules"] = original["rules"]
         roles.replace(live)
 
@@ -185,13 +232,13 @@ def _wait_until_denied(sa_client, resource: Resource, verb: str) -> None:
 def test_without_list_on_foos_the_start_fails_at_once_naming_the_verb_and_resource(deployed):
     cp = deployed
     admin = cp.api_client()
-    sa_client = cp.api_client(token=_token(admin, SA_NAMESPACE, SA_NAME))
+    sa_client = cp.api_client(token=_token(admin, "sample-controller", "sample-controller"))
     restore = _narrowed(admin, "foos", "list")
     try:
         _wait_until_denied(sa_client, FOOS, "list")
         started = time.monotonic()
         with pytest.raises(ConfigurationError) as caught:
-            _run_sample(sa_client, lambda manager, started: None)
+            _run(SAMPLES["sample_controller"], sa_client, lambda manager, started: None)
         elapsed = time.monotonic() - started
         message = str(caught.value)
         assert 'cannot list resource "foos"' in message and "samplecontroller.k8s.io" in message, message
@@ -206,10 +253,9 @@ def test_without_list_on_foos_the_start_fails_at_once_naming_the_verb_and_resour
 def test_without_update_on_deployments_each_retry_logs_the_missing_permission(deployed, caplog):
     cp = deployed
     admin = cp.api_client()
-    sa_client = cp.api_client(token=_token(admin, SA_NAMESPACE, SA_NAME))
+    sa_client = cp.api_client(token=_token(admin, "sample-controller", "sample-controller"))
     foos = ResourceClient(admin, FOOS)
-    foo = load_yaml(ARTIFACTS / "example-foo.yaml")
-    foo["metadata"]["name"] = foo["spec"]["deploymentName"] = "no-update"
+    foo = SAMPLES["sample_controller"].example("no-update")
     restore = _narrowed(admin, "deployments", "update")
     caplog.set_level(logging.ERROR, logger="pyinformers.controller.foos")
     try:
@@ -226,7 +272,7 @@ def test_without_update_on_deployments_each_retry_logs_the_missing_permission(de
             while time.monotonic() < deadline and not any("permission missing" in r.getMessage() for r in caplog.records):
                 time.sleep(0.05)
 
-        _run_sample(sa_client, scenario)
+        _run(SAMPLES["sample_controller"], sa_client, scenario)
         lines = [r.getMessage() for r in caplog.records if "permission missing" in r.getMessage()]
         assert lines, "the refused update was not reported"
         assert 'cannot update resource "deployments"' in lines[0] and "RBAC" in lines[0], lines[0]
@@ -274,7 +320,7 @@ def test_metrics_answer_200_to_the_reader_403_to_others_and_401_without_a_token(
     })
     nosy = cp.client_for_service_account("monitoring", "nosy")
     nosy.close()
-    sa_client = cp.api_client(token=_token(admin, SA_NAMESPACE, SA_NAME))
+    sa_client = cp.api_client(token=_token(admin, "sample-controller", "sample-controller"))
     manager = Manager(api_client=sa_client, metrics_port=ANY_PORT, health_port=ANY_PORT, bind_address="127.0.0.1",
                       metrics_auth=True, metrics_tls=TLSFiles(str(cert), str(key)), tune_gc=False)
     try:
