@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from pyinformers.cache.delta_fifo import DeletedFinalStateUnknown as DeletedFinalStateUnknown
     from pyinformers.cache.lister import Lister as Lister
     from pyinformers.cache.reflector import Reflector as Reflector
+    from pyinformers.cache.reflector_options import ReflectorOptions as ReflectorOptions
     from pyinformers.cache.informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache.processor import (
         ResourceEventHandler as ResourceEventHandler,
@@ -182,6 +183,7 @@ _EXPORTS = {
     "DeletedFinalStateUnknown": "pyinformers.cache.delta_fifo",
     "Lister": "pyinformers.cache.lister",
     "Reflector": "pyinformers.cache.reflector",
+    "ReflectorOptions": "pyinformers.cache.reflector_options",
     "SharedIndexInformer": "pyinformers.cache.informer",
     "ResourceEventHandler": "pyinformers.cache.processor",
     "EventHandlerFuncs": "pyinformers.cache.processor",

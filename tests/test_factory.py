@@ -155,3 +155,35 @@ def test_shutdown_stops_everything_and_the_factory_cannot_be_reused(api_server, 
     with pytest.raises(RuntimeError):
         f.start()
     assert f.shutdown(timeout=1.0)  # idempotent
+
+
+# -- options fail where they are written ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({"pag_size": 100}, "unknown reflector option.*'pag_size'.*page_size"),
+        ({"page_size": "100"}, "page_size must be an int"),
+        ({"stall_timeout": -1}, "stall_timeout must be > 0"),
+        ({"backoff_initial": 5, "backoff_max": 1}, "backoff_initial <= backoff_max"),
+        ({"on_watch_error": "log it"}, "on_watch_error must be callable"),
+        ({"use_watch_list": "yes"}, "use_watch_list must be a bool"),
+    ],
+)
+def test_a_misspelt_or_ill_typed_reflector_option_fails_when_the_factory_is_built(api_client, options, error):
+    with pytest.raises((TypeError, ValueError), match=error):
+        SharedInformerFactory(api_client, reflector_options=options, metrics_registry=False)
+
+
+def test_reflector_options_are_validated_when_made_and_shared_as_values():
+    from pyinformers.cache import ReflectorOptions
+
+    with pytest.raises(ValueError, match="min_watch_timeout <= max_watch_timeout"):
+        ReflectorOptions(min_watch_timeout=60, max_watch_timeout=30)
+    fast = ReflectorOptions(backoff_initial=0.01, backoff_max=0.1)
+    assert fast.replace(page_size=10) == ReflectorOptions(backoff_initial=0.01, backoff_max=0.1, page_size=10)
+    with pytest.raises(ValueError):
+        fast.replace(page_size=-1)
+    with pytest.raises(TypeError, match="ReflectorOptions"):
+        SharedInformerFactory(object(), reflector_options=[("page_size", 1)], metrics_registry=False)

@@ -4,7 +4,8 @@
 * :class:`DeltaFIFO`, :class:`Delta`, :class:`DeltaType`,
   :class:`DeletedFinalStateUnknown` -- the queue of changes between the
   reflector and the informer;
-* :class:`Reflector` -- lists and watches one resource into a store;
+* :class:`Reflector` -- lists and watches one resource into a store, tuned
+  by :class:`ReflectorOptions`;
 * :class:`SharedIndexInformer` -- reflector + DeltaFIFO + indexer, with event
   handlers (:class:`ResourceEventHandler`, :class:`EventHandlerFuncs`,
   :class:`HandlerRegistration`);
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     )
     from pyinformers.cache.lister import Lister as Lister, NamespaceLister as NamespaceLister
     from pyinformers.cache.reflector import Reflector as Reflector
+    from pyinformers.cache.reflector_options import ReflectorOptions as ReflectorOptions
     from pyinformers.cache.informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache.processor import (
         ResourceEventHandler as ResourceEventHandler,
@@ -67,6 +69,7 @@ _EXPORTS = {
     "Lister": "lister",
     "NamespaceLister": "lister",
     "Reflector": "reflector",
+    "ReflectorOptions": "reflector_options",
     "SharedIndexInformer": "informer",
     "ResourceEventHandler": "processor",
     "EventHandlerFuncs": "processor",

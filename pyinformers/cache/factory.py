@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from pyinformers.api.client import ResourceClient
 from pyinformers.api.config import build_api_client
@@ -30,6 +30,7 @@ from pyinformers.api.permissions import READ_VERBS, DeclaredClient, Permissions
 from pyinformers.api.resource import Resource
 from pyinformers.cache.informer import SharedIndexInformer
 from pyinformers.cache.lister import Lister
+from pyinformers.cache.reflector_options import ReflectorOptions
 from pyinformers.cache.store import default_indexers
 from pyinformers.cache.transforms import drop_managed_fields
 from pyinformers.clock import Clock
@@ -54,7 +55,8 @@ class SharedInformerFactory:
     :param field_selector: restrict every informer by fields (``metadata.name=x``).
     :param transform: applied to every object before caching; the default
         drops ``metadata.managedFields``; ``None`` keeps objects as sent.
-    :param reflector_options: extra keyword arguments for every Reflector.
+    :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` for every
+        Reflector (a mapping of the same names is converted; mistakes raise here).
     :param metrics_registry: prometheus-client registry (default global; ``False``: none).
     """
 
@@ -69,7 +71,7 @@ class SharedInformerFactory:
         field_selector: Any = None,
         transform: Optional[Callable[[Any], Any]] = drop_managed_fields,
         clock: Optional[Clock] = None,
-        reflector_options: Optional[dict] = None,
+        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
         metrics_registry: Any = None,
     ) -> None:
         if api_client is not None and kubeconfig is not None:
@@ -85,7 +87,7 @@ class SharedInformerFactory:
         self._field_selector = field_selector
         self._transform = transform
         self._clock = clock
-        self._reflector_options = dict(reflector_options or {})
+        self._reflector_options = ReflectorOptions.of(reflector_options)
         self._metrics_registry = metrics_registry
         self._lock = threading.Lock()
         # (resource, namespace) -> informer; insertion order = creation order

@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Union
 
 from pyinformers.api.resource import Resource
 from pyinformers.cache.delta_fifo import (
@@ -66,6 +66,7 @@ from pyinformers.cache.processor import (
     track_informer,
 )
 from pyinformers.cache.reflector import Reflector
+from pyinformers.cache.reflector_options import ReflectorOptions
 from pyinformers.cache.store import Indexer
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.gc_policy import gc_paused
@@ -128,9 +129,9 @@ class SharedIndexInformer:
         stored (e.g. :func:`~pyinformers.cache.transforms.drop_managed_fields`).
         It receives freshly decoded objects and may modify them in place.
     :param clock: time for resync scheduling and the reflector's backoff.
-    :param reflector_options: extra keyword arguments for the
-        :class:`~pyinformers.cache.reflector.Reflector` (page size, backoff,
-        stall timeout, ...).
+    :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions`
+        (page size, backoff, stall timeout, ...); a mapping of the same names
+        is converted. Misspelt or ill-typed options raise here.
     :param pause_gc_during_sync: pause the cyclic GC while the initial list
         fills the cache (see the module docstring); at most
         ``gc_pause_limit`` seconds.
@@ -150,7 +151,7 @@ class SharedIndexInformer:
         indexers: Optional[Mapping[str, Callable[[Any], list]]] = None,
         transform: Optional[Callable[[Any], Any]] = None,
         clock: Optional[Clock] = None,
-        reflector_options: Optional[dict] = None,
+        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
         pause_gc_during_sync: bool = True,
         gc_pause_limit: float = 300.0,
         metrics_registry: Any = None,
@@ -167,7 +168,7 @@ class SharedIndexInformer:
         self._default_resync = float(resync_period)
         # The reflector asks "should resync?" this often; lowered by handlers before start.
         self._resync_check_period = float(resync_period)
-        self._reflector_options = dict(reflector_options or {})
+        self._reflector_options = ReflectorOptions.of(reflector_options)
         self._pause_gc = pause_gc_during_sync
         self._gc_pause_limit = gc_pause_limit
 
@@ -376,15 +377,15 @@ class SharedIndexInformer:
                 return
             self._started = True
             self._stop_event = stop
-            options = dict(self._reflector_options)
-            options.setdefault("clock", self._clock)
-            options.setdefault("metrics_registry", self._metrics_registry)
+            options = self._reflector_options.as_kwargs()
             self._reflector = Reflector(
                 self._lw,
                 _ReflectorStore(self._fifo, on_replace=self.has_synced),
                 name=self._name,
                 resync_period=self._resync_check_period,
                 should_resync=self._handlers.should_resync,
+                clock=self._clock,
+                metrics_registry=self._metrics_registry,
                 **options,
             )
             reflector = self._reflector

@@ -60,6 +60,7 @@ from pyinformers.api.listwatch import ListerWatcher
 from pyinformers.api.watch import WatchStream
 from pyinformers.cache.backoff import Backoff
 from pyinformers.cache.reflector_metrics import ReflectorCollector
+from pyinformers.cache.reflector_options import ReflectorOptions
 from pyinformers.cache.reflector_states import (
     BackingOff,
     Listing,
@@ -103,7 +104,8 @@ def _object_key(obj: dict) -> str:
 class Reflector:
     """List and watch one collection into a store, recovering from every fault (see the module doc).
 
-    Options (keyword-only):
+    Options (keyword-only; the tunables are those of
+    :class:`~pyinformers.cache.reflector_options.ReflectorOptions`, validated by it):
 
     * ``page_size`` -- items per list page (``limit``); 0 or None lists in one request.
     * ``resync_period`` / ``should_resync`` -- every ``resync_period`` seconds (0: never),
@@ -145,16 +147,14 @@ class Reflector:
     ) -> None:
         if not name:
             raise ValueError("a reflector needs a name (it labels its thread and metrics)")
-        if page_size is not None and page_size < 0:
-            raise ValueError(f"page_size must be >= 0, got {page_size}")
         if resync_period < 0:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
-        if not 0 < min_watch_timeout <= max_watch_timeout:
-            raise ValueError(
-                f"need 0 < min_watch_timeout <= max_watch_timeout, got {min_watch_timeout}, {max_watch_timeout}"
-            )
-        if stall_timeout is not None and stall_timeout <= 0:
-            raise ValueError(f"stall_timeout must be positive, got {stall_timeout}")
+        # One validator for the tunables, whether they came as keywords or as ReflectorOptions.
+        ReflectorOptions(
+            page_size=page_size, use_watch_list=use_watch_list, min_watch_timeout=min_watch_timeout,
+            max_watch_timeout=max_watch_timeout, backoff_initial=backoff_initial, backoff_max=backoff_max,
+            stall_timeout=stall_timeout, on_watch_error=on_watch_error,
+        )
         self.name = name
         self._lw = lister_watcher
         self._store = store

@@ -58,6 +58,7 @@ from pyinformers import gc_policy
 from pyinformers.api.config import ConfigurationError, build_api_client, check_server, one_line
 from pyinformers.api.errors import Forbidden, Unauthorized
 from pyinformers.cache.factory import SharedInformerFactory
+from pyinformers.cache.reflector_options import ReflectorOptions
 from pyinformers.controller.checks import health_checks as _health_checks
 from pyinformers.controller.checks import ready_checks as _ready_checks
 from pyinformers.controller.controller import DEFAULT_SHUTDOWN_TIMEOUT, CacheSyncTimeout, Controller
@@ -145,7 +146,7 @@ class Manager:
         self._denied: Optional[BaseException] = None
         self.factory = SharedInformerFactory(
             self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry,
-            reflector_options={"on_watch_error": self._note_watch_error},
+            reflector_options=ReflectorOptions(on_watch_error=self._note_watch_error),
         )
         self.metrics_port = metrics_port
         self.health_port = health_port
