@@ -18,8 +18,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# make bench [BENCH=bench_pipeline] [BENCH_QUICK=1]: runs the benchmarks, writes benchmarks/report/README.md
 bench: $(STAMP)
-	$(PY) -m benchmarks
+	$(PY) -m pip install --quiet -e '.[bench]'
+	BENCH_QUICK=$(BENCH_QUICK) $(PY) -m benchmarks $(BENCH)
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html

@@ -22,16 +22,19 @@ ours and the baseline; ratios are ours / baseline.
 
 from __future__ import annotations
 
+import json
 import queue as stdlib_queue
 import statistics
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from prometheus_client import CollectorRegistry
 
 from pyinformers.workqueue import Queue, RateLimitingQueue
 
+RESULTS = Path(__file__).resolve().parent / "report" / "results"
 ADDS = 60_000  # adds per measurement
 BATCH = 100
 REPEATS = 5
@@ -79,6 +82,51 @@ def _stdlib_single(keys: list[str]) -> float:
         except stdlib_queue.Empty:  # empty: next batch
             pass
     return time.perf_counter() - start
+
+
+def _controller_queue() -> RateLimitingQueue:
+    """The queue every Controller uses: named (metrics on), default rate limiter."""
+    return RateLimitingQueue(name="bench", metrics_registry=CollectorRegistry())
+
+
+def _controller_single(keys: list[str]) -> float:
+    """A Controller's queue and worker cycle (add, get, forget, done), one thread."""
+    q = _controller_queue()
+    add, get, forget, done = q.add, q.get, q.forget, q.done
+    start = time.perf_counter()
+    for base in range(0, len(keys), BATCH):
+        for key in keys[base : base + BATCH]:
+            add(key)
+        try:
+            while True:
+                item, _ = get(0)
+                forget(item)
+                done(item)
+        except TimeoutError:  # empty: next batch
+            pass
+    elapsed = time.perf_counter() - start
+    q.shutdown()
+    return elapsed
+
+
+def _controller_threads(key_sets: list[list[str]], consumers: int) -> float:
+    q = _controller_queue()
+
+    def produce(keys: list[str]) -> None:
+        add = q.add
+        for key in keys:
+            add(key)
+
+    def consume() -> None:
+        get, forget, done = q.get, q.forget, q.done
+        while True:
+            item, shutting_down = get()
+            if shutting_down:
+                return
+            forget(item)
+            done(item)
+
+    return _run_threads(key_sets, produce, consume, consumers, q.shutdown)
 
 
 # -- producers and consumers --------------------------------------------------------
@@ -205,11 +253,22 @@ def main() -> None:
     ours, base = _compare(lambda: _ours_single(keys, named=True), lambda: _ours_single(keys), ADDS // 2)
     rows.append(("one thread, named queue (Prometheus metrics on)", ours, base, "unnamed (off)"))
 
+    keys = _keys(ADDS, False)
+    ours, base = _compare(lambda: _controller_single(keys), lambda: _stdlib_single(keys), ADDS)
+    rows.append(("Controller's queue (named, metrics, forget), one thread", ours, base, "queue.Queue"))
+    ours, base = _compare(lambda: _controller_threads([keys], 1), lambda: _stdlib_threads([keys], 1), ADDS)
+    rows.append(("Controller's queue (named, metrics, forget), 1P/1C", ours, base, "queue.Queue"))
+
     width = max(len(row[0]) for row in rows)
     print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio':>6}  baseline")
     for label, ours, base, baseline in rows:
         print(f"{label:<{width}}  {ours:>13,.0f}  {base:>16,.0f}  {ours / base:>5.2f}x  {baseline}")
-    print("ratio = ours / baseline; for the rate-limited row, >= 0.33x means within 3x of a plain cycle")
+    print("ratio = ours / baseline; for the rate-limited row, >= 0.33x means within 3x of a plain cycle;")
+    print("the Controller's queue rows aim at >= 1.0x queue.Queue")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "workqueue.json").write_text(json.dumps(
+        {"rows": [{"label": label, "ours": o, "baseline": b, "ratio": o / b, "baseline_label": bl}
+                  for label, o, b, bl in rows]}, indent=1))
 
 
 if __name__ == "__main__":
