@@ -1,0 +1,26 @@
+"""pyinformers.leaderelection: leader election and key sharding on ``coordination.k8s.io/v1`` Leases.
+
+* :class:`LeaderElector` -- client-go's leader election as a steppable state
+  machine on the injected clock (:mod:`.elector`), over a :class:`LeaseLock`
+  (:mod:`.lock`); :class:`ElectionTiming` holds and validates its durations.
+* :class:`LeaderElectionRecord` and the MicroTime format (:mod:`.record`).
+
+Layering: imports ``clock``, ``metrics``, ``api`` and ``resources``; the
+``controller`` layer builds on it (the Manager's ``leader_election``).
+"""
+
+from pyinformers.leaderelection.elector import JITTER_FACTOR, ElectionTiming, ElectorState, LeaderElector
+from pyinformers.leaderelection.lock import LeaseLock, ResourceLock
+from pyinformers.leaderelection.record import LeaderElectionRecord, format_micro_time, parse_micro_time
+
+__all__ = [
+    "JITTER_FACTOR",
+    "ElectionTiming",
+    "ElectorState",
+    "LeaderElectionRecord",
+    "LeaderElector",
+    "LeaseLock",
+    "ResourceLock",
+    "format_micro_time",
+    "parse_micro_time",
+]
