@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "resources": {"clock", "api"},
     "cache": {"clock", "metrics", "gc_policy", "api", "resources"},
     "workqueue": {"clock", "metrics", "gc_policy"},
-    "controller": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue"},
+    "controller": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "leaderelection"},
     "record": {"clock", "metrics", "gc_policy", "api", "resources"},
     "leaderelection": {"clock", "metrics", "gc_policy", "api", "resources"},
     "testing": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
