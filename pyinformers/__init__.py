@@ -109,7 +109,11 @@ if TYPE_CHECKING:
         MaxOfRateLimiter as MaxOfRateLimiter,
         default_controller_rate_limiter as default_controller_rate_limiter,
     )
-    from pyinformers.controller.controller import Controller as Controller, CacheSyncTimeout as CacheSyncTimeout
+    from pyinformers.controller.controller import (
+        Controller as Controller,
+        CacheSyncTimeout as CacheSyncTimeout,
+        InformersNotStarted as InformersNotStarted,
+    )
     from pyinformers.controller.result import Result as Result
     from pyinformers.controller.event import Event as Event, EventKind as EventKind
     from pyinformers.controller.handlers import (
@@ -203,6 +207,7 @@ _EXPORTS = {
     # controllers
     "Controller": "pyinformers.controller.controller",
     "CacheSyncTimeout": "pyinformers.controller.controller",
+    "InformersNotStarted": "pyinformers.controller.controller",
     "Result": "pyinformers.controller.result",
     "Event": "pyinformers.controller.event",
     "EventKind": "pyinformers.controller.event",

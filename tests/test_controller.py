@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyinformers.clock import FakeClock
-from pyinformers.controller import CacheSyncTimeout, Controller, EnqueueForOwner, Result, generation_changed
+from pyinformers.controller import CacheSyncTimeout, Controller, InformersNotStarted, EnqueueForOwner, Result, generation_changed
 from pyinformers.workqueue import ItemExponentialFailureRateLimiter
 
 WAIT = 10.0  # bound on every real-time wait for a condition
@@ -288,12 +288,49 @@ def test_the_default_name_is_the_class_name_in_lower_case(registry):
 def test_sync_timeout_names_the_informers_that_did_not_sync(registry):
     c = Recording("unsynced", metrics_registry=registry, sync_timeout=0.05)
     c.watch(FakeInformer("v1/configmaps", synced=True))
-    c.watch(FakeInformer("apps/v1/deployments", synced=False, running=False))
+    c.watch(FakeInformer("apps/v1/deployments", synced=False))
     with pytest.raises(CacheSyncTimeout) as info:
         c.start()
     message = str(info.value)
-    assert "apps/v1/deployments" in message and "not running" in message and "configmaps" not in message
+    assert "apps/v1/deployments" in message and "configmaps" not in message
     assert not c.is_running() and c.queue.shutting_down()
+
+
+def test_a_factory_never_started_is_an_immediate_error_naming_the_informers(registry):
+    c = Recording("early", metrics_registry=registry, sync_timeout=60)
+    c.watch(FakeInformer("v1/configmaps", synced=True))
+    c.watch(FakeInformer("apps/v1/deployments", synced=False, running=False))
+    began = time.monotonic()
+    with pytest.raises(InformersNotStarted, match=r"apps/v1/deployments.*factory\.start\(\)") as info:
+        c.start()
+    assert time.monotonic() - began < 5, "it must not wait for sync_timeout"
+    assert info.value.informers == ["apps/v1/deployments"]
+    assert not c.is_running()
+
+
+def test_a_controller_that_watches_nothing_cannot_start(registry):
+    c = Recording("idle", metrics_registry=registry)
+    with pytest.raises(RuntimeError, match="watches nothing: call self.watch"):
+        c.start()
+
+
+def test_forgetting_super_init_is_a_clear_error_at_construction(registry):
+    class Forgetful(Controller):
+        def __init__(self, informer):
+            self.informer = informer  # no super().__init__()
+
+    with pytest.raises(TypeError, match=r"Forgetful.__init__ must call super\(\).__init__"):
+        Forgetful(FakeInformer())
+
+
+def test_using_the_base_before_super_init_names_the_fix(registry):
+    class Early(Controller):
+        def __init__(self, informer):
+            self.watch(informer)  # before super().__init__()
+            super().__init__(metrics_registry=registry)
+
+    with pytest.raises(AttributeError, match=r"Controller.__init__ has not run yet; call super\(\).__init__"):
+        Early(FakeInformer())
 
 
 def test_workers_reconcile_events_and_run_returns_after_stop(registry):
@@ -345,6 +382,8 @@ def test_shutdown_lets_the_in_flight_reconcile_finish_and_takes_no_new_keys(regi
     finished = []
 
     class Slow(Controller):
+        watches_optional = True  # the test feeds the queue itself
+
         def reconcile(self, key):
             entered.set()
             release.wait(WAIT)
@@ -369,6 +408,8 @@ def test_stop_returns_false_within_its_bound_when_a_reconcile_is_stuck(registry,
     entered, release = threading.Event(), threading.Event()
 
     class Stuck(Controller):
+        watches_optional = True  # the test feeds the queue itself
+
         def reconcile(self, key):
             entered.set()
             release.wait(WAIT)
@@ -398,6 +439,7 @@ def test_stop_while_waiting_for_sync_returns_without_starting_workers(registry):
 
 def test_a_controller_runs_once(registry):
     c = Recording("once", metrics_registry=registry)
+    c.watch(FakeInformer())
     c.start()
     with pytest.raises(RuntimeError):
         c.start()
@@ -415,6 +457,8 @@ def test_one_key_is_never_reconciled_concurrently_and_the_last_change_is_seen(re
     violations = []
 
     class Checker(Controller):
+        watches_optional = True  # the test feeds the queue itself
+
         def reconcile(self, key):
             with lock:
                 if active.get(key):

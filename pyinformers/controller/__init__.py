@@ -18,7 +18,7 @@ Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
 ``testing``.
 """
 
-from pyinformers.controller.controller import CacheSyncTimeout, Controller, Watch
+from pyinformers.controller.controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch
 from pyinformers.controller.event import Event, EventKind
 from pyinformers.controller.handlers import (
     BoundHandler,
@@ -57,6 +57,7 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventKind",
+    "InformersNotStarted",
     "Manager",
     "Predicate",
     "Result",

@@ -53,11 +53,12 @@ are about how long a process takes to exit, even in tests that fake time.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import re
 import threading
 import time
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from pyinformers.api.errors import Forbidden
 from pyinformers.api.permissions import UndeclaredVerb
@@ -68,7 +69,7 @@ from pyinformers.controller.predicates import Predicate
 from pyinformers.controller.result import Result
 from pyinformers.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
-__all__ = ["CacheSyncTimeout", "Controller", "DEFAULT_SHUTDOWN_TIMEOUT", "Watch"]
+__all__ = ["CacheSyncTimeout", "InformersNotStarted", "Controller", "DEFAULT_SHUTDOWN_TIMEOUT", "Watch"]
 
 # How often a blocked wait re-checks whether someone asked it to stop (real seconds).
 _POLL = 0.05
@@ -79,6 +80,22 @@ _POLL = 0.05
 DEFAULT_SHUTDOWN_TIMEOUT = 15.0
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class InformersNotStarted(RuntimeError):
+    """A controller was started while informers it watches were not running (the factory was never started).
+
+    Raised at once by :meth:`Controller.start` instead of waiting ``sync_timeout``
+    for caches that cannot fill. ``informers`` names them.
+    """
+
+    def __init__(self, controller: str, informers: Sequence[str]) -> None:
+        self.controller = controller
+        self.informers = list(informers)
+        super().__init__(
+            f"controller {controller!r}: informer(s) {', '.join(self.informers)} not running; "
+            "start the informer factory (factory.start()) before the controller, or let Manager.run() do both"
+        )
 
 
 class CacheSyncTimeout(TimeoutError):
@@ -151,6 +168,37 @@ class Controller:
 
     #: Subclasses may set a default name here instead of passing it.
     name: str = ""
+    #: A controller must watch() at least one informer before it starts (a forgotten watch()
+    #: is an error, not a silent idle controller). Set True in a subclass whose keys come
+    #: from elsewhere (your own code calling ``self.queue.add``).
+    watches_optional: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Make a subclass whose ``__init__`` forgets ``super().__init__()`` fail at construction, by name."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_pyinformers_checked", False):
+            return
+
+        @functools.wraps(init)
+        def checked_init(self: "Controller", *args: Any, **kw: Any) -> None:
+            init(self, *args, **kw)
+            if "_state" not in self.__dict__:
+                raise TypeError(f"{type(self).__name__}.__init__ must call super().__init__(...) (Controller's)")
+
+        checked_init._pyinformers_checked = True  # type: ignore[attr-defined]
+        cls.__init__ = checked_init  # type: ignore[method-assign]
+
+    if not TYPE_CHECKING:  # type checkers must keep seeing a typo in an attribute as an error
+
+        def __getattr__(self, attribute: str) -> Any:
+            # Only reached when normal lookup fails: before Controller.__init__ ran, say so.
+            if attribute != "_state" and "_state" not in self.__dict__:
+                raise AttributeError(
+                    f"{type(self).__name__} has no attribute {attribute!r}: Controller.__init__ has not run yet; "
+                    f"call super().__init__(...) first thing in {type(self).__name__}.__init__"
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {attribute!r}")
 
     def __init__(
         self,
@@ -238,6 +286,15 @@ class Controller:
             self._watches.append(w)
         return w
 
+    def check_watches(self) -> None:
+        """Raise RuntimeError if this controller watches nothing (its queue would never fill)."""
+        if not self.watches and not self.watches_optional:
+            raise RuntimeError(
+                f"controller {self.name!r} watches nothing: call self.watch(informer) in "
+                f"{type(self).__name__}.__init__ (after super().__init__()), or set watches_optional = True "
+                "if its keys come from elsewhere"
+            )
+
     @property
     def watches(self) -> list[Watch]:
         """The watches wired so far (a copy)."""
@@ -279,6 +336,13 @@ class Controller:
         timeout = self.sync_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         watches = self.watches
+        idle = [
+            str(getattr(w.informer, "name", w.informer)) for w in watches
+            if not w.informer.has_synced() and getattr(w.informer, "is_running", None) is not None
+            and not w.informer.is_running()
+        ]
+        if idle:  # they cannot sync: say so now rather than after sync_timeout
+            raise InformersNotStarted(self.name, sorted(set(idle)))
         for w in watches:
             wait = getattr(w.informer, "wait_for_sync", None)
             while not self._stopping.is_set() and not w.has_synced():
@@ -317,6 +381,7 @@ class Controller:
         count = self.workers if workers is None else workers
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"workers must be an int >= 1, got {count!r}")
+        self.check_watches()
         with self._lock:
             if self._state is not _State.NEW:
                 raise RuntimeError(f"{self!r} was already started (or stopped); a controller runs once")

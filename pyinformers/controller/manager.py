@@ -181,6 +181,7 @@ class Manager:
         """Run ``controller`` with this manager; returns it. Call before :meth:`start`."""
         if not isinstance(controller, Controller):
             raise TypeError(f"add() takes a Controller, got {controller!r}")
+        controller.check_watches()
         with self._lock:
             if self._started:
                 raise RuntimeError("add controllers before the manager starts")
