@@ -11,6 +11,7 @@ from kubernetes import config as k8s_config
 from pyinformers.api import (
     AlreadyExists,
     Conflict,
+    Forbidden,
     Gone,
     ListWatch,
     NotFound,
@@ -109,7 +110,10 @@ def test_a_watch_with_bookmarks_receives_bookmarks_carrying_a_resource_version()
         try:
             configmaps = ResourceClient(api_client, CONFIGMAPS)
             rv = configmaps.list().resource_version
-            with configmaps.watch(resource_version=rv, timeout_seconds=5) as stream:
+            # A real server sends bookmarks only once its cache moved past the watch's start:
+            # a write this watch does not see (another namespace) moves it.
+            configmaps.create(configmap("elsewhere"), "kube-system")
+            with configmaps.watch(namespace="default", resource_version=rv, timeout_seconds=5) as stream:
                 event = next(iter(stream))
         finally:
             api_client.close()
@@ -221,7 +225,7 @@ def test_server_errors_raise_server_error(api_server, configmaps):
     assert caught.value.code >= 500
 
 
-def test_bearer_token_from_the_kubeconfig_is_sent_and_a_missing_one_is_unauthorized(tmp_path):
+def test_bearer_token_from_the_kubeconfig_is_sent_a_missing_one_is_forbidden_a_wrong_one_unauthorized(tmp_path):
     with ApiServer(token="s3cret-token") as api_server:
         _check_token_auth(api_server, api_server.write_kubeconfig(tmp_path / "kubeconfig"))
 
@@ -233,11 +237,19 @@ def _check_token_auth(api_server, kubeconfig):
     finally:
         authorised.close()
     anonymous = k8s.ApiClient(k8s.Configuration(host=api_server.url))
-    try:
-        with pytest.raises(Unauthorized):
+    try:  # no credentials: the anonymous user, whom RBAC forbids (403, as from a real server)
+        with pytest.raises(Forbidden):
             ResourceClient(anonymous, CONFIGMAPS).list("default")
     finally:
         anonymous.close()
+    wrong = k8s.Configuration(host=api_server.url)
+    wrong.api_key = {"authorization": "Bearer not-the-token"}
+    wrong_client = k8s.ApiClient(wrong)
+    try:  # credentials nobody issued: 401
+        with pytest.raises(Unauthorized):
+            ResourceClient(wrong_client, CONFIGMAPS).list("default")
+    finally:
+        wrong_client.close()
 
 
 def test_the_client_refresh_hook_renews_the_token_before_each_request():

@@ -150,9 +150,19 @@ def test_stop_closes_open_watches_promptly():
 
 def test_bearer_token_is_required_when_configured():
     with ApiServer(token="s3cret") as server:
-        assert raw(server, "GET", "/api/v1/namespaces").status == 401
-        assert raw(server, "GET", "/api/v1/namespaces", headers={"Authorization": "Bearer wrong"}).status == 401
-        assert orjson.loads(raw(server, "GET", "/api/v1/namespaces").data)["reason"] == "Unauthorized"
+        # No credentials: the anonymous user, whom RBAC forbids everything but /version and health.
+        anonymous = raw(server, "GET", "/api/v1/namespaces")
+        assert anonymous.status == 403
+        assert orjson.loads(anonymous.data)["message"] == (
+            'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope'
+        )
+        assert raw(server, "GET", "/api").status == 403
+        assert raw(server, "GET", "/version").status == 200
+        wrong = raw(server, "GET", "/api/v1/namespaces", headers={"Authorization": "Bearer wrong"})
+        assert wrong.status == 401 and orjson.loads(wrong.data)["reason"] == "Unauthorized"
+        # The scheme is case-insensitive, as on a real server.
+        assert raw(server, "GET", "/api/v1/namespaces", headers={"Authorization": "bearer s3cret"}).status == 200
+        assert raw(server, "GET", "/api/v1/namespaces", headers={"Authorization": "BEARER s3cret"}).status == 200
         assert client.CoreV1Api(server.api_client()).list_namespace().items
 
 
@@ -515,8 +525,16 @@ def test_watch_on_a_compacted_resource_version_raises_410(api_server, core):
 def test_watches_that_allow_bookmarks_get_them_periodically(api_server_factory):
     api_server = api_server_factory(bookmark_interval=0.05)
     core = client.CoreV1Api(api_server.api_client())
+    start = api_server.resource_version
+    idle = watch_lines(
+        api_server, f"/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=0.3&resourceVersion={start}"
+    )
+    assert idle == []  # nothing newer than the start: no bookmark, as from a real server
+    core.create_namespaced_config_map("kube-system", cm("elsewhere"))  # a change this watch does not see
     events = watch_lines(
-        api_server, "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=10", stop_after=3
+        api_server,
+        f"/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=10&resourceVersion={start}",
+        stop_after=3,
     )
     assert [e["type"] for e in events] == ["BOOKMARK"] * 3
     assert events[0]["object"]["kind"] == "ConfigMap"
@@ -710,7 +728,7 @@ def test_stalled_watches_keep_the_connection_open_and_send_nothing(api_server, c
         ("GET", "/api/v1/configmaps?continue=garbage", None, 400, "BadRequest"),
         ("PUT", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a"}}, 405, "MethodNotAllowed"),
         ("DELETE", "/api/v1/namespaces/default/configmaps/missing", None, 404, "NotFound"),
-        ("POST", "/api/v1/namespaces/default/configmaps?dryRun=All", {"metadata": {"name": "a"}}, 400, "BadRequest"),
+        ("POST", "/api/v1/namespaces/default/configmaps?dryRun=Some", {"metadata": {"name": "a"}}, 400, "BadRequest"),
     ],
 )
 def test_bad_input_gets_a_clear_status_and_the_server_stays_up(api_server, method, path, body, code, reason):

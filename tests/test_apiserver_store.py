@@ -182,10 +182,47 @@ def test_bad_json_patches_raise_patch_error_and_change_nothing(ops):
     assert doc == {"list": [1]}
 
 
-def test_strategic_merge_patch_replaces_lists_and_rejects_directives():
+def _pod(*containers):
+    return {"spec": {"template": {"spec": {"containers": [dict(c) for c in containers]}}}}
+
+
+def _containers(doc):
+    return [(c["name"], c.get("image")) for c in doc["spec"]["template"]["spec"]["containers"]]
+
+
+APP = {"name": "app", "image": "nginx:1.25"}
+SIDECAR = {"name": "sidecar", "image": "busybox:1.36"}
+
+
+def test_strategic_merge_patch_merges_lists_by_key_as_the_recorded_server_does():
+    base = _pod(APP, SIDECAR)
+    merged = strategic_merge_patch(base, _pod({"name": "app", "image": "nginx:1.26"}))
+    assert _containers(merged) == [("app", "nginx:1.26"), ("sidecar", "busybox:1.36")]
+    added = strategic_merge_patch(merged, _pod({"name": "extra", "image": "busybox:1.36"}))
+    assert _containers(added) == [("extra", "busybox:1.36"), ("app", "nginx:1.26"), ("sidecar", "busybox:1.36")]
+    deleted = strategic_merge_patch(added, _pod({"name": "extra", "$patch": "delete"}))
+    assert _containers(deleted) == [("app", "nginx:1.26"), ("sidecar", "busybox:1.36")]
+    # what `kubectl set image` sends
+    kubectl = {"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "app"}], "containers": [{"image": "nginx:1.27", "name": "app"}]}}}}
+    assert _containers(strategic_merge_patch(deleted, kubectl)) == [("app", "nginx:1.27"), ("sidecar", "busybox:1.36")]
+    replaced = strategic_merge_patch(deleted, _pod({"name": "only", "image": "x"}, {"$patch": "replace"}))
+    assert _containers(replaced) == [("only", "x")]
     assert strategic_merge_patch({"l": [1, 2], "m": {"a": 1}}, {"l": [3], "m": {"b": 2}}) == {"l": [3], "m": {"a": 1, "b": 2}}
-    with pytest.raises(PatchError):
-        strategic_merge_patch({}, {"spec": {"$patch": "replace"}})
+    assert strategic_merge_patch({"spec": {"a": 1}}, {"spec": {"$patch": "replace", "b": 2}}) == {"spec": {"b": 2}}
+    assert strategic_merge_patch({"metadata": {"finalizers": ["a"]}}, {"metadata": {"finalizers": ["b", "a"]}}) == {"metadata": {"finalizers": ["a", "b"]}}
+    assert strategic_merge_patch({"metadata": {"finalizers": ["a", "b"]}}, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}) == {"metadata": {"finalizers": ["b"]}}
+    with pytest.raises(PatchError, match=r"unknown patch type: bogus in map: map\[\$patch:bogus name:app\]"):
+        strategic_merge_patch(base, _pod({"name": "app", "$patch": "bogus"}))
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "d"]), unique=True), st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), unique=True))
+def test_a_strategic_merge_of_containers_keeps_one_per_name_and_every_patched_one(old, new):
+    base = _pod(*({"name": n, "image": "old"} for n in old))
+    merged = strategic_merge_patch(base, _pod(*({"name": n, "image": "new"} for n in new)))
+    names = [n for n, _ in _containers(merged)]
+    assert sorted(names) == sorted(set(old) | set(new))
+    assert all(image == "new" for n, image in _containers(merged) if n in new)
+    assert _containers(base) == [(n, "old") for n in old]  # the input is not mutated
 
 
 @given(st.recursive(st.none() | st.integers() | st.text(max_size=3), lambda c: st.dictionaries(st.text(max_size=3), c, max_size=3), max_leaves=10))

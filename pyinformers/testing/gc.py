@@ -117,8 +117,11 @@ class GarbageCollector(StoreListenerThread):
                 self._rest.remove_finalizer(rt, change.namespace, change.name, FOREGROUND_FINALIZER)
             for (key, ns, name), dep in dependents:
                 dep_rt = self._type(key)
-                if dep_rt is not None and not (dep.get("metadata") or {}).get("deletionTimestamp"):
-                    self._delete(dep_rt, ns, name, "Foreground")
+                dep_meta = dep.get("metadata") or {}
+                if dep_rt is not None and not dep_meta.get("deletionTimestamp"):
+                    # Like the real collector: foreground only for dependents that have dependents.
+                    has_own = bool(self._rest.store.dependents(dep_meta.get("uid", "")))
+                    self._delete(dep_rt, ns, name, "Foreground" if has_own else "Background")
         if change.storage_key == "/namespaces":
             self._recheck_namespace(change.name)
 

@@ -27,6 +27,7 @@ mutable state (request log, counters) sits behind one lock.
 from __future__ import annotations
 
 import itertools
+import logging
 import select
 import socket
 import threading
@@ -39,9 +40,13 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
+from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.testing.auth import Authenticator, User
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.registry import Registry, ResourceType
 from pyinformers.testing.options import parse_list_options, parse_watch_options
+from pyinformers.testing.decode import decode_body
+from pyinformers.testing.scale import SCALABLE, scale_of
 from pyinformers.testing.rest import RestApi
 from pyinformers.testing.status import StatusError, bad_request, method_not_allowed, not_found, status_object
 from pyinformers.testing.watch import Watcher, WatchHub
@@ -51,6 +56,15 @@ __all__ = ["RequestRecord", "Dispatcher", "HttpServer"]
 _JSON = "application/json"
 _LIVENESS_CHECK = 0.25  # how often an idle watch checks that its client is still there
 _CHUNK_LINES = 256  # most event lines per chunk
+_BOOKMARK_BEFORE_TIMEOUT = 2.0  # the real server's first bookmark comes about 2 s before timeoutSeconds
+_CLEAN_ENDS = ("overflow", "restart")  # watcher close reasons that end the stream properly
+_MAX_TRAILERS = 100
+_DISCARD_SLACK = 1024 * 1024  # how far past the body limit a refused body is still read
+_DISCARD_PAUSE = 0.2  # ... as long as the client does not pause longer than this
+#: the real server's limit on request bodies (3 MiB)
+MAX_REQUEST_BODY = 3 * 1024 * 1024
+_ACCEPTABLE = frozenset({"*/*", "application/*", "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"})
+_log = logging.getLogger("pyinformers.testing.httpd")
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,53 @@ class _Route:
     namespace: Optional[str]
     name: Optional[str]
     subresource: Optional[str]
+
+
+class _PageNotFound(Exception):
+    """No API serves the path: the real server's plain-text 404."""
+
+
+def _too_large(limit: int) -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+
+
+@dataclass(frozen=True)
+class _PathInfo:
+    """What a resource path names, before looking anything up (what RBAC decides on)."""
+
+    group: str
+    version: str
+    namespace: Optional[str]
+    plural: str
+    name: Optional[str]
+    subresource: Optional[str]
+    watch_prefix: bool
+
+
+def _parse_path(raw_path: str) -> Optional[_PathInfo]:
+    """Parse ``/api/v1/...`` and ``/apis/{group}/{version}/...`` resource paths; None for anything else.
+
+    Segments are split before percent-decoding, so an encoded slash stays
+    inside its segment (and then names nothing: 404).
+    """
+    parts = [unquote(p) for p in raw_path.split("/") if p]
+    if len(parts) >= 3 and parts[0] == "api" and parts[1] == "v1":
+        group, version, rest = "", "v1", parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    watch_prefix = bool(rest) and rest[0] == "watch"  # the deprecated /watch/ prefix
+    if watch_prefix:
+        rest = rest[1:]
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    elif len(rest) == 2 and rest[0] == "namespaces" and watch_prefix:
+        pass
+    if not rest or len(rest) > 3:
+        return None
+    return _PathInfo(group, version, namespace, rest[0], rest[1] if len(rest) >= 2 else None, rest[2] if len(rest) == 3 else None, watch_prefix)
 
 
 class _Cut(Exception):
@@ -91,15 +152,20 @@ class Dispatcher:
         stopping: threading.Event,
         request_log_size: int = 100_000,
         version_info: Optional[dict] = None,
+        clock: Clock = REAL_CLOCK,
+        max_body: int = MAX_REQUEST_BODY,
     ) -> None:
         self.rest = rest
         self.registry = registry
         self.hub = hub
         self.faults = faults
         self.token = token
+        self.auth = Authenticator(token)
+        self.max_body = max_body
         self.bookmark_interval = bookmark_interval
         self.max_watch_queue = max_watch_queue
         self.stopping = stopping
+        self.clock = clock
         self.version_info = version_info or {
             "major": "1",
             "minor": "31",
@@ -149,69 +215,158 @@ class Dispatcher:
     # -- entry point ---------------------------------------------------------------------
 
     def handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        """Answer one request: authenticate, route, authorize, then (only then) read the body."""
         split = urlsplit(h.path)
         path = unquote(split.path)
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         verb = method.lower()
+        body_pending = self._announces_body(h)
         try:
-            body = self._read_body(h)
-            if self.token is not None:
-                header = h.headers.get("Authorization", "")
-                if header != f"Bearer {self.token}":
-                    raise StatusError(401, "Unauthorized", "Unauthorized")
-            document = self._non_resource(path, method)
-            if document is not None:
-                self._send_json(h, 200, document)
-                self._record(method, path, query, 200, "discovery")
-                return
-            route = self._route(path)
-            verb = self._verb(method, route, query)
-            if query.get("dryRun") and verb in ("create", "update", "patch", "delete", "deletecollection"):
-                raise bad_request("dryRun is not supported by pyinformers.testing: the write would have been applied")
+            user = self.auth.authenticate(h.headers.get("Authorization"))
+            info = _parse_path(split.path)
+            if info is None:
+                self.auth.authorize_path(user, method, path)
+                document = self._non_resource(path, method)
+                if document is not None:
+                    self._send_document(h, document)
+                    self._record(method, path, query, 200, "discovery")
+                    return
+                raise _PageNotFound()
+            verb = self._verb(method, info, query)
+            self.auth.authorize_resource(user, verb, info.plural, info.group, info.namespace, info.name, info.subresource)
+            route = self._route(info, path)
+            self._check_accept(h)
+            if query.get("dryRun") not in (None, "All"):
+                raise bad_request(f"unsupported dry run value {query['dryRun']!r}: only \"All\" is supported")
             self._inject_faults()
             if verb == "watch":
                 self._watch(h, route, query, method, path)
                 return
-            code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""))
+            body = self._read_body(h)
+            body_pending = False
+            code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""), user)
             self._send_json(h, code, result)
             self._record(method, path, query, code, verb)
         except StatusError as exc:
+            if body_pending:
+                h.close_connection = True  # the unread body would be taken for the next request
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+            if exc.code >= 500 and exc.reason == "InternalError":
+                _log.error("pyinformers.testing: %s %s answered %d: %s", method, path, exc.code, exc.message)
             self._send_json(h, exc.code, exc.status, headers=headers)
             self._record(method, path, query, exc.code, verb)
+        except _PageNotFound:
+            if body_pending:
+                h.close_connection = True
+            self._send_text(h, 404, "404 page not found\n")
+            self._record(method, path, query, 404, verb)
         except _Cut:
             h.close_connection = True
-        except (BrokenPipeError, ConnectionError):
+        except (BrokenPipeError, ConnectionError, socket.timeout):
             h.close_connection = True
-        except Exception as exc:  # a bug in the server must still produce an answer
+        except Exception as exc:  # a bug in the server must still produce an answer, and a traceback in the log
+            _log.exception("pyinformers.testing: internal error answering %s %s", method, path)
+            h.close_connection = True
             self._send_json(h, 500, status_object(500, "InternalError", f"pyinformers.testing: internal error: {exc!r}"))
             self._record(method, path, query, 500, verb)
 
+    @staticmethod
+    def _announces_body(h: BaseHTTPRequestHandler) -> bool:
+        length = h.headers.get("Content-Length")
+        return h.headers.get("Transfer-Encoding", "").lower() == "chunked" or (length is not None and length.strip() not in ("", "0"))
+
     def _read_body(self, h: BaseHTTPRequestHandler) -> bytes:
+        """The request body, at most :attr:`max_body` bytes (413 beyond, 400 when malformed).
+
+        A request whose body is refused leaves its connection to be closed:
+        the rest of the body is never read.
+        """
+        limit = self.max_body
         if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            parts = []
+            parts: list[bytes] = []
+            total = 0
             while True:
-                size_line = h.rfile.readline(65537)
+                size_line = h.rfile.readline(1025)
                 try:
                     size = int(size_line.split(b";")[0].strip(), 16)
+                    if size < 0:
+                        raise ValueError(size)
                 except ValueError:
                     h.close_connection = True
-                    raise bad_request("malformed chunked request body") from None
+                    raise bad_request("malformed chunked request body: bad chunk size") from None
                 if size == 0:
-                    while h.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
+                    for _ in range(_MAX_TRAILERS):
+                        if h.rfile.readline(65537) in (b"\r\n", b"\n", b""):
+                            break
                     return b"".join(parts)
-                parts.append(h.rfile.read(size))
+                total += size
+                if total > limit:
+                    h.close_connection = True
+                    raise _too_large(limit)
+                chunk = h.rfile.read(size)
+                if len(chunk) < size:
+                    h.close_connection = True
+                    raise bad_request("malformed chunked request body: truncated chunk")
+                parts.append(chunk)
                 h.rfile.readline(65537)
         length = h.headers.get("Content-Length")
-        if not length:
+        if length is None or not length.strip():
             return b""
         try:
-            n = int(length)
+            n = int(length.strip())
+            if n < 0 or not length.strip().isdigit():
+                raise ValueError(n)
         except ValueError:
             h.close_connection = True
-            raise bad_request("invalid Content-Length") from None
-        return h.rfile.read(n)
+            raise bad_request(f"invalid Content-Length {length[:40]!r}") from None
+        if n > limit:
+            # Read (and drop) a little past the limit so that a client that sends its whole
+            # body before reading gets the 413 rather than a broken pipe; then close.
+            h.close_connection = True
+            self._discard(h, min(n, limit + _DISCARD_SLACK))
+            raise _too_large(limit)
+        body = h.rfile.read(n)
+        if len(body) < n:
+            h.close_connection = True
+            raise bad_request("the request body ended before its Content-Length")
+        return body
+
+    @staticmethod
+    def _discard(h: BaseHTTPRequestHandler, amount: int) -> None:
+        """Read and drop up to ``amount`` bytes of a refused body, while the client keeps sending."""
+        sock = h.connection
+        previous = sock.gettimeout()
+        sock.settimeout(_DISCARD_PAUSE)
+        try:
+            while amount > 0:
+                chunk = h.rfile.read1(min(amount, 65536))
+                if not chunk:
+                    return
+                amount -= len(chunk)
+        except OSError:
+            return  # the client paused or went away: answer now
+        finally:
+            try:
+                sock.settimeout(previous)
+            except OSError:
+                pass
+
+    def _check_accept(self, h: BaseHTTPRequestHandler) -> None:
+        accept = h.headers.get("Accept")
+        if not accept:
+            return
+        for item in accept.split(","):
+            media = item.split(";")[0].strip().lower()
+            if media in _ACCEPTABLE:
+                return
+        raise StatusError(
+            406,
+            "NotAcceptable",
+            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, "
+            "application/vnd.kubernetes.protobuf, application/json;stream=watch, "
+            "application/vnd.kubernetes.protobuf;stream=watch",
+            details={},
+        )
 
     def _inject_faults(self) -> None:
         faults = self.faults
@@ -251,59 +406,69 @@ class Dispatcher:
         if len(parts) == 2 and parts[0] == "apis":
             group = self.registry.api_group(parts[1])
             if group is None:
-                raise not_found("", "", None)
+                raise _PageNotFound()  # no API group of that name: the plain-text 404
             return group
         if len(parts) == 3 and parts[0] == "apis":
             resources = self.registry.resource_list(parts[1], parts[2])
             if resources is None:
+                if not self.registry.group_versions(parts[1]):
+                    raise _PageNotFound()
                 raise not_found("", "", None)
             return resources
+        if parts and parts[0] == "api" and len(parts) > 1:
+            raise not_found("", "", None)  # the core API group exists: a JSON 404
         return None
 
-    def _route(self, path: str) -> _Route:
-        parts = [p for p in path.split("/") if p]
-        if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
-            group, version, rest = "", "v1", parts[2:]
-        elif len(parts) >= 3 and parts[0] == "apis":
-            group, version, rest = parts[1], parts[2], parts[3:]
-        else:
-            raise not_found("", "", None)
-        if rest and rest[0] == "watch":  # the deprecated /watch/ prefix
-            rest = rest[1:]
-        namespace = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
-            namespace, rest = rest[1], rest[2:]
-        if not rest or len(rest) > 3:
-            raise not_found("", "", None)
-        plural = rest[0]
-        rt = self.registry.lookup(group, version, plural)
+    def _route(self, info: "_PathInfo", path: str) -> _Route:
+        """The served resource a parsed path names (404 when none)."""
+        rt = self.registry.lookup(info.group, info.version, info.plural)
         if rt is None:
-            raise not_found(plural, group, None, message=f"the server could not find the requested resource ({path})")
-        if namespace is not None and not rt.namespaced:
-            raise not_found(plural, group, None, message=f"{plural} is cluster-scoped: it has no namespaced path")
-        name = rest[1] if len(rest) >= 2 else None
-        sub = rest[2] if len(rest) == 3 else None
-        if sub is not None and not (sub == "status" and rt.has_status) and not (sub == "finalize" and plural == "namespaces"):
-            raise not_found(plural, group, name, message=f"the server could not find the requested resource ({path})")
-        return _Route(rt, namespace, name, sub)
+            if info.group and not self.registry.group_versions(info.group):
+                raise _PageNotFound()
+            raise not_found("", "", None)
+        if info.namespace is not None and not rt.namespaced:
+            raise not_found("", "", None)
+        if any(value is not None and "/" in value for value in (info.name, info.namespace)):
+            raise not_found("", "", None)  # an encoded slash: no such path (not "object not found")
+        for what, value in (("Name", info.name), ("Namespace", info.namespace)):
+            if value in (".", ".."):
+                raise bad_request(f'{what} parameter invalid: "{value}": may not be \'{value}\'')
+        sub = info.subresource
+        if sub is not None and sub not in self._subresources(rt):
+            raise not_found("", "", None)
+        return _Route(rt, info.namespace, info.name, sub)
 
     @staticmethod
-    def _verb(method: str, route: _Route, query: dict) -> str:
-        watching = query.get("watch", "").lower() in ("true", "1")
-        if route.name is None:
+    def _subresources(rt: ResourceType) -> tuple[str, ...]:
+        subs: tuple[str, ...] = ()
+        if rt.has_status:
+            subs += ("status",)
+        if rt.storage_key == "/namespaces":
+            subs += ("finalize",)
+        if rt.storage_key in SCALABLE:
+            subs += ("scale",)
+        if rt.storage_key == "/serviceaccounts":
+            subs += ("token",)
+        return subs
+
+    @staticmethod
+    def _verb(method: str, info: "_PathInfo", query: dict) -> str:
+        watching = info.watch_prefix or query.get("watch", "").lower() in ("true", "1")
+        if info.name is None:
             verbs = {"GET": "watch" if watching else "list", "POST": "create", "DELETE": "deletecollection"}
         else:
-            verbs = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-            if route.subresource and method == "DELETE":
-                verbs = {}
+            verbs = {"GET": "watch" if info.watch_prefix else "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+            if info.subresource:
+                verbs = {"GET": "get", "PUT": "update", "PATCH": "patch"}
+                if info.subresource == "token":
+                    verbs = {"POST": "create"}
         verb = verbs.get(method)
         if verb is None:
-            raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
-        if route.resource.namespaced and route.namespace is None and verb in ("create", "deletecollection", "get", "update", "patch", "delete"):
-            raise not_found(route.resource.plural, route.resource.group, route.name, message=f"{route.resource.plural} is namespaced: the request path needs /namespaces/<namespace>/")
+            raise method_not_allowed()
         return verb
 
     def _decode(self, body: bytes) -> Any:
+        """DeleteOptions and other small JSON bodies."""
         if not body:
             raise bad_request("the request has no body")
         try:
@@ -311,24 +476,39 @@ class Dispatcher:
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"the request body is not valid JSON: {exc}") from None
 
-    def _call(self, verb: str, route: _Route, query: dict, body: bytes, content_type: str) -> tuple[int, Any]:
-        rest, rt, ns, name = self.rest, route.resource, route.namespace, route.name
+    def _call(self, verb: str, route: _Route, query: dict, body: bytes, content_type: str, user: User) -> tuple[int, Any]:
+        rest, rt, ns, name, sub = self.rest, route.resource, route.namespace, route.name, route.subresource
+        dry_run = query.get("dryRun") == "All"
         if verb == "list":
             return 200, rest.list(rt, ns, parse_list_options(query))
+        if sub == "scale":
+            return 200, self._scale(verb, route, body, content_type, dry_run)
+        if sub == "token":
+            return 201, rest.token_request(rt, ns, name, decode_body(body, content_type, "TokenRequest"), self.auth)
         if verb == "get":
             return 200, rest.get(rt, ns, name)
         if verb == "create":
-            return 201, rest.create(rt, ns, self._decode(body))
+            return 201, rest.create(rt, ns, decode_body(body, content_type, rt.kind), dry_run=dry_run)
         if verb == "update":
-            return 200, rest.update(rt, ns, name, self._decode(body), subresource=route.subresource)
+            return 200, rest.update(rt, ns, name, decode_body(body, content_type, rt.kind), subresource=sub, dry_run=dry_run)
         if verb == "patch":
-            return 200, rest.patch(rt, ns, name, body, content_type, subresource=route.subresource)
+            return 200, rest.patch(rt, ns, name, body, content_type, subresource=sub, dry_run=dry_run)
         if verb in ("delete", "deletecollection"):
             options = self._delete_options(body, query)
             if verb == "delete":
-                return rest.delete(rt, ns, name, options)
-            return 200, rest.delete_collection(rt, ns, parse_list_options({k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}), options)
-        raise method_not_allowed(f"unsupported verb {verb}")
+                return rest.delete(rt, ns, name, options, dry_run=dry_run)
+            selectors = {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
+            return 200, rest.delete_collection(rt, ns, parse_list_options(selectors), options)
+        raise method_not_allowed()
+
+    def _scale(self, verb: str, route: _Route, body: bytes, content_type: str, dry_run: bool) -> dict:
+        rest, rt, ns, name = self.rest, route.resource, route.namespace, route.name
+        if verb == "get":
+            return scale_of(rest.get(rt, ns, name))
+        if verb == "update":
+            scale = decode_body(body, content_type, "Scale")
+            return scale_of(rest.set_replicas(rt, ns, name, scale, dry_run=dry_run))
+        return scale_of(rest.patch_scale(rt, ns, name, body, content_type, dry_run=dry_run))
 
     def _delete_options(self, body: bytes, query: dict) -> dict:
         options: dict = {}
@@ -417,10 +597,12 @@ class Dispatcher:
         start_rv: int,
         initial_end: bool,
     ) -> None:
-        faults = self.faults
-        now = time.monotonic()
+        faults, clock = self.faults, self.clock
+        now = clock.now()
         deadline = now + options.timeout_seconds if options.timeout_seconds else None
         next_bookmark = now + self.bookmark_interval if options.allow_bookmarks else None
+        if next_bookmark is not None and deadline is not None:
+            next_bookmark = min(next_bookmark, deadline - _BOOKMARK_BEFORE_TIMEOUT)
         next_liveness = now + _LIVENESS_CHECK
         sent = 0
         # Stalled before the first byte: keep the connection open, send nothing.
@@ -435,17 +617,17 @@ class Dispatcher:
             if faults.stall_watches:
                 self._stall(h, watcher)
                 continue
-            now = time.monotonic()
+            now = clock.now()
             wait = next_liveness - now
             if deadline is not None:
                 wait = min(wait, deadline - now)
             if next_bookmark is not None:
                 wait = min(wait, next_bookmark - now)
-            batch = watcher.next_batch(max(wait, 0.0))
+            batch = watcher.next_batch(max(wait, 0.0), clock)
             if batch is None:
                 reason = watcher.close_reason
-                if reason == "overflow":
-                    self.count("watches:overflowed")
+                if reason in _CLEAN_ENDS:
+                    self.count("watches:overflowed" if reason == "overflow" else f"watches:{reason}")
                     break
                 self.count(f"watches:{reason}")
                 raise _Cut()
@@ -457,14 +639,14 @@ class Dispatcher:
                     if faults.roll(faults.drop_watch_probability):
                         self.count("watches:dropped")
                         raise _Cut()
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                break
+            now = clock.now()
             if next_bookmark is not None and now >= next_bookmark:
                 rv = self.hub.bookmark_rv(watcher)
                 if rv is not None:
                     self._chunk(h, watcher.bookmark_line(rv))
-                    next_bookmark = now + self.bookmark_interval
+                next_bookmark = now + self.bookmark_interval
+            if deadline is not None and now >= deadline:
+                break
             if now >= next_liveness:
                 if self._client_gone(h):
                     raise _Cut()
@@ -482,12 +664,33 @@ class Dispatcher:
 
     # -- responses -----------------------------------------------------------------------------
 
+    def _send_document(self, h: BaseHTTPRequestHandler, document: Any) -> None:
+        """A non-resource answer: plain text for the health endpoints, JSON otherwise."""
+        if isinstance(document, str):
+            self._send_text(h, 200, document)
+        else:
+            self._send_json(h, 200, document)
+
+    @staticmethod
+    def _send_text(h: BaseHTTPRequestHandler, code: int, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+        body = text.encode()
+        h.send_response(code)
+        h.send_header("Content-Type", content_type)
+        h.send_header("X-Content-Type-Options", "nosniff")
+        h.send_header("Content-Length", str(len(body)))
+        if h.close_connection:
+            h.send_header("Connection", "close")
+        h.end_headers()
+        h.wfile.write(body)
+
     @staticmethod
     def _send_json(h: BaseHTTPRequestHandler, code: int, document: Any, *, headers: Optional[dict] = None) -> None:
         body = orjson.dumps(document)
         h.send_response(code)
         h.send_header("Content-Type", _JSON)
         h.send_header("Content-Length", str(len(body)))
+        if h.close_connection:
+            h.send_header("Connection", "close")
         for key, value in (headers or {}).items():
             h.send_header(key, value)
         h.end_headers()
@@ -519,6 +722,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         pass
+
+    def setup(self) -> None:
+        # A connection that sends nothing (a half-open one, an idle keep-alive, a client
+        # that stops mid-request) is closed after the server's idle timeout.
+        self.timeout = self.server.idle_timeout
+        super().setup()
 
     def parse_request(self) -> bool:
         """Parse the request line and headers (HTTP/1.x only) without the email parser.
@@ -589,8 +798,9 @@ class HttpServer(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher) -> None:
+    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher, *, idle_timeout: Optional[float] = 60.0) -> None:
         self.dispatcher = dispatcher
+        self.idle_timeout = idle_timeout
         self._conn_lock = threading.Lock()
         self._connections: dict[threading.Thread, socket.socket] = {}
         self._ids = itertools.count(1)

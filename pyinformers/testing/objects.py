@@ -52,12 +52,22 @@ def meta_of(obj: dict) -> dict:
     return obj.get("metadata") or {}
 
 
+#: resources whose generation also moves when annotations change (the real Deployment strategy)
+_ANNOTATIONS_BUMP_GENERATION = frozenset({"apps/deployments"})
+
+
 def spec_part(rt: ResourceType, obj: dict) -> dict:
-    """What a change of bumps ``metadata.generation``: all but metadata (and status, with a subresource)."""
+    """What a change of bumps ``metadata.generation``: all but metadata (and status, with a subresource).
+
+    For Deployments, annotations count too, as on a real server.
+    """
     skip = {"metadata", "apiVersion", "kind"}
     if rt.has_status:
         skip.add("status")
-    return {k: v for k, v in obj.items() if k not in skip}
+    part = {k: v for k, v in obj.items() if k not in skip}
+    if rt.storage_key in _ANNOTATIONS_BUMP_GENERATION:
+        part["metadata.annotations"] = meta_of(obj).get("annotations") or {}
+    return part
 
 
 def same_content(a: dict, b: dict) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "rv_param",
     "encode_continue",
     "decode_continue",
+    "check_field_selector",
 ]
 
 _CONTINUE_VERSION = "meta.k8s.io/v1"
@@ -86,15 +87,25 @@ def parse_selectors(query: dict[str, str]) -> tuple[Any, Any]:
 
 
 def rv_param(value: Optional[str], name: str = "resourceVersion") -> Optional[int]:
+    """A resourceVersion query value: a plain unsigned integer (400 otherwise, in the real server's words)."""
     if value is None or value == "":
         return None
+    if not value.isdigit() or not value.isascii():
+        raise bad_request(
+            f'invalid resource version: {name}: Invalid value: "{value}": strconv.ParseUint: parsing "{value}": invalid syntax'
+        )
+    return int(value)
+
+
+def _timeout_seconds(value: str) -> float:
+    """``timeoutSeconds``: an integer for the real server; fractions are accepted here (tests use them)."""
     try:
-        rv = int(value)
+        timeout = float(value)
     except ValueError:
-        raise bad_request(f"{name}: invalid value {value!r}: must be an integer resourceVersion") from None
-    if rv < 0:
-        raise bad_request(f"{name}: invalid value {value!r}: must be non-negative")
-    return rv
+        raise bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
+    if timeout != timeout or timeout in (float("inf"), float("-inf")):
+        raise bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    return timeout
 
 
 def parse_list_options(query: dict[str, str]) -> ListOptions:
@@ -111,10 +122,16 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
     if match not in (None, "Exact", "NotOlderThan"):
         raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueNotSupported", "resourceVersionMatch", f"Unsupported value: {match!r}: supported values: \"Exact\", \"NotOlderThan\"")])
     rv = query.get("resourceVersion")
-    if match and not rv:
+    if match and not rv and query.get("sendInitialEvents") is None:
         raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")])
     if match == "Exact" and rv == "0":
-        raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")])
+        raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")])
+    if query.get("sendInitialEvents") is not None:
+        problems = []
+        if match and not rv:
+            problems.append(("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        problems.append(("FieldValueForbidden", "sendInitialEvents", "sendInitialEvents is forbidden for list"))
+        raise invalid("ListOptions", "meta.k8s.io", "", problems)
     cont = query.get("continue") or None
     if cont and rv not in (None, "", "0"):
         raise bad_request("specifying resource version is not allowed when using continue")
@@ -123,21 +140,17 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
 
 def parse_watch_options(query: dict[str, str]) -> WatchOptions:
     label, field = parse_selectors(query)
-    timeout = None
-    if query.get("timeoutSeconds"):
-        try:
-            timeout = float(query["timeoutSeconds"])
-        except ValueError:
-            raise bad_request(f"timeoutSeconds: {query['timeoutSeconds']!r} is not a number") from None
+    timeout = _timeout_seconds(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
     send_initial = _bool(query.get("sendInitialEvents"), "sendInitialEvents")
     bookmarks = bool(_bool(query.get("allowWatchBookmarks"), "allowWatchBookmarks"))
     match = query.get("resourceVersionMatch") or None
     if send_initial is not None:
+        # allowWatchBookmarks is not required: without it the stream just has no end marker.
         problems = []
         if match != "NotOlderThan":
-            problems.append(("FieldValueInvalid", "resourceVersionMatch", "sendInitialEvents requires resourceVersionMatch=NotOlderThan"))
-        if send_initial and not bookmarks:
-            problems.append(("FieldValueForbidden", "allowWatchBookmarks", "sendInitialEvents=true requires allowWatchBookmarks=true"))
+            problems.append(("FieldValueForbidden", "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if match is not None and match != "NotOlderThan":
+            problems.append(("FieldValueNotSupported", "resourceVersionMatch", f'Unsupported value: "{match}": supported values: "NotOlderThan"'))
         if problems:
             raise invalid("ListOptions", "meta.k8s.io", "", problems)
     elif match is not None:
@@ -162,3 +175,53 @@ def decode_continue(token: str) -> tuple[int, str]:
     except (ValueError, binascii.Error, orjson.JSONDecodeError, AttributeError) as exc:
         raise bad_request(f"continue key is not valid: {exc}") from None
 
+
+
+#: the fields each resource supports in field selectors (beyond metadata.name and metadata.namespace)
+_SELECTABLE_FIELDS = {
+    "/secrets": ("type",),
+    "/pods": (
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
+        "status.nominatedNodeName",
+    ),
+    "/namespaces": ("status.phase",),
+    "/nodes": ("spec.unschedulable",),
+    "/events": (
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
+    "apps/replicasets": ("status.replicas",),
+    "batch/jobs": ("status.successful",),
+}
+#: resources whose unsupported field selectors get the generic message (the rest list what they support)
+_GENERIC_FIELD_ERROR = frozenset({"/secrets", "/pods", "/namespaces", "/nodes", "/events", "apps/replicasets", "batch/jobs"})
+
+
+def check_field_selector(storage_key: str, field_selector: Any) -> None:
+    """400 for a field selector naming a field the resource cannot be selected by, as the real server says it."""
+    if field_selector is None:
+        return
+    allowed = ("metadata.name", "metadata.namespace") + _SELECTABLE_FIELDS.get(storage_key, ())
+    for requirement in field_selector.requirements:
+        if requirement.field in allowed:
+            continue
+        if storage_key in _GENERIC_FIELD_ERROR:
+            raise bad_request(f"field label not supported: {requirement.field}")
+        supported = ", ".join(f'"{f}"' for f in allowed)
+        raise bad_request(f'"{requirement.field}" is not a known field selector: only {supported}')

@@ -5,10 +5,11 @@
 * :func:`json_patch` -- RFC 6902: ``add``, ``remove``, ``replace``, ``move``,
   ``copy``, ``test`` with RFC 6901 pointers (``~0``/``~1`` escapes, ``-`` to
   append).
-* :func:`strategic_merge_patch` -- Kubernetes' strategic merge patch reduced to
-  a merge patch: lists are replaced whole instead of merged by their patch
-  merge keys; ``$patch``/``$retainKeys`` directives are rejected clearly
-  rather than misapplied.
+* :func:`strategic_merge_patch` -- Kubernetes' strategic merge patch: lists
+  of the built-in types merge by their merge keys (:data:`MERGE_KEYS`), with
+  the ``$patch``, ``$setElementOrder``, ``$deleteFromPrimitiveList`` and
+  ``$retainKeys`` directives (what ``kubectl apply``, ``set image`` and
+  ``edit`` send).
 
 All functions return a new document and never mutate their inputs; bad
 patches raise :class:`PatchError` (the HTTP layer answers 422 or 400).
@@ -18,9 +19,9 @@ Pure functions; thread-safe.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Optional
 
-__all__ = ["PatchError", "merge_patch", "json_patch", "strategic_merge_patch"]
+__all__ = ["PatchError", "UnknownDirective", "merge_patch", "json_patch", "strategic_merge_patch", "MERGE_KEYS"]
 
 
 class PatchError(ValueError):
@@ -42,24 +43,141 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Apply a strategic merge patch as a merge patch (lists replace; no directives)."""
-    _reject_directives(patch, "")
-    return merge_patch(target, patch)
+#: Merge keys of the lists that strategic merge patch merges instead of replacing, by field
+#: name (the built-in types' ``patchMergeKey`` tags; the same name means the same key in
+#: every built-in type pyinformers.testing serves). ``None``: a list of scalars merged as a set.
+MERGE_KEYS: dict[str, Optional[str]] = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "imagePullSecrets": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "ports": "containerPort",
+    "hostAliases": "ip",
+    "topologySpreadConstraints": "topologyKey",
+    "conditions": "type",
+    "ownerReferences": "uid",
+    "finalizers": None,
+}
+_SET_ORDER = "$setElementOrder/"
+_DELETE_FROM_LIST = "$deleteFromPrimitiveList/"
 
 
-def _reject_directives(value: Any, path: str) -> None:
+class UnknownDirective(PatchError):
+    """A ``$patch`` directive the server does not know (the real server answers 500)."""
+
+
+def strategic_merge_patch(target: Any, patch: Any, merge_keys: Optional[dict] = None) -> Any:
+    """Apply a Kubernetes strategic merge patch.
+
+    Maps merge as in a merge patch; lists named in ``merge_keys`` (default
+    :data:`MERGE_KEYS`) merge by their key: a patch element replaces-by-merge
+    the element with the same key, an element with ``"$patch": "delete"``
+    removes it, a new element goes in front (as the real server places it),
+    ``{"$patch": "replace"}`` replaces the whole list; ``$setElementOrder/<list>``
+    orders the result; ``$deleteFromPrimitiveList/<list>`` removes scalars;
+    ``"$patch": "replace"``/``"delete"`` in a map replaces/deletes that map;
+    ``$retainKeys`` keeps only the keys it names. Other lists are replaced.
+    """
+    keys = MERGE_KEYS if merge_keys is None else merge_keys
+    return _smp_map(target if isinstance(target, dict) else {}, patch, keys)
+
+
+def _go_map(value: Any) -> str:
+    """A map as Go's %v prints it (sorted keys), as the real server's messages show patches."""
     if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and key.startswith("$"):
-                raise PatchError(
-                    f"strategic merge patch directive {key!r} at {path or '/'} is not supported by "
-                    "pyinformers.testing (use a JSON patch or a merge patch)"
-                )
-            _reject_directives(item, f"{path}/{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _reject_directives(item, f"{path}/{index}")
+        return "map[" + " ".join(f"{k}:{_go_map(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_map(v) for v in value) + "]"
+    return "<nil>" if value is None else str(value)
+
+
+def _directive(patch: dict) -> Optional[str]:
+    directive = patch.get("$patch")
+    if directive is not None and directive not in ("replace", "delete", "merge"):
+        raise UnknownDirective(f"unknown patch type: {directive} in map: {_go_map(patch)}")
+    return directive
+
+
+def _smp_map(target: dict, patch: Any, keys: dict) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    directive = _directive(patch)
+    if directive == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    if directive == "delete":
+        return None
+    result = dict(target)
+    retain = patch.get("$retainKeys")
+    orders = {k[len(_SET_ORDER) :]: v for k, v in patch.items() if k.startswith(_SET_ORDER)}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            if key.startswith(_DELETE_FROM_LIST):
+                field = key[len(_DELETE_FROM_LIST) :]
+                if isinstance(result.get(field), list) and isinstance(value, list):
+                    result[field] = [v for v in result[field] if v not in value]
+            continue
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            merged = _smp_map(result.get(key) if isinstance(result.get(key), dict) else {}, value, keys)
+            if merged is None:
+                result.pop(key, None)
+            else:
+                result[key] = merged
+        elif isinstance(value, list) and key in keys:
+            result[key] = _smp_list(result.get(key) if isinstance(result.get(key), list) else [], value, keys[key], keys)
+        else:
+            result[key] = copy.deepcopy(value)
+    for field, order in orders.items():
+        if isinstance(result.get(field), list) and isinstance(order, list):
+            result[field] = _apply_order(result[field], order, keys.get(field))
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain}
+    return result
+
+
+def _smp_list(target: list, patch: list, merge_key: Optional[str], keys: dict) -> list:
+    for item in patch:
+        if isinstance(item, dict) and _directive(item) == "replace" and len(item) == 1:
+            return [copy.deepcopy(i) for i in patch if i is not item]
+    if merge_key is None:  # a set of scalars
+        result = list(target)
+        for item in patch:
+            if item not in result:
+                result.append(copy.deepcopy(item))
+        return result
+    result = [copy.deepcopy(i) for i in target]
+    added = []
+    for item in patch:
+        if not isinstance(item, dict) or merge_key not in item:
+            raise PatchError(f"map: {item!r} does not contain declared merge key: {merge_key}")
+        index = next((i for i, old in enumerate(result) if isinstance(old, dict) and old.get(merge_key) == item[merge_key]), None)
+        if _directive(item) == "delete":
+            if index is not None:
+                del result[index]
+            continue
+        if index is None:
+            added.append(_smp_map({}, item, keys))
+        else:
+            result[index] = _smp_map(result[index], item, keys)
+    return added + result
+
+
+def _apply_order(items: list, order: list, merge_key: Optional[str]) -> list:
+    """``items`` sorted by their position in ``order`` (items it does not name keep theirs, after)."""
+
+    def ident(item: Any) -> Any:
+        return item.get(merge_key) if merge_key and isinstance(item, dict) else item
+
+    position = {}
+    for i, entry in enumerate(order):
+        position.setdefault(repr(ident(entry)), i)
+    named = sorted((i for i in items if repr(ident(i)) in position), key=lambda i: position[repr(ident(i))])
+    return named + [i for i in items if repr(ident(i)) not in position]
 
 
 def _parse_pointer(pointer: Any) -> list[str]:

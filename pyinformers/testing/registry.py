@@ -45,6 +45,9 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     has_status: bool = False
     crd_name: Optional[str] = field(default=None, compare=False)
+    #: whether objects carry ``metadata.generation`` (kinds with a spec do; ConfigMaps,
+    #: Secrets, Namespaces, Leases, ... do not, on a real server either)
+    has_generation: bool = False
 
     @property
     def api_version(self) -> str:
@@ -94,26 +97,34 @@ class ResourceType:
         return entries
 
 
-def _rt(group, version, plural, kind, *, namespaced=True, short=(), status=False) -> ResourceType:
+def _rt(group, version, plural, kind, *, namespaced=True, short=(), status=False, generation=False) -> ResourceType:
     return ResourceType(
-        group, version, plural, kind, namespaced=namespaced, singular=kind.lower(), short_names=tuple(short), has_status=status
+        group,
+        version,
+        plural,
+        kind,
+        namespaced=namespaced,
+        singular=kind.lower(),
+        short_names=tuple(short),
+        has_status=status,
+        has_generation=generation,
     )
 
 
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("", "v1", "namespaces", "Namespace", namespaced=False, short=("ns",), status=True),
-    _rt("", "v1", "pods", "Pod", short=("po",), status=True),
+    _rt("", "v1", "pods", "Pod", short=("po",), status=True, generation=True),
     _rt("", "v1", "services", "Service", short=("svc",), status=True),
     _rt("", "v1", "configmaps", "ConfigMap", short=("cm",)),
     _rt("", "v1", "secrets", "Secret"),
     _rt("", "v1", "events", "Event", short=("ev",)),
     _rt("", "v1", "nodes", "Node", namespaced=False, short=("no",), status=True),
     _rt("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
-    _rt("apps", "v1", "deployments", "Deployment", short=("deploy",), status=True),
-    _rt("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), status=True),
-    _rt("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), status=True),
-    _rt("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True),
-    _rt("batch", "v1", "jobs", "Job", status=True),
+    _rt("apps", "v1", "deployments", "Deployment", short=("deploy",), status=True, generation=True),
+    _rt("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), status=True, generation=True),
+    _rt("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), status=True, generation=True),
+    _rt("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True, generation=True),
+    _rt("batch", "v1", "jobs", "Job", status=True, generation=True),
     _rt("coordination.k8s.io", "v1", "leases", "Lease"),
     _rt("events.k8s.io", "v1", "events", "Event", short=("ev",)),
     _rt(
@@ -124,6 +135,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         namespaced=False,
         short=("crd", "crds"),
         status=True,
+        generation=True,
     ),
 )
 
@@ -165,6 +177,7 @@ def resource_types_from_crd(crd: dict) -> list[ResourceType]:
                 short_names=tuple(names.get("shortNames") or ()),
                 has_status="status" in subresources,
                 crd_name=crd_name,
+                has_generation=True,
             )
         )
     return types
@@ -256,8 +269,9 @@ class Registry:
         resources: list[dict] = []
         for rt in sorted(types, key=lambda r: r.plural):
             resources.extend(rt.discovery_entries())
-        gv = f"{group}/{version}" if group else version
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+        if not group:  # the core group's list carries no apiVersion on a real server
+            return {"kind": "APIResourceList", "groupVersion": version, "resources": resources}
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}", "resources": resources}
 
     def api_group(self, group: str) -> Optional[dict]:
         versions = self.group_versions(group)

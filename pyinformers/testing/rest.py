@@ -41,7 +41,7 @@ from typing import Any, Callable, Optional
 
 import orjson
 
-from pyinformers.testing.defaults import defaults_on_create
+from pyinformers.testing.defaults import apply_defaults, defaults_on_create, namespace_contents
 from pyinformers.testing.objects import (
     FOREGROUND_FINALIZER,
     NAMESPACE_FINALIZER,
@@ -54,28 +54,49 @@ from pyinformers.testing.objects import (
     same_content,
     spec_part,
 )
-from pyinformers.testing.options import ListOptions, WatchOptions, decode_continue, encode_continue, rv_param
-from pyinformers.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from pyinformers.testing.options import (
+    ListOptions,
+    WatchOptions,
+    check_field_selector,
+    decode_continue,
+    encode_continue,
+    rv_param,
+)
+from pyinformers.testing.patch import PatchError, UnknownDirective, json_patch, merge_patch, strategic_merge_patch
 from pyinformers.testing.registry import Registry, ResourceType
+from pyinformers.testing.scale import replicas_from_scale, scale_of
 from pyinformers.testing.status import (
     StatusError,
     already_exists,
     bad_request,
     conflict,
     expired,
-    forbidden,
     invalid,
     not_found,
     success_status,
     unsupported_media_type,
 )
 from pyinformers.testing.storage import Store
-from pyinformers.testing.validation import check_body, validate_object
+from pyinformers.testing.validation import check_body, normalize_times, validate_object
 from pyinformers.testing.watch import Watcher, WatchHub
 
 __all__ = ["RestApi", "FOREGROUND_FINALIZER", "NAMESPACE_FINALIZER", "ORPHAN_FINALIZER"]
 
+CRD_STORAGE_KEY = "apiextensions.k8s.io/customresourcedefinitions"
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what the real server uses for generateName suffixes
+
+
+def _json_kind(value: Any) -> str:
+    """How Go's JSON decoder names a JSON value's type in its errors."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if value is not None else "null"
 
 
 class RestApi:
@@ -88,11 +109,13 @@ class RestApi:
         hub: WatchHub,
         *,
         time_func: Callable[[], float],
+        namespace_defaults: bool = True,
     ) -> None:
         self.store = store
         self.registry = registry
         self.hub = hub
         self._time = time_func
+        self.namespace_defaults = namespace_defaults
         self._random = random.Random()
         self._random_lock = threading.Lock()
 
@@ -107,7 +130,7 @@ class RestApi:
     def _ns(self, rt: ResourceType, namespace: Optional[str]) -> str:
         return (namespace or "") if rt.namespaced else ""
 
-    def _require_namespace(self, rt: ResourceType, namespace: Optional[str], *, for_create: bool) -> None:
+    def _require_namespace(self, rt: ResourceType, namespace: Optional[str], *, for_create: bool, name: str = "") -> None:
         if not rt.namespaced:
             return
         if not namespace:
@@ -116,10 +139,18 @@ class RestApi:
         if ns is None:
             raise not_found("namespaces", "", namespace)
         if for_create and meta_of(ns).get("deletionTimestamp"):
-            raise forbidden(
-                f"unable to create new content in namespace {namespace} because it is being terminated",
-                kind=rt.plural,
-                group=rt.group,
+            subject = f'{rt.plural} "{name}"' if name else rt.plural
+            details = {"name": name, "kind": rt.plural} if name else {"kind": rt.plural}
+            if rt.group:
+                details["group"] = rt.group
+            details["causes"] = [
+                {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated", "field": "metadata.namespace"}
+            ]
+            raise StatusError(
+                403,
+                "Forbidden",
+                f"{subject} is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                details=details,
             )
 
     def _get_existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
@@ -149,29 +180,55 @@ class RestApi:
 
     # -- create --------------------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: Optional[str], body: Any) -> dict:
-        """Create an object from ``body`` (which is consumed: completed and stored as is); returns it."""
+    def create(self, rt: ResourceType, namespace: Optional[str], body: Any, *, dry_run: bool = False) -> dict:
+        """Create an object from ``body`` (which is consumed: completed and stored as is); returns it.
+
+        With ``dry_run`` nothing is stored: the answer is the object as it would
+        be, with uid and creationTimestamp but no resourceVersion.
+        """
         ns = self._ns(rt, namespace)
         obj = check_body(self.registry, rt, body, ns, None)
         meta = obj["metadata"]
         for field in SERVER_OWNED:
             meta.pop(field, None)
+        if meta.get("resourceVersion"):
+            raise StatusError(500, "", "resourceVersion should not be set on objects to be created")
         meta.pop("resourceVersion", None)
         if rt.has_status and rt.storage_key not in ("/namespaces", "/nodes"):
             obj.pop("status", None)
+            if not rt.is_custom:
+                obj["status"] = {}  # built-in kinds always carry a status, empty until a controller writes it
         with self.store.lock:
-            self._require_namespace(rt, ns, for_create=True)
+            self._require_namespace(rt, ns, for_create=True, name=str(meta.get("name") or ""))
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(rt, ns, meta["generateName"])
+            normalize_times(rt, obj)
+            apply_defaults(rt, obj)
             validate_object(rt, obj)
             name = meta["name"]
             if self.store.get(rt.storage_key, ns, name) is not None:
                 raise already_exists(rt.plural, rt.group, name)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = self._timestamp()
-            meta["generation"] = 1
+            if rt.has_generation:
+                meta["generation"] = 1
+            if dry_run:
+                return self._out(rt, obj)
             defaults_on_create(self.registry, rt, obj, self._timestamp())
-            return self._out(rt, self.store.put(rt.storage_key, ns, name, obj))
+            stored = self.store.put(rt.storage_key, ns, name, obj)
+            if rt.storage_key == "/namespaces" and self.namespace_defaults:
+                self._populate_namespace(name)
+            if rt.storage_key == CRD_STORAGE_KEY:
+                spec = obj.get("spec") or {}
+                self.hub.start_cache(f"{spec.get('group')}/{(spec.get('names') or {}).get('plural')}")
+            return self._out(rt, stored)
+
+    def _populate_namespace(self, namespace: str) -> None:
+        """What kube-controller-manager puts in every new namespace (store lock held)."""
+        for plural, body in namespace_contents():
+            rt = self.registry.lookup("", "v1", plural)
+            if rt is not None:
+                self.create(rt, namespace, body)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -181,16 +238,20 @@ class RestApi:
     def list(self, rt: ResourceType, namespace: Optional[str], options: ListOptions) -> dict:
         """A List object (one page of it when ``options.limit`` is set)."""
         ns = self._ns(rt, namespace) if namespace else None
+        check_field_selector(rt.storage_key, options.field_selector)
         start = ""
         if options.continue_:
             at_rv, start = decode_continue(options.continue_)
             if at_rv < self.store.compacted_rv:
+                # The answer carries a token that continues from the same key at the current rv.
+                fresh = encode_continue(self.store.current_rv, start)
                 raise expired(
                     "The provided continue parameter is too old to display a consistent list result. "
                     "You can start a new list without the continue parameter, or use the continue token "
                     "in this response to retrieve the remainder of the results. Continuing with the "
                     "provided token results in an inconsistent list - objects that were created, modified, "
-                    "or deleted between the time the first chunk was returned and now may show up in the list."
+                    "or deleted between the time the first chunk was returned and now may show up in the list.",
+                    metadata={"continue": fresh},
                 )
         else:
             rv = rv_param(options.resource_version)
@@ -200,7 +261,8 @@ class RestApi:
         snap = self.store.list_snapshot(rt.storage_key, ns, at_rv=at_rv)
         keys, objects, list_rv = snap.keys, snap.objects, snap.rv
         first = bisect.bisect_right(keys, start) if start else 0
-        limit = options.limit
+        # resourceVersion=0 is served from the watch cache, which ignores limit (all items, no continue).
+        limit = 0 if options.resource_version == "0" else options.limit
         metadata: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if options.label_selector is None and options.field_selector is None:
             end = len(objects) if not limit else min(len(objects), first + limit)
@@ -221,7 +283,16 @@ class RestApi:
                     break
                 page.append(obj)
                 last = i
-        items = [self._out(rt, o) for o in page]
+        return self._list_object(rt, metadata, page)
+
+    def _list_object(self, rt: ResourceType, metadata: dict, objects: list) -> dict:
+        if rt.is_custom:
+            # Custom resource lists keep each item's kind and apiVersion and always say continue.
+            metadata.setdefault("continue", "")
+            items = [self._out(rt, o) for o in objects]
+        else:
+            # Built-in lists carry kind and apiVersion once, on the list, not on the items.
+            items = [{k: v for k, v in o.items() if k != "kind" and k != "apiVersion"} for o in objects]
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata, "items": items}
 
     @staticmethod
@@ -237,6 +308,7 @@ class RestApi:
     ) -> tuple[Watcher, list[dict], int, bool]:
         """Register a watcher; returns (watcher, initial objects, start rv, send initial-events-end bookmark)."""
         ns = self._ns(rt, namespace) if namespace else None
+        check_field_selector(rt.storage_key, options.field_selector)
         watcher = Watcher(rt, ns, label_selector=options.label_selector, field_selector=options.field_selector, max_queue=max_queue)
         rv = rv_param(options.resource_version)
         if options.send_initial_events:
@@ -244,7 +316,8 @@ class RestApi:
             if rv and rv > start:
                 self.hub.close(watcher)
                 self.store.snapshot(rt.storage_key, ns, at_rv=rv)  # raises "Too large resource version"
-            return watcher, objects, start, True
+            # The end marker is a bookmark: only a watch that allows bookmarks gets it.
+            return watcher, objects, start, options.allow_bookmarks
         if rv is None or rv == 0:
             objects, start = self.hub.open(watcher, since_rv=None, initial_state=True)
             return watcher, objects, start, False
@@ -253,16 +326,27 @@ class RestApi:
 
     # -- update / patch ------------------------------------------------------------------
 
-    def update(self, rt: ResourceType, namespace: Optional[str], name: str, body: Any, *, subresource: Optional[str] = None) -> dict:
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: Optional[str],
+        name: str,
+        body: Any,
+        *,
+        subresource: Optional[str] = None,
+        dry_run: bool = False,
+    ) -> dict:
         """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
         obj = check_body(self.registry, rt, body, ns, name)
         obj["metadata"]["name"] = name
         with self.store.lock:
             old = self._get_existing(rt, ns, name)
-            return self._out(rt, self._apply_update(rt, ns, name, old, obj, subresource=subresource))
+            return self._out(rt, self._apply_update(rt, ns, name, old, obj, subresource=subresource, dry_run=dry_run))
 
-    def _apply_update(self, rt: ResourceType, ns: str, name: str, old: dict, new: dict, *, subresource: Optional[str]) -> dict:
+    def _apply_update(
+        self, rt: ResourceType, ns: str, name: str, old: dict, new: dict, *, subresource: Optional[str], dry_run: bool = False
+    ) -> dict:
         """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call."""
         expected = new["metadata"].get("resourceVersion")
         if expected and expected != old["metadata"]["resourceVersion"]:
@@ -300,18 +384,30 @@ class RestApi:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            normalize_times(rt, new)
+            apply_defaults(rt, new)
             validate_object(rt, new)
             if old_meta.get("deletionTimestamp"):
                 added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
                 if added:
-                    raise invalid(rt.kind, rt.group, name, [("FieldValueForbidden", "metadata.finalizers", f"no new finalizers can be added if the object is being deleted, found new finalizers {sorted(added)!r}")])
-            if spec_part(rt, new) != spec_part(rt, old):
+                    found = "[]string{" + ", ".join(f'"{f}"' for f in sorted(added)) + "}"
+                    cause = ("FieldValueForbidden", "metadata.finalizers", f"no new finalizers can be added if the object is being deleted, found new finalizers {found}")
+                    raise invalid(rt.kind, rt.group, name, [cause, cause], summary_causes=1)
+            if rt.has_generation and spec_part(rt, new) != spec_part(rt, old):
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if same_content(new, old):
             return old
+        if dry_run:
+            return new
+        if old_meta.get("deletionTimestamp") and not self._deletion_blocked(rt, new):
+            # The write that removes the last finalizer is not stored: the object goes,
+            # watchers see DELETED with its state before this write, and the answer is
+            # the new state at the previous resourceVersion (the real server's behaviour).
+            self._remove(rt, ns, name)
+            return new
         stored = self.store.put(rt.storage_key, ns, name, new)
-        if rt.storage_key == "apiextensions.k8s.io/customresourcedefinitions" and not subresource:
+        if rt.storage_key == CRD_STORAGE_KEY and not subresource:
             try:
                 self.registry.install_crd(stored)
             except ValueError:
@@ -330,7 +426,7 @@ class RestApi:
 
     def _remove(self, rt: ResourceType, ns: str, name: str) -> Optional[dict]:
         final = self.store.remove(rt.storage_key, ns, name)
-        if final is not None and rt.storage_key == "apiextensions.k8s.io/customresourcedefinitions":
+        if final is not None and rt.storage_key == CRD_STORAGE_KEY:
             for served in self.registry.uninstall_crd(name):
                 for obj in self.store.objects(served.storage_key):
                     meta = meta_of(obj)
@@ -346,48 +442,149 @@ class RestApi:
         content_type: str,
         *,
         subresource: Optional[str] = None,
+        dry_run: bool = False,
     ) -> dict:
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
-        if media == "application/apply-patch+yaml":
-            raise unsupported_media_type("server-side apply is not supported by pyinformers.testing; use a merge patch or a JSON patch")
-        if media == "application/strategic-merge-patch+json" and rt.is_custom:
-            raise unsupported_media_type(
-                "the body of the request was in an unknown format - accepted media types include: "
-                "application/json-patch+json, application/merge-patch+json"
-            )
-        if media not in ("application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"):
-            raise unsupported_media_type(
-                f"the body of the request was in an unknown format ({media or 'no Content-Type'}) - accepted media types include: "
-                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
-            )
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise bad_request(f"the patch is not valid JSON: {exc}") from None
+        document = self._patch_document(rt, body, media)
         with self.store.lock:
             old = self._get_existing(rt, ns, name)
-            try:
-                if media == "application/json-patch+json":
-                    patched = json_patch(old, document)
-                else:
-                    if not isinstance(document, dict):
-                        raise PatchError("a merge patch must be a JSON object")
-                    apply = merge_patch if media == "application/merge-patch+json" else strategic_merge_patch
-                    patched = copy_json(apply(old, document))
-            except PatchError as exc:
-                raise invalid(rt.kind, rt.group, name, [("FieldValueInvalid", "", f"the patch cannot be applied: {exc}")]) from None
+            patched = self._apply_patch(old, document, media)
             if not isinstance(patched, dict):
                 raise invalid(rt.kind, rt.group, name, [("FieldValueInvalid", "", "the patched document is not an object")])
             patched = check_body(self.registry, rt, patched, ns, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request("a patch cannot change metadata.name")
-            return self._out(rt, self._apply_update(rt, ns, name, old, patched, subresource=subresource))
+            return self._out(rt, self._apply_update(rt, ns, name, old, patched, subresource=subresource, dry_run=dry_run))
+
+    @staticmethod
+    def _patch_document(rt: ResourceType, body: bytes, media: str) -> Any:
+        """The parsed patch, after the media type checks (415, 400) the real server makes."""
+        if media == "application/strategic-merge-patch+json" and rt.is_custom:
+            raise unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+            )
+        if media == "application/apply-patch+yaml":
+            raise unsupported_media_type(
+                "server-side apply is not supported by pyinformers.testing; use a merge patch or a JSON patch", details={}
+            )
+        if media not in ("application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"):
+            raise unsupported_media_type(details={})
+        try:
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise bad_request(f"error decoding patch: {exc}") from None
+        if media == "application/json-patch+json" and not isinstance(document, list):
+            raise bad_request(
+                f"error decoding patch: json: cannot unmarshal {_json_kind(document)} into Go value of type []handlers.jsonPatchOp"
+            )
+        if media != "application/json-patch+json" and not isinstance(document, dict):
+            raise bad_request(
+                f"error decoding patch: json: cannot unmarshal {_json_kind(document)} into Go value of type map[string]interface {{}}"
+            )
+        return document
+
+    @staticmethod
+    def _apply_patch(old: dict, document: Any, media: str) -> Any:
+        try:
+            if media == "application/json-patch+json":
+                return json_patch(old, document)
+            apply = merge_patch if media == "application/merge-patch+json" else strategic_merge_patch
+            return copy_json(apply(old, document))
+        except UnknownDirective as exc:
+            raise StatusError(500, "", str(exc)) from None
+        except PatchError:
+            # The real server does not say which operation failed.
+            raise StatusError(422, "Invalid", "the server rejected our request due to an error in our request", details={}) from None
+
+    # -- scale and token subresources ----------------------------------------------------
+
+    def set_replicas(self, rt: ResourceType, namespace: Optional[str], name: str, scale: Any, *, dry_run: bool = False) -> dict:
+        """PUT .../scale: set ``spec.replicas`` from an autoscaling/v1 Scale; returns the object."""
+        ns = self._ns(rt, namespace)
+        if not isinstance(scale, dict) or (scale.get("kind") or "Scale") != "Scale":
+            other = scale.get("kind") if isinstance(scale, dict) else type(scale).__name__
+            version = (scale.get("apiVersion") or "v1").rsplit("/", 1)[-1] if isinstance(scale, dict) else "v1"
+            raise bad_request(
+                f'{other} in version "{version}" cannot be handled as a Scale: converting ({version}.{other}) to (autoscaling.Scale): unknown conversion'
+            )
+        try:
+            replicas = replicas_from_scale(scale)
+        except ValueError:
+            raise invalid("Scale", "autoscaling", name, [("FieldValueInvalid", "spec.replicas", "must be greater than or equal to 0")]) from None
+        expected = meta_of(scale).get("resourceVersion")
+        with self.store.lock:
+            old = self._get_existing(rt, ns, name)
+            if expected and expected != old["metadata"]["resourceVersion"]:
+                raise conflict(rt.plural, rt.group, name, "the object has been modified; please apply your changes to the latest version and try again")
+            new = copy_json(old)
+            new.setdefault("spec", {})["replicas"] = replicas
+            new["metadata"].pop("resourceVersion", None)
+            return self._out(rt, self._apply_update(rt, ns, name, old, new, subresource=None, dry_run=dry_run))
+
+    def patch_scale(self, rt: ResourceType, namespace: Optional[str], name: str, body: bytes, content_type: str, *, dry_run: bool = False) -> dict:
+        """PATCH .../scale: patch the object's Scale, then set its replicas; returns the object."""
+        ns = self._ns(rt, namespace)
+        media = (content_type or "").split(";")[0].strip().lower()
+        document = self._patch_document(rt, body, media)
+        with self.store.lock:
+            scale = scale_of(self._get_existing(rt, ns, name))
+            return self.set_replicas(rt, ns, name, self._apply_patch(scale, document, media), dry_run=dry_run)
+
+    def record_apiserver_lease(self, rt: ResourceType, epoch: float) -> None:
+        """Write the API server's identity Lease in kube-system (what a starting kube-apiserver does)."""
+        name = "apiserver-pyinformers-testing"
+        renew = now_rfc3339(epoch).replace("Z", ".000000Z")
+        body = {"metadata": {"name": name, "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": 3600, "renewTime": renew}}
+        with self.store.lock:
+            if self.store.get("/namespaces", "", "kube-system") is None:
+                return
+            existing = self.store.get(rt.storage_key, "kube-system", name)
+            if existing is None:
+                self.create(rt, "kube-system", body)
+            else:
+                self.write_spec(rt, "kube-system", name, body["spec"])
+
+    def write_spec(self, rt: ResourceType, ns: str, name: str, spec: dict) -> None:
+        """Replace ``.spec`` of a stored object (server-internal writers)."""
+        with self.store.lock:
+            obj = self.store.get(rt.storage_key, ns, name)
+            if obj is not None and obj.get("spec") != spec:
+                self.store.put(rt.storage_key, ns, name, dict(obj, spec=spec, metadata=dict(obj["metadata"])))
+
+    def token_request(self, rt: ResourceType, namespace: Optional[str], name: str, body: Any, auth: Any) -> dict:
+        """POST .../serviceaccounts/<name>/token: a TokenRequest answered with a bearer token for it."""
+        ns = self._ns(rt, namespace)
+        account = self._get_existing(rt, ns, name)
+        spec = dict((body or {}).get("spec") or {})
+        expiration = int(spec.get("expirationSeconds") or 3600)
+        spec.setdefault("audiences", ["https://kubernetes.default.svc.cluster.local"])
+        spec["expirationSeconds"] = expiration
+        spec.setdefault("boundObjectRef", None)
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": ns, "uid": meta_of(account).get("uid"), "creationTimestamp": self._timestamp()},
+            "spec": spec,
+            "status": {
+                "token": auth.issue_service_account_token(ns, name),
+                "expirationTimestamp": now_rfc3339(self._time() + expiration),
+            },
+        }
 
     # -- delete --------------------------------------------------------------------------
 
-    def delete(self, rt: ResourceType, namespace: Optional[str], name: str, options: dict) -> tuple[int, dict]:
-        """Delete or mark for deletion; returns (HTTP status, body): 200 + Status when gone, 202 + object when pending."""
+    def delete(
+        self, rt: ResourceType, namespace: Optional[str], name: str, options: dict, *, dry_run: bool = False
+    ) -> tuple[int, dict]:
+        """Delete or mark for deletion; returns (HTTP status, body).
+
+        200 with a ``Status`` when the object is gone; 200 with the object when
+        finalizers keep it (202 only with the deprecated ``orphanDependents:
+        false``). With ``dry_run`` nothing changes and the answer is the same.
+        """
         ns = self._ns(rt, namespace)
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
@@ -399,9 +596,25 @@ class RestApi:
             obj = self._get_existing(rt, ns, name)
             meta = obj["metadata"]
             if preconditions.get("uid") and preconditions["uid"] != meta.get("uid"):
-                raise conflict(rt.plural, rt.group, name, f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {meta.get('uid')}")
+                raise conflict(
+                    rt.kind,
+                    rt.group,
+                    name,
+                    f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                    f"({meta.get('uid')}). The object might have been deleted and then recreated",
+                )
             if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != meta.get("resourceVersion"):
-                raise conflict(rt.plural, rt.group, name, f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, ResourceVersion in object meta: {meta.get('resourceVersion')}")
+                raise conflict(
+                    rt.kind,
+                    rt.group,
+                    name,
+                    f"the ResourceVersion in the precondition ({preconditions['resourceVersion']}) does not match the "
+                    f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+                )
+            # A pending deletion answers 200 with the object; only the deprecated
+            # orphanDependents=false makes it 202 Accepted (as on a real server).
+            pending_code = 202 if options.get("orphanDependents") is False else 200
+
             finalizers = list(meta.get("finalizers") or ())
             extra = {"Orphan": ORPHAN_FINALIZER, "Foreground": FOREGROUND_FINALIZER}.get(policy or "")
             if extra and extra not in finalizers:
@@ -410,27 +623,37 @@ class RestApi:
             if policy == "Background" and ORPHAN_FINALIZER in finalizers and not meta.get("deletionTimestamp"):
                 finalizers.remove(ORPHAN_FINALIZER)
             pending = finalizers or self._deletion_blocked(rt, obj)
+            if dry_run:
+                return (pending_code, self._out(rt, obj)) if pending else (200, self._deleted_status(rt, name, obj))
             if not pending:
                 final = self._remove(rt, ns, name) or obj
-                details = {"name": name, "kind": rt.plural, "uid": meta_of(final).get("uid")}
-                if rt.group:
-                    details["group"] = rt.group
-                return 200, success_status(details=details)
+                if rt.storage_key == CRD_STORAGE_KEY:
+                    return 200, self._out(rt, final)  # a CRD's DELETE answers the CRD, not a Status
+                return 200, self._deleted_status(rt, name, final)
             if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or ()):
-                return 202, self._out(rt, obj)
+                return pending_code, self._out(rt, obj)
             new = dict(obj)
             new_meta = dict(meta, finalizers=finalizers)
             if not finalizers:
                 new_meta.pop("finalizers")
             if not meta.get("deletionTimestamp"):
                 new_meta["deletionTimestamp"] = self._timestamp()
-                new_meta["deletionGracePeriodSeconds"] = 0
-                new_meta["generation"] = int(meta.get("generation") or 1) + 1
+                if rt.storage_key != "/namespaces":  # a namespace's deletion has no grace period
+                    new_meta["deletionGracePeriodSeconds"] = 0
+                if meta.get("generation"):
+                    new_meta["generation"] = int(meta["generation"]) + 1
             new["metadata"] = new_meta
             if rt.storage_key == "/namespaces":
                 new["status"] = dict(obj.get("status") or {}, phase="Terminating")
             stored = self.store.put(rt.storage_key, ns, name, new)
-            return 202, self._out(rt, stored)
+            return pending_code, self._out(rt, stored)
+
+    @staticmethod
+    def _deleted_status(rt: ResourceType, name: str, final: dict) -> dict:
+        details = {"name": name, "kind": rt.plural, "uid": meta_of(final).get("uid")}
+        if rt.group:
+            details["group"] = rt.group
+        return success_status(details=details)
 
     def delete_collection(self, rt: ResourceType, namespace: Optional[str], options: ListOptions, delete_options: dict) -> dict:
         """Delete every matching object; returns the List of what was deleted or marked."""
@@ -448,8 +671,9 @@ class RestApi:
                     if exc.code == 404:
                         continue
                     raise
-                deleted.append(self._out(rt, result if code == 202 else obj))
-        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(self.store.current_rv)}, "items": deleted}
+                deleted.append(result if result.get("kind") != "Status" else obj)
+        # Each item in its last state; the list's resourceVersion is the one it was listed at.
+        return self._list_object(rt, {"resourceVersion": str(rv)}, deleted)
 
     # -- internal helpers for the garbage collector and simulators ----------------------------
 
@@ -474,6 +698,9 @@ class RestApi:
                 new["metadata"] = dict(obj["metadata"], finalizers=current)
                 if not current:
                     new["metadata"].pop("finalizers")
+            if meta_of(obj).get("deletionTimestamp") and not self._deletion_blocked(rt, new):
+                self._remove(rt, ns, name)  # the last finalizer: watchers see only DELETED
+                return
             stored = self.store.put(rt.storage_key, ns, name, new)
             self._maybe_finish_deletion(rt, ns, name, stored)
 

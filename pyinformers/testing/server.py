@@ -49,7 +49,16 @@ class ApiServer:
     in any case. ``max_watch_queue`` is how many events a watcher may fall
     behind before the server closes its watch. ``workload_delay`` is how long
     simulated Deployments take to become ready. ``clock`` supplies the wall
-    time written into timestamps.
+    time written into timestamps and the time watches measure
+    ``timeoutSeconds`` and bookmarks in (with a
+    :class:`~pyinformers.clock.FakeClock`, watches end and bookmarks come only
+    when the test steps the clock). With ``namespace_defaults=True`` every
+    namespace holds the ``kube-root-ca.crt`` ConfigMap and the ``default``
+    ServiceAccount from its creation on, as on a real cluster (off by default
+    so that suites counting the objects of a namespace keep their counts).
+    ``idle_timeout`` (seconds) closes a connection that sends nothing that
+    long (half-open connections, idle keep-alives, a stalled request) and
+    cuts a watch whose client stops reading.
     """
 
     def __init__(
@@ -66,19 +75,26 @@ class ApiServer:
         max_watch_queue: int = 10_000,
         clock: Optional[Clock] = None,
         seed: Optional[int] = None,
+        namespace_defaults: bool = False,
+        idle_timeout: Optional[float] = 60.0,
     ) -> None:
         if bookmark_interval <= 0:
             raise ValueError("bookmark_interval must be positive")
         if max_watch_queue < 1:
             raise ValueError("max_watch_queue must be at least 1")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError("idle_timeout must be positive or None")
         self._host = host
         self._requested_port = port
+        self._idle_timeout = idle_timeout
         self._token = token
         self._clock = clock or REAL_CLOCK
         self.store = Store(history_limit=history_limit, compact_every=compact_every)
         self.registry = Registry()
         self.hub = WatchHub(self.store)
-        self.rest = RestApi(self.store, self.registry, self.hub, time_func=self._clock.time)
+        self.rest = RestApi(
+            self.store, self.registry, self.hub, time_func=self._clock.time, namespace_defaults=namespace_defaults
+        )
         self.faults = Faults(seed=seed)
         self._stopping = threading.Event()
         self._dispatcher = Dispatcher(
@@ -90,6 +106,7 @@ class ApiServer:
             bookmark_interval=bookmark_interval,
             max_watch_queue=max_watch_queue,
             stopping=self._stopping,
+            clock=self._clock,
         )
         self.faults._bind(lambda: self.hub.close_all("dropped"))
         self._gc = GarbageCollector(self.rest)
@@ -108,7 +125,7 @@ class ApiServer:
         with self._lock:
             if self._httpd is not None or self._stopping.is_set():
                 raise RuntimeError("an ApiServer can be started once")
-            self._httpd = HttpServer((self._host, self._requested_port), self._dispatcher)
+            self._httpd = HttpServer((self._host, self._requested_port), self._dispatcher, idle_timeout=self._idle_timeout)
             self._gc.start()
             if self._workloads is not None:
                 self._workloads.start()
@@ -211,6 +228,19 @@ class ApiServer:
     def compact(self, resource_version: "int | str | None" = None) -> int:
         """Forget history up to ``resource_version`` (default: now); returns the compaction point."""
         return self.store.compact(None if resource_version is None else int(resource_version))
+
+    def restart(self) -> int:
+        """Act out a kube-apiserver restart: end every watch cleanly and start every watch cache anew.
+
+        Stored objects and resourceVersions stay (etcd keeps them); a watch from
+        a resourceVersion older than now then gets an ``ERROR`` 410 event, as
+        from a restarted real server. Returns how many watches were ended.
+        """
+        # A starting kube-apiserver writes its identity lease before it serves.
+        leases = self.registry.lookup("coordination.k8s.io", "v1", "leases")
+        if leases is not None:
+            self.rest.record_apiserver_lease(leases, self._clock.time())
+        return self.hub.restart()
 
     def objects(self, plural: str, group: str = "", namespace: Optional[str] = None) -> list[dict]:
         """The current objects of a resource (sorted by namespace/name); do not mutate them."""

@@ -27,6 +27,7 @@ __all__ = [
     "method_not_allowed",
     "unsupported_media_type",
     "forbidden",
+    "internal_error",
 ]
 
 
@@ -47,7 +48,9 @@ def status_object(
         "reason": reason,
         "code": code,
     }
-    if details:
+    if not reason:  # a few internal errors of the real server carry no reason
+        del status["reason"]
+    if details is not None:
         status["details"] = dict(details)
     return status
 
@@ -75,25 +78,30 @@ class StatusError(Exception):
         *,
         details: Optional[Mapping[str, Any]] = None,
         retry_after: Optional[int] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> None:
         super().__init__(f"{code} {reason}: {message}")
+        self.metadata = dict(metadata) if metadata else None
         self.code = code
         self.reason = reason
         self.message = message
-        self.details = dict(details) if details else None
+        self.details = dict(details) if details is not None else None
         self.retry_after = retry_after
 
     @property
     def status(self) -> dict:
         """The ``Status`` object for this error."""
-        return status_object(self.code, self.reason, self.message, details=self.details)
+        status = status_object(self.code, self.reason, self.message, details=self.details)
+        if self.metadata:
+            status["metadata"] = dict(self.metadata)
+        return status
 
     def __repr__(self) -> str:
         return f"StatusError(code={self.code}, reason={self.reason!r}, message={self.message!r})"
 
 
 def _details(kind: str, group: str, name: Optional[str], causes: Optional[list] = None) -> dict:
-    details: dict[str, Any] = {"kind": kind}
+    details: dict[str, Any] = {"kind": kind} if kind else {}
     if group:
         details["group"] = group
     if name:
@@ -130,23 +138,58 @@ def conflict(kind: str, group: str, name: str, reason: str) -> StatusError:
     return StatusError(409, "Conflict", message, details=_details(kind, group, name))
 
 
-def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
-    """422 Invalid; ``causes`` are ``(reason, field, message)`` triples (reason like ``FieldValueInvalid``)."""
+_CAUSE_PREFIXES = {
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueRequired": "Required value",
+    "FieldValueTooLong": "Too long",
+    "FieldValueDuplicate": "Duplicate value",
+}
+
+
+def cause_message(reason: str, detail: str) -> str:
+    """A cause's message as the real server words it: its type's prefix, then the detail."""
+    prefix = _CAUSE_PREFIXES.get(reason)
+    if prefix is None or detail.startswith(prefix):
+        return detail
+    return f"{prefix}: {detail}" if detail else prefix
+
+
+def invalid(
+    kind: str, group: str, name: str, causes: list[tuple[str, str, str]], *, summary_causes: Optional[int] = None
+) -> StatusError:
+    """422 Invalid; ``causes`` are ``(reason, field, detail)`` triples (reason like ``FieldValueInvalid``).
+
+    Each cause's message gets its type's prefix (``Forbidden: ``, ``Required
+    value``, ...) unless the detail has it; the Status message lists the first
+    ``summary_causes`` causes (default: all), in brackets when more than one.
+    """
     qualified = f"{kind}.{group}" if group else kind
-    summary = ", ".join(f"{field}: {message}" for _, field, message in causes)
+    worded = [(reason, field, cause_message(reason, detail)) for reason, field, detail in causes]
+    listed = worded[: summary_causes or len(worded)]
+    summary = ", ".join(f"{field}: {message}" for _, field, message in listed)
+    if len(listed) > 1:
+        summary = f"[{summary}]"
     message = f'{qualified} "{name}" is invalid: {summary}'
-    cause_dicts = [{"reason": reason, "field": field, "message": msg} for reason, field, msg in causes]
+    cause_dicts = [{"reason": reason, "message": msg, "field": field} for reason, field, msg in worded]
     return StatusError(422, "Invalid", message, details=_details(kind, group, name, cause_dicts))
 
 
-def expired(message: str) -> StatusError:
-    """410 Gone with reason ``Expired``: a resourceVersion or continue token older than the compaction point."""
-    return StatusError(410, "Expired", message)
+def expired(message: str, *, metadata: Optional[Mapping[str, Any]] = None) -> StatusError:
+    """410 Gone with reason ``Expired``: a resourceVersion or continue token older than the compaction point.
+
+    ``metadata`` goes into the Status (a fresh ``continue`` token for an expired one).
+    """
+    return StatusError(410, "Expired", message, metadata=metadata)
 
 
-def method_not_allowed(message: str) -> StatusError:
-    return StatusError(405, "MethodNotAllowed", message)
+def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message, details={})
 
 
-def unsupported_media_type(message: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", message)
+def unsupported_media_type(message: str = "415: Unsupported Media Type", *, details: Optional[Mapping[str, Any]] = None) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType", message, details=details)
+
+
+def internal_error(message: str) -> StatusError:
+    """500 InternalError (what the server answers for its own bugs)."""
+    return StatusError(500, "InternalError", message, details={"causes": [{"message": message}]})

@@ -281,11 +281,11 @@ class Store:
                 raise StatusError(
                     504,
                     "Timeout",
-                    f"Too large resource version: {at_rv}, current: {current}",
+                    f"Timeout: Too large resource version: {at_rv}, current: {current}",
                     details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
                 )
             if at_rv < self._compacted:
-                raise expired(f"too old resource version: {at_rv} ({self._compacted})")
+                raise expired("The resourceVersion for the provided list is too old.")
             for change in reversed(self._history):
                 if change.rv <= at_rv:
                     break

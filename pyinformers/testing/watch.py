@@ -30,7 +30,9 @@ from typing import Any, Optional
 
 import orjson
 
+from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.testing.registry import ResourceType
+from pyinformers.testing.status import expired
 from pyinformers.testing.storage import Change, ChangeType, Store, event_line
 
 __all__ = ["Watcher", "WatchHub", "INITIAL_EVENTS_END"]
@@ -107,11 +109,11 @@ class Watcher:
                 self.close_reason = reason
             self._cond.notify_all()
 
-    def next_batch(self, timeout: float) -> Optional[list[Change]]:
-        """Wait up to ``timeout`` s for changes; returns them (maybe empty), or None once closed."""
+    def next_batch(self, timeout: float, clock: Clock = REAL_CLOCK) -> Optional[list[Change]]:
+        """Wait up to ``timeout`` s (of ``clock``) for changes; returns them (maybe empty), or None once closed."""
         with self._cond:
             if not self._queue and not self._backlog and self.close_reason is None and timeout > 0:
-                self._cond.wait(timeout)
+                clock.wait(self._cond, timeout)
             if self.close_reason is not None:
                 return None
             batch = self._backlog
@@ -196,12 +198,18 @@ class WatchHub:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._watchers: dict[str, list[Watcher]] = {}  # storage key -> open watchers
+        # The watch caches: where each resource's cache starts (a watch from before it
+        # gets 410 Expired) and the rv of its latest change (what bookmarks carry).
+        self._epoch = store.current_rv
+        self._cache_start: dict[str, int] = {}
+        self._latest: dict[str, int] = {}
         store.add_listener(self._on_change)
 
     def __repr__(self) -> str:
         return f"<WatchHub watchers={self.count()}>"
 
     def _on_change(self, change: Change) -> None:
+        self._latest[change.storage_key] = change.rv
         for watcher in self._watchers.get(change.storage_key, ()):
             if watcher.namespace is None or watcher.namespace == change.namespace:
                 watcher.offer(change)
@@ -221,6 +229,9 @@ class WatchHub:
                 objects, rv = self._store.snapshot(key, watcher.namespace)
             else:
                 assert since_rv is not None
+                start = self._cache_start.get(key, self._epoch)
+                if since_rv < start:
+                    raise expired(f"too old resource version: {since_rv} ({start})")
                 backlog = self._store.changes_since(since_rv, key)
                 watcher.replay([c for c in backlog if watcher.namespace is None or watcher.namespace == c.namespace])
                 objects, rv = [], since_rv
@@ -236,11 +247,39 @@ class WatchHub:
                 watchers.remove(watcher)
 
     def bookmark_rv(self, watcher: Watcher) -> Optional[int]:
-        """The rv a bookmark may carry now: every change up to it was delivered (None: drain first)."""
+        """The rv a bookmark may carry now, or None when none is due.
+
+        That is the rv of the resource's latest change (whether or not the
+        watch's selectors let it through), once every change up to it was
+        delivered; a watch that has seen nothing newer than its start gets
+        no bookmark, as from the real server.
+        """
         with self._store.lock:
             if not watcher.is_drained():
                 return None
-            return max(self._store.current_rv, watcher.start_rv)
+            rv = self._latest.get(watcher.resource.storage_key, 0)
+            return rv if rv > watcher.start_rv else None
+
+    def start_cache(self, storage_key: str) -> None:
+        """A resource starts being served (a CRD was created): its watch cache starts now."""
+        with self._store.lock:
+            self._cache_start[storage_key] = self._store.current_rv
+
+    def restart(self) -> int:
+        """What a kube-apiserver restart does to watches: end each cleanly; every cache starts anew.
+
+        Returns how many watches were ended.
+        """
+        with self._store.lock:
+            self._epoch = self._store.current_rv
+            self._cache_start.clear()
+        return self.close_all("restart")
+
+    @property
+    def epoch(self) -> int:
+        """The resourceVersion at which the watch caches last started (the last restart)."""
+        with self._store.lock:
+            return self._epoch
 
     def watchers(self) -> list[Watcher]:
         with self._store.lock:
