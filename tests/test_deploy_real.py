@@ -101,6 +101,8 @@ def _apply(cp, sample: Sample) -> None:
     out = _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", str(sample.deploy))
     assert "serverside-applied (server dry run)" in out
     _kubectl(cp, "apply", "--server-side", "-f", str(sample.deploy))
+    with cp.api_client() as admin, cp.api_client(token=_token(admin, sample.sa, sample.sa)) as sa_client:
+        _wait_until(sa_client, sample.owner, "watch", allowed=True)  # the authorizer sees new RBAC a moment later
 
 
 @pytest.fixture(params=sorted(SAMPLES))
@@ -216,15 +218,15 @@ def _narrowed(admin, resource: str, verb: str):
     return restore
 
 
-def _wait_until_denied(sa_client, resource: Resource, verb: str) -> None:
-    """RBAC changes reach the authorizer asynchronously: wait until the server says no."""
+def _wait_until(sa_client, resource: Resource, verb: str, *, allowed: bool) -> None:
+    """RBAC changes reach the authorizer asynchronously: wait until it answers ``allowed`` for ``verb``."""
     from kubernetes import client as k8s
 
     deadline = time.monotonic() + 20
     while True:
         review = k8s.AuthorizationV1Api(sa_client).create_self_subject_access_review(
             {"spec": {"resourceAttributes": {"group": resource.group, "resource": resource.plural, "verb": verb}}})
-        if not review.status.allowed or time.monotonic() > deadline:
+        if review.status.allowed == allowed or time.monotonic() > deadline:
             return
         time.sleep(0.1)
 
@@ -235,7 +237,7 @@ def test_without_list_on_foos_the_start_fails_at_once_naming_the_verb_and_resour
     sa_client = cp.api_client(token=_token(admin, "sample-controller", "sample-controller"))
     restore = _narrowed(admin, "foos", "list")
     try:
-        _wait_until_denied(sa_client, FOOS, "list")
+        _wait_until(sa_client, FOOS, "list", allowed=False)
         started = time.monotonic()
         with pytest.raises(ConfigurationError) as caught:
             _run(SAMPLES["sample_controller"], sa_client, lambda manager, started: None)
@@ -250,6 +252,33 @@ def test_without_list_on_foos_the_start_fails_at_once_naming_the_verb_and_resour
         admin.close()
 
 
+def test_without_watch_on_foos_run_exits_naming_the_verb_and_resource(deployed):
+    cp = deployed
+    admin = cp.api_client()
+    sa_client = cp.api_client(token=_token(admin, "sample-controller", "sample-controller"))
+    restore = _narrowed(admin, "foos", "watch")  # the list succeeds, the caches sync, then the watch is refused
+    sample = SAMPLES["sample_controller"]
+    manager = Manager(api_client=sa_client, metrics_port=0, health_port=0, tune_gc=False, sync_timeout=30)
+    recorder = EventRecorder(sa_client, sample.component)
+    try:
+        _wait_until(sa_client, FOOS, "watch", allowed=False)
+        manager.add(sample.operator.build(manager.factory, recorder, sample.operator.parse([], environ={})))
+        started = time.monotonic()
+        with pytest.raises(SystemExit) as caught:
+            manager.run()
+        elapsed = time.monotonic() - started
+        message = str(caught.value)
+        assert 'cannot watch resource "foos"' in message, message
+        assert elapsed < 15, f"took {elapsed:.1f} s"
+        print(f"\nrefused watch on foos: run() exited in {elapsed:.2f} s: {message}")
+    finally:
+        manager.stop(timeout=5)
+        recorder.close(timeout=3)
+        restore()
+        sa_client.close()
+        admin.close()
+
+
 def test_without_update_on_deployments_each_retry_logs_the_missing_permission(deployed, caplog):
     cp = deployed
     admin = cp.api_client()
@@ -259,7 +288,7 @@ def test_without_update_on_deployments_each_retry_logs_the_missing_permission(de
     restore = _narrowed(admin, "deployments", "update")
     caplog.set_level(logging.ERROR, logger="pyinformers.controller.foos")
     try:
-        _wait_until_denied(sa_client, DEPLOYMENTS, "update")
+        _wait_until(sa_client, DEPLOYMENTS, "update", allowed=False)
 
         def scenario(manager, started):
             with Convergence([manager.factory.informer(DEPLOYMENTS)]) as convergence:

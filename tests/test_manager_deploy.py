@@ -79,9 +79,20 @@ def test_stop_with_a_stuck_reconcile_returns_within_its_budget(api_server):
 
 # -- a server that refuses everything, the way RBAC does ---------------------------------------------------
 class _Refusing(BaseHTTPRequestHandler):
+    refuse = ("list", "watch")
+
     def do_GET(self):  # noqa: N802
         resource = self.path.split("?")[0].rstrip("/").split("/")[-1]
         verb = "watch" if "watch=" in self.path else "list"
+        if verb not in self.refuse:
+            body = json.dumps({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+                               "items": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         message = (f'{resource} is forbidden: User "system:serviceaccount:ops:op" cannot {verb} resource '
                    f'"{resource}" in API group "" at the cluster scope')
         body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
@@ -96,24 +107,45 @@ class _Refusing(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_missing_read_permission_fails_start_at_once_naming_the_verb_and_resource():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    client = k8s_client.ApiClient(k8s_client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}"))
-    manager = Manager(api_client=client, check_server=False, metrics_port=0, health_port=0, sync_timeout=60,
-                      tune_gc=False)
-    manager.factory.informer(CONFIGMAPS)
-    started = time.monotonic()
-    try:
-        with pytest.raises(ConfigurationError, match=r'cannot list resource "configmaps".*RBAC'):
-            manager.start()
-        assert time.monotonic() - started < 10, "it waited for the sync timeout instead of failing fast"
-    finally:
+@pytest.fixture
+def refusing_manager():
+    """A Manager with one ConfigMap informer, on a server whose RBAC refuses what ``refuse(...)`` says."""
+    made = []
+
+    def make(*verbs):
+        handler = type("Handler", (_Refusing,), {"refuse": verbs})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        client = k8s_client.ApiClient(k8s_client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}"))
+        manager = Manager(api_client=client, check_server=False, metrics_port=0, health_port=0, sync_timeout=60,
+                          tune_gc=False)
+        manager.factory.informer(CONFIGMAPS)
+        made.append((manager, server, client))
+        return manager
+
+    yield make
+    for manager, server, client in made:
         manager.stop()
         server.shutdown()
         server.server_close()
         client.close()
+
+
+def test_a_missing_list_permission_fails_start_at_once_naming_the_verb_and_resource(refusing_manager):
+    manager = refusing_manager("list", "watch")
+    started = time.monotonic()
+    with pytest.raises(ConfigurationError, match=r'cannot list resource "configmaps".*RBAC'):
+        manager.start()
+    assert time.monotonic() - started < 10, "it waited for the sync timeout instead of failing fast"
+
+
+def test_a_missing_watch_permission_ends_run_with_the_refusal_and_fails_healthz(refusing_manager):
+    manager = refusing_manager("watch")  # the list succeeds and the cache syncs; the watch is refused after
+    started = time.monotonic()
+    with pytest.raises(SystemExit, match=r'cannot watch resource "configmaps".*RBAC'):
+        manager.run()
+    assert time.monotonic() - started < 10, "it kept retrying the refused watch"
+    assert ("permissions", False) in [(name, ok) for name, ok, _ in manager.health_checks()]
 
 
 # -- secured metrics, plain probes -----------------------------------------------------------------------------

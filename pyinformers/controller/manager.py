@@ -142,7 +142,7 @@ class Manager:
         self.api_client = build_api_client(kubeconfig) if api_client is None else api_client
         self.registry = REGISTRY if registry is None else registry
         self.namespace = namespace
-        # The first 401/403 an informer meets while the caches fill: retrying cannot fix it.
+        # The first 401/403 an informer met (a list or watch the RBAC refuses): retrying cannot fix it.
         self._denied: Optional[BaseException] = None
         self.factory = SharedInformerFactory(
             self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry,
@@ -203,8 +203,11 @@ class Manager:
 
     # -- probes ---------------------------------------------------------------------------
     def health_checks(self) -> list[tuple[str, bool, str]]:
-        """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers."""
-        return _health_checks(self.factory.informers(), self.controllers, started=self._started)
+        """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers, RBAC refusals."""
+        checks = _health_checks(self.factory.informers(), self.controllers, started=self._started)
+        if self._denied is not None:
+            checks.append(("permissions", False, one_line(self._denied)))
+        return checks
 
     def ready_checks(self) -> list[tuple[str, bool, str]]:
         """``(name, ok, detail)`` for ``/readyz``: caches synced, controllers running."""
@@ -280,21 +283,27 @@ class Manager:
             raise
 
     def _note_watch_error(self, error: BaseException) -> None:
-        """Reflector callback (its thread): remember the first refusal seen before the caches synced."""
-        if not self._synced and self._denied is None and isinstance(error, (Forbidden, Unauthorized)):
+        """Reflector callback (its thread): remember the first list/watch the API server refused."""
+        if self._denied is None and isinstance(error, (Forbidden, Unauthorized)):
             self._denied = error
+
+    def _refusal(self) -> Optional[ConfigurationError]:
+        denied = self._denied
+        if denied is None:
+            return None
+        return ConfigurationError(
+            f"the API server refuses what the controllers need to read: {one_line(denied)} "
+            "(grant it in the operator's RBAC; python -m pyinformers rbac <module> prints what is needed)"
+        )
 
     def _wait_for_caches(self) -> None:
         deadline = time.monotonic() + self.sync_timeout
         informers = list(self.factory.informers().values())
         for informer in informers:
             while not self._stop_requested.is_set() and not informer.has_synced():
-                denied = self._denied
-                if denied is not None:
-                    raise ConfigurationError(
-                        f"the API server refuses what the controllers need to read: {one_line(denied)} "
-                        "(grant it in the operator's RBAC; python -m pyinformers rbac <module> prints what is needed)"
-                    )
+                refusal = self._refusal()
+                if refusal is not None:
+                    raise refusal
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -358,7 +367,11 @@ class Manager:
         In the main thread, SIGTERM and SIGINT request a graceful shutdown and
         a second one exits the process at once with status 1; the previous
         handlers are restored on return. A :class:`ConfigurationError` ends
-        the program with its one-line message (``SystemExit``).
+        the program with its one-line message (``SystemExit``), and so does
+        a list or watch the API server refuses later (401/403: a permission
+        missing from the RBAC, such as ``watch``, which is first used after
+        the caches synced): the operator stops and exits instead of retrying
+        what cannot succeed.
         """
         restore = install_shutdown_handlers(self._stop_requested.set)
         try:
@@ -369,7 +382,10 @@ class Manager:
             except CacheSyncTimeout as err:
                 raise SystemExit(f"pyinformers: {err}") from None
             while not self._stop_requested.wait(_POLL):
-                pass
+                refusal = self._refusal()
+                if refusal is not None:
+                    log.error("%s; stopping", refusal)
+                    raise SystemExit(f"pyinformers: {refusal}")
         finally:
             try:
                 self.stop()
