@@ -58,7 +58,7 @@ import logging
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 from pyinformers.api.errors import Forbidden
 from pyinformers.api.permissions import UndeclaredVerb
@@ -112,6 +112,50 @@ class CacheSyncTimeout(TimeoutError):
         super().__init__(
             f"controller {controller!r}: caches did not sync within {timeout:g} s: " + "; ".join(self.pending)
         )
+
+
+class Admission(Protocol):
+    """Who may reconcile a key *now* (set by the Manager for leader election and sharding).
+
+    ``enter(key)`` is asked by a worker right before ``reconcile(key)``; when
+    it returns False the key is dropped (``forget`` + ``done``: another
+    replica owns it, or this one stopped leading). When it returns True,
+    ``exit(key)`` follows once the reconcile ended, whatever happened, so an
+    admission can count the reconciles in flight and drain them.
+    """
+
+    def enter(self, key: Any) -> bool: ...
+
+    def exit(self, key: Any) -> None: ...
+
+
+class _Intake:
+    """What handlers enqueue into: the queue's ``add``, or a filtered one (sharding drops foreign keys).
+
+    ``add`` is an attribute, not a method, so the unfiltered path costs one
+    attribute lookup more than calling the queue directly.
+    """
+
+    __slots__ = ("queue", "add")
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+        self.add = queue.add
+
+    def set_filter(self, keep: Optional[Callable[[Any], bool]]) -> None:
+        if keep is None:
+            self.add = self.queue.add
+            return
+        add = self.queue.add
+
+        def filtered(key: Any) -> None:
+            if keep(key):
+                add(key)
+
+        self.add = filtered
+
+    def __repr__(self) -> str:
+        return repr(self.queue)
 
 
 class _State(enum.Enum):
@@ -247,6 +291,9 @@ class Controller:
         self._in_flight: dict[str, Any] = {}
         # Set by stop(): workers stop taking keys, run() and start() stop waiting.
         self._stopping = threading.Event()
+        # Handlers enqueue through the intake; the admission gates each reconcile (both set by the Manager).
+        self._intake = _Intake(self.queue)
+        self._admission: Optional[Admission] = None
 
     # -- wiring -----------------------------------------------------------------------
     def watch(
@@ -274,7 +321,7 @@ class Controller:
         if not callable(getattr(informer, "add_event_handler", None)):
             raise TypeError(f"watch() needs an informer (with add_event_handler), got {informer!r}")
         preds = tuple(predicates)
-        bound = handler.bind(self.queue, preds)
+        bound = handler.bind(self._intake, preds)
         with self._lock:
             if self._state is not _State.NEW:
                 raise RuntimeError(f"{self!r}: watch() must be called before start()")
@@ -294,6 +341,17 @@ class Controller:
                 f"{type(self).__name__}.__init__ (after super().__init__()), or set watches_optional = True "
                 "if its keys come from elsewhere"
             )
+
+    def set_key_filter(self, keep: Optional[Callable[[Any], bool]]) -> None:
+        """Enqueue only the keys ``keep(key)`` accepts (None: all). The Manager's sharding sets it."""
+        self._intake.set_filter(keep)
+
+    def set_admission(self, admission: Optional[Admission]) -> None:
+        """Gate every reconcile with ``admission`` (see :class:`Admission`); set before :meth:`start`."""
+        with self._lock:
+            if self._state is not _State.NEW:
+                raise RuntimeError(f"{self!r}: set_admission() must be called before start()")
+            self._admission = admission
 
     @property
     def watches(self) -> list[Watch]:
@@ -487,8 +545,23 @@ class Controller:
 
         The worker loop calls this for every key it takes; tests may call it
         directly (after ``queue.get()``) to step a controller by hand. It
-        calls ``queue.done(key)`` before returning, whatever happened.
+        calls ``queue.done(key)`` before returning, whatever happened. With an
+        :class:`Admission` that refuses the key, the key is dropped and the
+        label is ``"dropped"`` (nothing is reconciled or recorded).
         """
+        queue = self.queue
+        admission = self._admission
+        if admission is not None and not admission.enter(key):
+            queue.forget(key)  # not ours (another replica's shard, or we stopped leading): drop it
+            queue.done(key)
+            return "dropped"
+        try:
+            return self._process(key, worker)
+        finally:
+            if admission is not None:
+                admission.exit(key)
+
+    def _process(self, key: Any, worker: Optional[str]) -> str:
         queue = self.queue
         metrics = self.metrics
         in_flight = self._in_flight

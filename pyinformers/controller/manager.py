@@ -34,6 +34,16 @@ or a controller lost a worker thread; ``/readyz`` fails (503) until every
 cache has synced and every controller runs. Both answer ``ok`` when passing,
 and list every check (``[+]``/``[-]``) with ``?verbose`` or on failure.
 
+Leader election (``leader_election=True``, docs/ha.rst): every replica
+starts its informers and syncs its caches (warm standby), then campaigns
+for the Lease ``leader_election_id``; only the leader starts its
+controllers' workers, and each reconcile is admitted only while it leads by
+its own clock. Losing the lease ends the process with status 1 (or, with
+``LeaderElectionConfig(exit_on_lost_lease=False)``, stops the manager). A
+clean stop drains the workers, then releases the Lease. ``/readyz`` passes on
+standbys (they are ready to lead); ``/healthz`` fails when a leader's
+elector has not renewed for far longer than the lease.
+
 Configuration problems (no kubeconfig, a malformed one, an unreachable or
 refusing server) raise :class:`ConfigurationError`, whose message is one line
 saying what is wrong; :meth:`Manager.run` turns it into ``SystemExit`` with
@@ -62,10 +72,12 @@ from pyinformers.cache.reflector_options import ReflectorOptions
 from pyinformers.controller.checks import health_checks as _health_checks
 from pyinformers.controller.checks import ready_checks as _ready_checks
 from pyinformers.controller.controller import DEFAULT_SHUTDOWN_TIMEOUT, CacheSyncTimeout, Controller
+from pyinformers.controller.leader import LeaderAdmission, LeaderElectionConfig, default_identity, resolve_namespace
 from pyinformers.controller.metrics_auth import ApiServerAuth
 from pyinformers.controller.probes import ANY_PORT, Guard, TLSFiles
 from pyinformers.controller.servers import EndpointServers, validate_port
 from pyinformers.controller.signals import install_shutdown_handlers
+from pyinformers.leaderelection import LeaderElector, LeaseLock
 
 __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
 
@@ -111,6 +123,14 @@ class Manager:
     :param check_server: ask ``/version`` at start and fail fast if unreachable.
     :param tune_gc: apply :mod:`pyinformers.gc_policy` while running (rare full
         collections, synced caches frozen); undone by :meth:`stop`.
+    :param leader_election: run the controllers only while this replica holds
+        the Lease ``leader_election_id`` (informers run on every replica).
+    :param leader_election_id: the Lease's name (required with leader election;
+        unique per operator: replicas of one operator share it).
+    :param leader_election_namespace: the Lease's namespace (default: the
+        Pod's own; outside a Pod it must be given).
+    :param leader_election_config: a :class:`~pyinformers.controller.leader.LeaderElectionConfig`
+        (timing, identity, release on shutdown, exit on a lost lease).
 
     Raises :class:`ConfigurationError` when no usable configuration is found.
     """
@@ -134,8 +154,14 @@ class Manager:
         health_host: Optional[str] = None,
         metrics_auth: Union[bool, Guard] = False,
         metrics_tls: Optional[TLSFiles] = None,
+        leader_election: bool = False,
+        leader_election_id: Optional[str] = None,
+        leader_election_namespace: Optional[str] = None,
+        leader_election_config: Optional[LeaderElectionConfig] = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
+        if leader_election and not leader_election_id:
+            raise ValueError("leader_election=True needs leader_election_id (the Lease's name, shared by the replicas)")
         validate_port("health_port", health_port)
         if api_client is not None and kubeconfig is not None:
             raise ValueError("give either kubeconfig or api_client, not both")
@@ -169,6 +195,18 @@ class Manager:
             guard = ApiServerAuth.for_api_client(self.api_client)
         elif callable(metrics_auth):
             guard = metrics_auth
+        self.leader_election = bool(leader_election)
+        self.leader_election_config = leader_election_config or LeaderElectionConfig()
+        self.leader_election_id = leader_election_id
+        self.leader_election_namespace = (
+            resolve_namespace(leader_election_namespace, what="leader election") if leader_election else None
+        )
+        #: The elector while leader election runs (created by start()).
+        self.elector: Optional[LeaderElector] = None
+        #: True once this replica lost the lease it held (with exit_on_lost_lease=False).
+        self.lost_lease = False
+        #: Monotonic time at which this replica last became the leader (None: never).
+        self.leading_since: Optional[float] = None
         self._endpoints = EndpointServers(
             bind_address, metrics_port, health_port,
             registry=self.registry, health_checks=self.health_checks, ready_checks=self.ready_checks,
@@ -203,15 +241,29 @@ class Manager:
 
     # -- probes ---------------------------------------------------------------------------
     def health_checks(self) -> list[tuple[str, bool, str]]:
-        """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers, RBAC refusals."""
+        """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers, RBAC refusals,
+        and (with leader election) a leader that stopped renewing."""
         checks = _health_checks(self.factory.informers(), self.controllers, started=self._started)
         if self._denied is not None:
             checks.append(("permissions", False, one_line(self._denied)))
+        elector = self.elector
+        if elector is not None:
+            tolerance = self.leader_election_config.timing.lease_duration
+            ok = elector.check(tolerance)
+            checks.append(("leader election", ok, "" if ok else "leading but not renewing the lease"))
         return checks
 
     def ready_checks(self) -> list[tuple[str, bool, str]]:
         """``(name, ok, detail)`` for ``/readyz``: caches synced, controllers running."""
-        return _ready_checks(self.factory.informers(), self.controllers, stopping=self._stop_requested.is_set())
+        elector = self.elector
+        standby = self.leader_election and (elector is None or not elector.is_leader())
+        # A standby's controllers wait for the lease: that is ready (to lead), not failing.
+        controllers = [] if standby else self.controllers
+        checks = _ready_checks(self.factory.informers(), controllers, stopping=self._stop_requested.is_set())
+        if standby:
+            leader = elector.leader if elector is not None else ""
+            checks.append(("leader election", True, f"standby (leader: {leader or 'none yet'})"))
+        return checks
 
     @property
     def metrics_address(self) -> Optional[tuple[str, int]]:
@@ -268,7 +320,16 @@ class Manager:
             if self._tune_gc:
                 frozen = gc_policy.freeze_synced_caches()
                 log.debug("froze %d objects (the synced caches) out of the cyclic GC's reach", frozen)
-            for controller in controllers:
+            if self.leader_election:
+                self._campaign(controllers)
+                return
+            self._start_controllers(controllers)
+        except BaseException:
+            self.stop(timeout=5.0)
+            raise
+
+    def _start_controllers(self, controllers: list[Controller]) -> None:
+        for controller in controllers:
                 if self._stop_requested.is_set():
                     return
                 try:
@@ -277,10 +338,58 @@ class Manager:
                     if self._stop_requested.is_set():  # stop() got to it first
                         return
                     raise
-            log.info("running %d controller(s) on %d informer(s)", len(controllers), len(self.factory.informers()))
-        except BaseException:
-            self.stop(timeout=5.0)
-            raise
+        log.info("running %d controller(s) on %d informer(s)", len(controllers), len(self.factory.informers()))
+
+    # -- leader election ----------------------------------------------------------------------
+    def _campaign(self, controllers: list[Controller]) -> None:
+        """Caches are synced: gate the controllers on the lease and start the elector's thread."""
+        config = self.leader_election_config
+        lock = LeaseLock(
+            self.api_client, self.leader_election_id or "", self.leader_election_namespace or "",
+            config.identity or default_identity(),
+        )
+        elector = LeaderElector(
+            lock, timing=config.timing, release_on_cancel=config.release_on_cancel,
+            on_started_leading=lambda: self._started_leading(controllers),
+            on_stopped_leading=lambda: self._stopped_leading(controllers),
+            name=f"manager-{self.leader_election_id}",
+        )
+        admission = LeaderAdmission(elector)
+        for controller in controllers:
+            controller.set_admission(admission)
+        with self._lock:
+            if self._stop_requested.is_set():
+                return
+            self.elector = elector
+        log.info("caches synced; campaigning for the Lease %s as %s", lock.describe(), lock.identity)
+        elector.start()
+
+    def _started_leading(self, controllers: list[Controller]) -> None:
+        """Elector callback (its thread, must return at once): start the workers on a thread of ours."""
+        self.leading_since = time.monotonic()
+
+        def start() -> None:
+            try:
+                self._start_controllers(controllers)
+            except Exception:
+                log.exception("starting the controllers after winning the lease failed; stopping")
+                self._stop_requested.set()
+
+        threading.Thread(target=start, name="pyinformers-manager-leading", daemon=True).start()
+
+    def _stopped_leading(self, controllers: list[Controller]) -> None:
+        """Elector callback: drain the workers (before a release), or handle a lost lease."""
+        if self._stop_requested.is_set():  # our own stop: drain, then the elector releases the Lease
+            self._drain(controllers, time.monotonic() + self.shutdown_timeout)
+            return
+        self.lost_lease = True
+        if self.leader_election_config.exit_on_lost_lease:
+            log.critical("lost the leader election lease %s: exiting (status 1)", self.leader_election_id)
+            logging.shutdown()
+            os._exit(1)
+        log.error("lost the leader election lease %s: stopping the manager", self.leader_election_id)
+        self._stop_requested.set()
+        self._drain(controllers, time.monotonic() + self.shutdown_timeout)
 
     def _note_watch_error(self, error: BaseException) -> None:
         """Reflector callback (its thread): remember the first list/watch the API server refused."""
@@ -335,19 +444,10 @@ class Manager:
         deadline = time.monotonic() + max(0.0, timeout)
         clean = True
         controllers = self.controllers
-        # Signal every controller first so they drain in parallel, then wait for each.
-        drains = [
-            threading.Thread(target=c.stop, args=(max(0.0, deadline - time.monotonic()),),
-                             name=f"pyinformers-manager-stop-{c.name}", daemon=True)
-            for c in controllers
-        ]
-        for t in drains:
-            t.start()
-        for t in drains:
-            t.join(max(0.0, deadline - time.monotonic()) + _JOIN_SLACK)
-        for c in controllers:
-            if c.workers_alive():
-                clean = False
+        elector = self.elector
+        if elector is not None:  # a leader drains its workers (callback), then releases the Lease
+            clean = elector.stop(timeout=max(0.0, deadline - time.monotonic()) + _JOIN_SLACK) and clean
+        clean = self._drain(controllers, deadline) and clean
         try:
             clean = self.factory.shutdown(timeout=_INFORMERS_STOP) and clean
         except Exception:  # keep going: the servers and the client must still be closed
@@ -360,6 +460,21 @@ class Manager:
         self._stopped.set()
         log.info("stopped%s", "" if clean else " (some threads did not finish in time)")
         return clean
+
+    @staticmethod
+    def _drain(controllers: list[Controller], deadline: float) -> bool:
+        """Stop every controller, draining in parallel until ``deadline``; True when all workers exited."""
+        # Signal every controller first so they drain in parallel, then wait for each.
+        drains = [
+            threading.Thread(target=c.stop, args=(max(0.0, deadline - time.monotonic()),),
+                             name=f"pyinformers-manager-stop-{c.name}", daemon=True)
+            for c in controllers
+        ]
+        for t in drains:
+            t.start()
+        for t in drains:
+            t.join(max(0.0, deadline - time.monotonic()) + _JOIN_SLACK)
+        return not any(c.workers_alive() for c in controllers)
 
     def run(self) -> None:
         """Start, block until SIGTERM/SIGINT (or :meth:`stop`), then shut down gracefully.
