@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import logging
 import json
 import threading
 import time
@@ -184,3 +185,25 @@ def test_a_secured_metrics_port_cannot_be_shared_with_the_probes():
     with pytest.raises(ValueError, match="cannot share port 8080"):
         Manager(api_client=_offline_client(), check_server=False, metrics_port=8080, health_port=8080,
                 metrics_auth=lambda *a: None)
+
+
+def test_a_refused_write_in_reconcile_is_logged_as_a_missing_permission_without_a_traceback(caplog):
+    from pyinformers.api.errors import Forbidden
+
+    class Writer(Controller):
+        watches_optional = True
+
+        def reconcile(self, key):
+            raise Forbidden('deployments.apps "x" is forbidden: User "system:serviceaccount:ops:op" cannot update '
+                            'resource "deployments" in API group "apps" in the namespace "default"', code=403)
+
+    controller = Writer("writer", metrics_registry=False)
+    controller.queue.add("default/x")
+    key, _ = controller.queue.get()
+    with caplog.at_level(logging.ERROR, logger="pyinformers.controller.writer"):
+        assert controller.process(key) == "error"
+    (record,) = caplog.records
+    assert 'permission missing' in record.getMessage() and 'cannot update resource "deployments"' in record.getMessage()
+    assert record.exc_info is None
+    assert controller.queue.num_requeues("default/x") == 1
+    controller.stop()
