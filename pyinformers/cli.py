@@ -361,12 +361,9 @@ class Operator:
     def manager_options(self, options: argparse.Namespace) -> dict:
         """Keyword arguments for :class:`~pyinformers.controller.Manager` from the parsed flags.
 
-        Raises ``SystemExit`` with one line for ``--leader-elect`` when this
-        Manager has no leader election (never run two replicas unelected).
+        ``--leader-elect`` maps to ``leader_election`` with the Lease's name
+        and namespace (docs/ha.rst).
         """
-        import inspect
-
-        from pyinformers.controller.manager import Manager
         from pyinformers.controller.probes import TLSFiles
 
         metrics, health = options.metrics_bind_address, options.health_probe_bind_address
@@ -384,14 +381,9 @@ class Operator:
         if options.shutdown_timeout is not None:
             kwargs["shutdown_timeout"] = options.shutdown_timeout
         if options.leader_elect:
-            accepted = inspect.signature(Manager).parameters
-            if "leader_election" not in accepted:
-                raise SystemExit("pyinformers: --leader-elect: this version's Manager has no leader election")
             kwargs["leader_election"] = True
-            for flag, option in (("leader_election_id", "lease_name"), ("leader_election_namespace", "lease_namespace")):
-                value = getattr(options, flag)
-                if value is not None and option in accepted:
-                    kwargs[option] = value
+            kwargs["leader_election_id"] = options.leader_election_id
+            kwargs["leader_election_namespace"] = options.leader_election_namespace  # None: the Pod's namespace
         return kwargs
 
     def main(self, argv: Optional[Sequence[str]] = None) -> int:

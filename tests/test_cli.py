@@ -114,3 +114,11 @@ def test_the_samples_help_documents_every_flag_and_its_env_var(module):
     for flag in FLAGS:
         assert f"--{flag.name}" in out and f"${flag.env}" in out, flag.name
     assert "--install-crd" in out
+
+
+def test_leader_election_flags_map_onto_the_managers_leader_election():
+    operator = _operator()
+    kwargs = operator.manager_options(operator.parse(["--leader-elect", "--leader-election-namespace=ops"], environ={}))
+    assert (kwargs["leader_election"], kwargs["leader_election_id"], kwargs["leader_election_namespace"]) == (
+        True, "demo-op", "ops")
+    assert "leader_election" not in operator.manager_options(operator.parse([], environ={}))

@@ -371,3 +371,52 @@ def test_metrics_answer_200_to_the_reader_403_to_others_and_401_without_a_token(
         ResourceClient(admin, CLUSTER_ROLE_BINDINGS).delete("prometheus-sample-controller-metrics")
         sa_client.close()
         admin.close()
+
+
+def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(deployed):
+    """The Deployment's shape: two replicas with --leader-elect, each with the generated RBAC only."""
+    from pyinformers.controller.leader import LeaderElectionConfig
+
+    cp = deployed
+    sample = SAMPLES["sample_controller"]
+    admin = cp.api_client()
+    owners = ResourceClient(admin, sample.owner)
+    replicas = []
+    try:
+        for _ in range(2):
+            sa_client = cp.api_client(token=_token(admin, sample.sa, sample.sa))
+            options = sample.operator.parse(["--leader-elect"], environ={})
+            manager = Manager(api_client=sa_client, metrics_port=0, health_port=0, tune_gc=False,
+                              leader_election=True, leader_election_id=options.leader_election_id,
+                              leader_election_namespace=sample.sa,
+                              leader_election_config=LeaderElectionConfig(exit_on_lost_lease=False))
+            recorder = EventRecorder(sa_client, sample.component)
+            manager.add(sample.operator.build(manager.factory, recorder, options))
+            replicas.append((manager, recorder, sa_client))
+        started = time.monotonic()
+        for manager, _, _ in replicas:
+            manager.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(m.elector and m.elector.is_leader() for m, _, _ in replicas):
+            time.sleep(0.05)
+        leaders = [m for m, _, _ in replicas if m.elector and m.elector.is_leader()]
+        assert len(leaders) == 1, "expected exactly one leader"
+        elected = time.monotonic() - started
+        leader = leaders[0]
+        with Convergence([leader.factory.informer(DEPLOYMENTS)]) as convergence:
+            owners.create(sample.example("elected"), namespace="default")
+            assert convergence.wait(lambda: leader.factory.lister(DEPLOYMENTS).get("elected", namespace="default"), 30)[0]
+        lease = ResourceClient(admin, Resource("coordination.k8s.io", "v1", "leases", "Lease")).get(sample.sa, sample.sa)
+        assert lease["spec"]["holderIdentity"] == leader.elector.identity
+        print(f"\nleader elected in {elected:.2f} s under the ServiceAccount; Lease held by {lease['spec']['holderIdentity']}")
+    finally:
+        for manager, recorder, sa_client in replicas:
+            manager.stop(timeout=5)
+            recorder.close(timeout=3)
+            sa_client.close()
+        for resource in (sample.owner, DEPLOYMENTS):
+            try:
+                ResourceClient(admin, resource).delete("elected", "default")
+            except Exception:
+                pass
+        admin.close()

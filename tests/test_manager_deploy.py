@@ -45,7 +45,8 @@ def test_the_manifests_grace_period_outlasts_the_operators_stop(sample):
     timeout = next((float(a.split("=", 1)[1]) for a in args if a.startswith("--shutdown-timeout=")),
                    DEFAULT_SHUTDOWN_TIMEOUT)
     manager = Manager(api_client=_offline_client(), check_server=False, shutdown_timeout=timeout,
-                      metrics_port=8443, health_port=8081)
+                      metrics_port=8443, health_port=8081, leader_election="--leader-elect" in args,
+                      leader_election_id="x", leader_election_namespace="y")
     assert pod["terminationGracePeriodSeconds"] > manager.stop_budget + RECORDER_FLUSH
 
 

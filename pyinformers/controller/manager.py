@@ -289,7 +289,10 @@ class Manager:
         endpoints = self._endpoints
         shared = len(ports) == 2 and ports[0] == ports[1] != ANY_PORT and endpoints.metrics_host == endpoints.health_host
         servers = 1 if shared else len(ports)
-        return self.shutdown_timeout + _JOIN_SLACK + _INFORMERS_STOP + _SERVER_STOP * servers
+        # With leader election the elector's stop (drain, then release the Lease) and the drain's own
+        # join each get a slack second past the drain deadline.
+        slack = _JOIN_SLACK * (2 if self.leader_election else 1)
+        return self.shutdown_timeout + slack + _INFORMERS_STOP + _SERVER_STOP * servers
 
     # -- running --------------------------------------------------------------------------
     def start(self) -> None:
