@@ -317,3 +317,56 @@ def test_metrics_expose_backlog_and_counts_at_scrape_time(handler_set):
     gate.set()
     wait_until(lambda: reg.handled == 5)
     assert registry.get_sample_value("pyinformers_informer_handler_notifications_total", labels) == 5
+
+
+# -- inline registrations: built-in enqueue handlers run on the informer thread -----------------
+def test_a_handler_declaring_runs_inline_is_called_by_the_distributing_thread_in_order(handler_set):
+    rec = Recorder()
+    rec.runs_inline = True
+    threads = []
+    original = rec.on_update
+    rec.on_update = lambda old, new: (threads.append(threading.current_thread().name), original(old, new))
+    handler_set.start()
+    reg = register(handler_set, rec)
+    with handler_set.lock:
+        for i in range(5):
+            handler_set.distribute((_UPDATE, i, i + 1))
+        handler_set.distribute_initial("x")
+        handler_set.distribute((_DELETE, "gone", None))
+    # No thread and no buffer: every call already happened, on this thread, in order.
+    assert rec.calls == [("update", i, i + 1) for i in range(5)] + [("add", "x", True), ("delete", "gone")]
+    assert threads == [threading.current_thread().name] * 5
+    assert reg.backlog() == 0 and reg.handled == 7 and reg.has_synced()
+    assert not any(t.name.startswith("pyinformers-handler-test") for t in threading.enumerate())
+
+
+def test_an_inline_handler_that_raises_is_logged_and_skipped(handler_set, caplog):
+    class Boom:
+        runs_inline = True
+
+        def on_add(self, obj, initial):
+            raise RuntimeError("boom")
+
+    reg = register(handler_set, Boom())
+    with handler_set.lock:
+        handler_set.distribute((_ADD, "a", False))
+        handler_set.distribute((_ADD, "b", False))
+    assert reg.errors == 2 and reg.handled == 2
+    assert "event handler test-" in caplog.text
+
+
+def test_only_built_in_enqueue_handlers_without_predicates_run_inline():
+    from pyinformers.controller import EnqueueForObject, EnqueueForOwner, EnqueueMapped
+    from pyinformers.workqueue import Queue
+
+    q = Queue()
+    assert EnqueueForObject().bind(q).runs_inline
+    assert EnqueueForOwner("Deployment", owner_group="apps").bind(q).runs_inline
+    assert not EnqueueForObject().bind(q, [lambda event: True]).runs_inline  # user predicates: own thread
+    assert not EnqueueMapped(lambda obj: []).bind(q).runs_inline  # user mapping: own thread
+
+    class Mine(EnqueueForObject):
+        pass
+
+    assert not Mine().bind(q).runs_inline  # a user subclass may do anything
+    assert not getattr(Recorder(), "runs_inline", False)

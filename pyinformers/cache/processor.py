@@ -15,6 +15,13 @@ size is observable through :meth:`HandlerRegistration.backlog` and the
 ``pyinformers_informer_handler_backlog`` gauge, so a stuck handler shows up
 long before it has eaten the memory.
 
+Built-in enqueue handlers are the exception: a handler whose class sets
+``runs_inline = True`` (the unfiltered :class:`~pyinformers.controller.EnqueueForObject`
+and :class:`~pyinformers.controller.EnqueueForOwner` handlers a ``Controller``
+binds; they compute keys and make a non-blocking ``queue.add``) is called by
+the informer thread itself, with no buffer and no thread. User handlers
+always get their own thread.
+
 Ordering: notifications reach one handler in the order the informer produced
 them, which is the order of the changes per key. Different handlers are not
 coordinated with each other.
@@ -299,6 +306,59 @@ class HandlerRegistration:
         )
 
 
+class _InlineRegistration(HandlerRegistration):
+    """A handler the informer thread calls itself: no buffer, no thread, no hand-off.
+
+    For handlers that declare ``runs_inline = True``: the built-in enqueue
+    handlers, which only compute keys and make a non-blocking ``queue.add``
+    (see :mod:`pyinformers.controller.handlers`). Calling them where the
+    change is applied saves a thread wake-up per event (about as much CPU as
+    decoding the event) and frees the replaced object at once instead of
+    keeping it alive in a buffer.
+
+    Invariants: the handler runs on the informer thread, under the delivery
+    lock, in notification order (the same order a threaded handler sees); an
+    exception is counted, logged and skipped; ``backlog()`` is always 0.
+    User handlers never run inline: they might block the cache.
+    """
+
+    def start(self) -> None:
+        pass
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        self._stopped = True
+        return True
+
+    def add(self, notification: tuple) -> None:
+        if self._stopped:
+            return
+        kind, a, b = notification
+        try:
+            if kind == _UPDATE:
+                if self._on_update is not None:
+                    self._on_update(a, b)
+            elif kind == _ADD:
+                if self._on_add is not None:
+                    self._on_add(a, b)
+            elif self._on_delete is not None:
+                self._on_delete(a)
+        except Exception:
+            self._errors += 1
+            log.exception("event handler %s failed", self.name)
+        self._handled += 1
+
+    def add_initial(self, obj: Any) -> None:
+        self.add((_ADD, obj, True))
+
+    def __repr__(self) -> str:
+        return "<inline " + super().__repr__()[1:]
+
+
+def runs_inline(handler: Any) -> bool:
+    """Whether ``handler`` asks to be called on the informer thread (``runs_inline = True``)."""
+    return getattr(handler, "runs_inline", False) is True
+
+
 class HandlerSet:
     """The registrations of one informer, and the per-handler resync schedule.
 
@@ -335,7 +395,8 @@ class HandlerSet:
         upstream_synced: Callable[[], bool],
         on_caught_up: Optional[Callable[[], None]] = None,
     ) -> HandlerRegistration:
-        return HandlerRegistration(
+        kind = _InlineRegistration if runs_inline(handler) else HandlerRegistration
+        return kind(
             handler,
             informer_name=self.informer_name,
             number=next(self._numbers),

@@ -20,8 +20,12 @@ its owner reference, both owners are woken. Deletions arrive as objects or as
 ``DeletedFinalStateUnknown`` tombstones; both work (the tombstone's last
 known object is used).
 
-Threading: an informer calls a bound handler from that handler's own
-delivery thread, one event at a time. A bound handler keeps no mutable state
+Threading: an informer calls a bound handler one event at a time, from that
+handler's own delivery thread -- or, for the built-in handlers without
+predicates (:class:`EnqueueForObject`, :class:`EnqueueForOwner`), from the
+informer thread itself (``runs_inline``): they only compute keys and make a
+non-blocking ``queue.add``, so a thread and a wake-up per event would be pure
+cost. A bound handler keeps no mutable state
 and can be shared; the queue does its own locking. A handler never lets an
 exception escape into the informer: an object it cannot map (no name, a
 mapping function that raised) is logged and skipped, and the informer goes
@@ -80,7 +84,7 @@ class BoundHandler:
     is dropped; nothing propagates into the informer.
     """
 
-    __slots__ = ("handler", "queue", "predicates")
+    __slots__ = ("handler", "queue", "predicates", "runs_inline")
 
     def __init__(self, handler: EventHandler, queue: KeyQueue, predicates: Sequence[Predicate] = ()) -> None:
         if not isinstance(handler, EventHandler):
@@ -94,6 +98,9 @@ class BoundHandler:
         self.handler = handler
         self.queue = queue
         self.predicates = preds
+        #: Called on the informer thread (no thread of its own): only built-in key mappings
+        #: without user predicates, whose work is a non-blocking ``queue.add``.
+        self.runs_inline = not preds and type(handler) in _INLINE_HANDLERS
 
     def on_add(self, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> None:
         self.dispatch(Event(EventKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list)))
@@ -263,6 +270,10 @@ class EnqueueForOwner(EventHandler):
             f"EnqueueForOwner({self.owner_kind!r}, owner_group={self.owner_group!r}, "
             f"controller_only={self.controller_only}, owner_namespaced={self.owner_namespaced})"
         )
+
+
+#: Handlers whose keys() runs no user code: their bound handlers run on the informer thread.
+_INLINE_HANDLERS = (EnqueueForObject, EnqueueForOwner)
 
 
 class EnqueueMapped(EventHandler):
