@@ -154,7 +154,7 @@ def pyinformers(server: str, plan: dict, *, gc_policy: bool = False, latency: bo
 
         def reconcile(self, key: str) -> None:
             namespace, name = meta.split_key(key)
-            pod = self.listers[namespace].get(name, namespace)
+            pod = self.listers[namespace].namespace(namespace).get(name)
             if pod is None:
                 return None
             if latency:
@@ -177,8 +177,14 @@ def pyinformers(server: str, plan: dict, *, gc_policy: bool = False, latency: bo
     factory.start()
     controller.start()  # waits for the caches
     objects = sum(info["pods"] for info in namespaces.values())
-    wait_until(lambda: controller.metrics.snapshot()[0][0] >= objects and len(controller.queue) == 0
-               and controller.queue.processing_count() == 0, 600, "initial keys not reconciled")
+
+    def initial_keys_reconciled() -> bool:
+        results = controller.metrics.snapshot()[0]
+        if results[1]:  # a reconcile raised: the benchmark is broken, do not wait for it
+            raise RuntimeError("a reconcile failed (see the log)")
+        return results[0] >= objects and len(controller.queue) == 0 and controller.queue.processing_count() == 0
+
+    wait_until(initial_keys_reconciled, 600, "initial keys not reconciled")
     if gc_policy:
         policy.freeze_synced_caches()
     timing.ready(server)
