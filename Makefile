@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench docs clean
+.PHONY: demo test typecheck bench docs clean
 
 $(STAMP): setup.cfg setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,8 +15,12 @@ $(STAMP): setup.cfg setup.py
 demo: $(STAMP)
 	$(PY) -m samples.demo
 
-test: $(STAMP)
+test: $(STAMP) typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Zero errors under setup.cfg's [mypy] flags (strict, minus two; see there).
+typecheck: $(STAMP)
+	$(PY) -m mypy
 
 # make bench [BENCH=bench_pipeline] [BENCH_QUICK=1]: runs the benchmarks, writes benchmarks/report/README.md
 bench: $(STAMP)

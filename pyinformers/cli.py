@@ -404,7 +404,8 @@ class Operator:
         recorder = EventRecorder(manager.api_client, self.event_component) if self.event_component else None
         try:
             built = self.build(manager.factory, recorder, options)
-            for controller in built if isinstance(built, (list, tuple)) else [built]:
+            controllers: list[Any] = list(built) if isinstance(built, (list, tuple)) else [built]
+            for controller in controllers:
                 manager.add(controller)
             manager.run()  # until SIGINT / SIGTERM
         finally:

@@ -101,7 +101,7 @@ def tune_for_caches(threshold: tuple[int, int, int] = RARE_FULL_COLLECTIONS) -> 
         raise ValueError(f"a GC threshold is three non-negative integers, got {threshold!r}")
     previous = gc.get_threshold()
     gc.set_threshold(*threshold)
-    return previous  # type: ignore[return-value]
+    return previous
 
 
 def freeze_synced_caches() -> int:

@@ -45,8 +45,8 @@ def rules(grants: Iterable[Grant]) -> dict[Optional[str], list[dict]]:
     for (namespace, group, resource), vs in verbs.items():
         merged[(namespace, group, tuple(sorted(vs)))].append(resource)
     out: dict[Optional[str], list[dict]] = defaultdict(list)
-    for (namespace, group, vs), resources in merged.items():
-        out[namespace].append({"apiGroups": [group], "resources": sorted(resources), "verbs": list(vs)})
+    for (namespace, group, verb_list), resources in merged.items():
+        out[namespace].append({"apiGroups": [group], "resources": sorted(resources), "verbs": list(verb_list)})
     for namespace in out:
         out[namespace].sort(key=lambda r: (r["apiGroups"], r["resources"], r["verbs"]))
     return dict(out)

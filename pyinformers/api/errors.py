@@ -83,11 +83,13 @@ class ApiError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, reason={self.reason!r}, message={self.message!r})"
 
-    def __reduce__(self):  # keep pickling (multiprocessing, pytest-xdist) working with kw-only args
+    def __reduce__(self) -> tuple[Any, ...]:  # keep pickling (multiprocessing, pytest-xdist) working with kw-only args
         return (_rebuild, (type(self), self.message, self.code, self.reason, self.status, self.__dict__))
 
 
-def _rebuild(cls, message, code, reason, status, state):
+def _rebuild(
+    cls: type[ApiError], message: str, code: Optional[int], reason: str, status: Any, state: dict[str, Any]
+) -> ApiError:
     error = cls.__new__(cls)
     ApiError.__init__(error, message, code=code, reason=reason, status=status)
     error.__dict__.update(state)

@@ -81,7 +81,7 @@ def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return _metadata(obj).get("labels") or _EMPTY
 
 
-def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:  # type: ignore[no-redef]  # shadows the __future__ flag, harmlessly
     """``metadata.annotations``; an empty mapping when absent. Do not mutate the result."""
     return _metadata(obj).get("annotations") or _EMPTY
 

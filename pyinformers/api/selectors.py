@@ -464,14 +464,14 @@ class LabelSelector:
             where = f"matchExpressions[{i}]"
             if not isinstance(expr, Mapping):
                 raise ValueError(f"{where}: must be a mapping, got {type(expr).__name__}")
-            op = allowed.get(expr.get("operator"))
+            op = allowed.get(str(expr.get("operator")))
             if op is None:
                 raise ValueError(f"{where}.operator: {expr.get('operator')!r} is not one of {sorted(allowed)}")
             values = expr.get("values") or ()
             if isinstance(values, str):
                 raise ValueError(f"{where}.values: must be a list of strings, got a string")
             try:
-                reqs.append(Requirement.create(expr.get("key"), op, values))
+                reqs.append(Requirement.create(str(expr.get("key") or ""), op, values))
             except ValueError as e:
                 raise ValueError(f"{where}: {e}") from None
         return cls(reqs)

@@ -246,7 +246,7 @@ class DeltaFIFO:
         with self._lock:
             items = self._items
             queue = self._queue
-            new_keys = set()
+            new_keys: set[str] = set()
             add_key = new_keys.add
             for key, delta in keyed:
                 add_key(key)

@@ -47,6 +47,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Optional, Union
 
+from pyinformers.api.listwatch import ListerWatcher
 from pyinformers.api.resource import Resource
 from pyinformers.cache.delta_fifo import (
     DeletedFinalStateUnknown,
@@ -144,7 +145,7 @@ class SharedIndexInformer:
 
     def __init__(
         self,
-        lister_watcher: Any,
+        lister_watcher: ListerWatcher,
         *,
         name: str,
         resync_period: float = 0,

@@ -26,6 +26,8 @@ locked read of the indexer, safe from any thread.
 
 from __future__ import annotations
 
+import builtins
+
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from pyinformers.api.selectors import LabelSelector, as_label_selector
@@ -98,7 +100,7 @@ class Lister:
         *,
         namespace: Optional[str] = None,
         selector: "str | Mapping[str, Any] | LabelSelector | None" = None,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Cached objects, in every namespace or one, optionally matching a label selector.
 
         ``selector`` is anything :func:`~pyinformers.api.selectors.as_label_selector`
@@ -125,7 +127,7 @@ class Lister:
                 out.append(o)
         return out
 
-    def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
+    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
         """Cached objects filed under ``value`` in the named index. Do not mutate them."""
         return self._indexer.by_index(index, value)
 
@@ -150,7 +152,7 @@ class NamespaceLister:
         """The cached object ``name`` in this namespace, or None. Do not mutate it."""
         return self._lister.get(name, namespace=self._namespace)
 
-    def list(self, selector: "str | Mapping[str, Any] | LabelSelector | None" = None) -> list[dict[str, Any]]:
+    def list(self, selector: "str | Mapping[str, Any] | LabelSelector | None" = None) -> builtins.list[dict[str, Any]]:
         """The cached objects of this namespace matching ``selector``. Do not mutate them."""
         return self._lister.list(namespace=self._namespace, selector=selector)
 

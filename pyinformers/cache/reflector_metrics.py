@@ -72,17 +72,17 @@ class ReflectorCollector:
             for name, value in sorted(sums[key].items()):
                 family.add_metric([name], value)
             yield family
-        family = GaugeMetricFamily(
+        gauge = GaugeMetricFamily(
             "pyinformers_reflector_last_sync_age_seconds",
             "Seconds since the reflector last heard from the server (a list page, an event or a bookmark).",
             labels=["name"],
         )
         for name, value in sorted(ages.items()):
-            family.add_metric([name], value)
-        yield family
-        family = GaugeMetricFamily(
+            gauge.add_metric([name], value)
+        yield gauge
+        gauge = GaugeMetricFamily(
             "pyinformers_reflector_healthy", "1 when the reflector is not stuck in repeated failures.", labels=["name"]
         )
         for name, value in sorted(healthy.items()):
-            family.add_metric([name], value)
-        yield family
+            gauge.add_metric([name], value)
+        yield gauge

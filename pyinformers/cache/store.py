@@ -32,6 +32,8 @@ it first.
 
 from __future__ import annotations
 
+import builtins
+
 import threading
 from typing import Any, Callable, Iterable, Mapping
 
@@ -289,12 +291,12 @@ class Indexer:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[Any]:
+    def list(self) -> builtins.list[Any]:
         """Every stored object (a new list of the shared objects; do not mutate them)."""
         with self._lock:
             return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         """Every key in the store."""
         with self._lock:
             return list(self._items)
@@ -311,7 +313,7 @@ class Indexer:
         except KeyError:
             raise KeyError(f"no index named {name!r} (have {sorted(self._indices)})") from None
 
-    def index(self, name: str, obj: Any) -> list[Any]:
+    def index(self, name: str, obj: Any) -> builtins.list[Any]:
         """Objects sharing at least one of ``obj``'s values in index ``name``."""
         with self._lock:
             index = self._index(name)
@@ -326,7 +328,7 @@ class Indexer:
             items = self._items
             return [items[k] for k in keys]
 
-    def by_index(self, name: str, value: str) -> list[Any]:
+    def by_index(self, name: str, value: str) -> builtins.list[Any]:
         """Objects filed under ``value`` in index ``name`` (KeyError for an unknown index)."""
         with self._lock:
             keys = self._index(name).get(value)
@@ -335,12 +337,12 @@ class Indexer:
             items = self._items
             return [items[k] for k in keys]
 
-    def index_keys(self, name: str, value: str) -> list[str]:
+    def index_keys(self, name: str, value: str) -> builtins.list[str]:
         """Keys filed under ``value`` in index ``name``."""
         with self._lock:
             return list(self._index(name).get(value, ()))
 
-    def list_index_func_values(self, name: str) -> list[str]:
+    def list_index_func_values(self, name: str) -> builtins.list[str]:
         """Every value that at least one object is filed under in index ``name``."""
         with self._lock:
             return list(self._index(name))

@@ -18,7 +18,7 @@ Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
 ``testing``.
 """
 
-from pyinformers.controller.controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch
+from pyinformers.controller.controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch, Watchable
 from pyinformers.controller.event import Event, EventKind
 from pyinformers.controller.handlers import (
     BoundHandler,
@@ -63,6 +63,7 @@ __all__ = [
     "Result",
     "TLSFiles",
     "Watch",
+    "Watchable",
     "all_of",
     "annotations_changed",
     "any_of",

@@ -58,7 +58,7 @@ import logging
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
 from pyinformers.api.errors import Forbidden
 from pyinformers.api.permissions import UndeclaredVerb
@@ -67,9 +67,9 @@ from pyinformers.controller.handlers import EnqueueForObject, EventHandler
 from pyinformers.controller.metrics import ControllerMetrics
 from pyinformers.controller.predicates import Predicate
 from pyinformers.controller.result import Result
-from pyinformers.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from pyinformers.workqueue import RateLimiter, RateLimitingQueue, default_controller_rate_limiter
 
-__all__ = ["CacheSyncTimeout", "InformersNotStarted", "Controller", "DEFAULT_SHUTDOWN_TIMEOUT", "Watch"]
+__all__ = ["CacheSyncTimeout", "InformersNotStarted", "Watchable", "Controller", "DEFAULT_SHUTDOWN_TIMEOUT", "Watch"]
 
 # How often a blocked wait re-checks whether someone asked it to stop (real seconds).
 _POLL = 0.05
@@ -165,6 +165,18 @@ class _State(enum.Enum):
     STOPPED = "stopped"
 
 
+@runtime_checkable
+class Watchable(Protocol):
+    """What :meth:`Controller.watch` needs of an informer: a
+    :class:`~pyinformers.cache.SharedIndexInformer`, or a test double."""
+
+    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> Any:
+        """Register ``handler``; return a registration (ideally with ``has_synced()``)."""
+
+    def has_synced(self) -> bool:
+        """True once the informer's cache holds its initial list."""
+
+
 class Watch:
     """One ``watch()`` of a controller: an informer, its handler and predicates, the registration.
 
@@ -174,7 +186,7 @@ class Watch:
 
     __slots__ = ("informer", "handler", "predicates", "registration")
 
-    def __init__(self, informer: Any, handler: EventHandler, predicates: tuple, registration: Any) -> None:
+    def __init__(self, informer: Watchable, handler: EventHandler, predicates: tuple, registration: Any) -> None:
         self.informer = informer
         self.handler = handler
         self.predicates = predicates
@@ -249,7 +261,7 @@ class Controller:
         name: Optional[str] = None,
         *,
         workers: int = 1,
-        rate_limiter: Any = None,
+        rate_limiter: Optional[RateLimiter] = None,
         clock: Optional[Clock] = None,
         metrics_registry: Any = None,
         sync_timeout: float = 60.0,
@@ -298,7 +310,7 @@ class Controller:
     # -- wiring -----------------------------------------------------------------------
     def watch(
         self,
-        informer: Any,
+        informer: Watchable,
         handler: Optional[EventHandler] = None,
         predicates: Sequence[Predicate] = (),
         *,
@@ -396,8 +408,7 @@ class Controller:
         watches = self.watches
         idle = [
             str(getattr(w.informer, "name", w.informer)) for w in watches
-            if not w.informer.has_synced() and getattr(w.informer, "is_running", None) is not None
-            and not w.informer.is_running()
+            if not w.informer.has_synced() and not getattr(w.informer, "is_running", lambda: True)()
         ]
         if idle:  # they cannot sync: say so now rather than after sync_timeout
             raise InformersNotStarted(self.name, sorted(set(idle)))

@@ -193,11 +193,11 @@ class _Server(ThreadingHTTPServer):
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(self.read_timeout)
         if self.tls is None:
-            self.RequestHandlerClass(request, client_address, self)
+            self.RequestHandlerClass(request, client_address, self)  # type: ignore[arg-type]  # typeshed wants Self
             return
         secure = self.tls.get().wrap_socket(request, server_side=True)  # handshake under the read timeout
         try:
-            self.RequestHandlerClass(secure, client_address, self)
+            self.RequestHandlerClass(secure, client_address, self)  # type: ignore[arg-type]  # typeshed wants Self
         finally:
             secure.close()
 
@@ -264,7 +264,7 @@ class ProbeServer:
         if self._server is not None:
             return
         tls = _ReloadingContext(self.tls) if self.tls is not None else None
-        server_class = _Server
+        server_class: Any = _Server
         if ":" in self.host:  # an IPv6 literal such as "::"
             server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
         server = server_class((self.host, 0 if self.port == ANY_PORT else self.port), _Handler)

@@ -90,7 +90,7 @@ class _Histogram:
 
     def family_buckets(self) -> list[tuple[str, float]]:
         cumulative = list(itertools.accumulate(self.counts))
-        bounds = [floatToGoString(bound) for bound in DURATION_BUCKETS] + ["+Inf"]
+        bounds = [floatToGoString(bound) for bound in DURATION_BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]
         return list(zip(bounds, cumulative))
 
 
