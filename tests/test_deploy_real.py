@@ -95,10 +95,10 @@ def _token(admin, namespace: str, name: str) -> str:
 def _apply(cp, sample: Sample) -> None:
     """The sample's CRD and deploy/ manifests, each step dry-run on the server first."""
     crd, namespace = str(sample.crd_file), str(sample.deploy / "00-namespace.yaml")
-    _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", crd, "-f", namespace)
+    _kubectl(cp, "apply", "--server-side", "--dry-run=server", "--validate=strict", "-f", crd, "-f", namespace)
     _kubectl(cp, "apply", "--server-side", "-f", crd, "-f", namespace)
     _kubectl(cp, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{sample.crd}")
-    out = _kubectl(cp, "apply", "--server-side", "--dry-run=server", "-f", str(sample.deploy))
+    out = _kubectl(cp, "apply", "--server-side", "--dry-run=server", "--validate=strict", "-f", str(sample.deploy))
     assert "serverside-applied (server dry run)" in out
     _kubectl(cp, "apply", "--server-side", "-f", str(sample.deploy))
     with cp.api_client() as admin, cp.api_client(token=_token(admin, sample.sa, sample.sa)) as sa_client:
