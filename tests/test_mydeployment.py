@@ -307,7 +307,7 @@ def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(tmp_
 def test_an_invalid_spec_is_reported_in_ready_and_not_retried(harness):
     harness.owners.create(
         {"apiVersion": MYDEPLOYMENTS.api_version, "kind": MYDEPLOYMENTS.kind,
-         "metadata": {"name": "bad"}, "spec": {"replicas": 1}},
+         "metadata": {"name": "bad"}, "spec": {"replicas": 1, "image": ""}},  # the schema lets "" through
         namespace=NS,
     )
     owner = harness.wait(

@@ -203,7 +203,8 @@ def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(ha
 
 def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     harness.foos.create(
-        {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "nameless"}, "spec": {"replicas": 1}},
+        # the CRD requires deploymentName; "" passes the schema but names nothing
+        {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "nameless"}, "spec": {"replicas": 1, "deploymentName": ""}},
         namespace=NS,
     )
     harness.create_foo("marker", deployment_name="marker")

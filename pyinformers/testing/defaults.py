@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 
+from pyinformers.testing.crd import initial_status
 from pyinformers.testing.objects import NAMESPACE_FINALIZER
 from pyinformers.testing.registry import Registry, ResourceType
 from pyinformers.testing.status import invalid
@@ -50,29 +51,22 @@ def namespace_contents() -> list[tuple[str, dict]]:
 
 
 def defaults_on_create(registry: Registry, rt: ResourceType, obj: dict, timestamp: str) -> None:
-    """Fill in what the server sets on create (namespace finalizer and phase, a CRD's status; serves a CRD)."""
+    """Fill in what the server sets on create (namespace finalizer and phase, a CRD's defaults and status; serves a CRD)."""
     if rt.storage_key == "/namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", [NAMESPACE_FINALIZER])
         obj["status"] = {"phase": "Active"}
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
     elif rt.storage_key == "apiextensions.k8s.io/customresourcedefinitions":
+        spec = obj["spec"]  # validated before: a dict with names and versions
+        names = spec["names"]
+        names.setdefault("singular", str(names.get("kind", "")).lower())
+        names.setdefault("listKind", f"{names.get('kind', '')}List")
+        spec.setdefault("conversion", {"strategy": "None"})
         try:
             registry.install_crd(obj)
         except ValueError as exc:
             raise invalid(rt.kind, rt.group, obj["metadata"]["name"], [("FieldValueInvalid", "spec", str(exc))]) from None
-        names = dict(obj["spec"].get("names") or {})
-        names.setdefault("singular", names.get("kind", "").lower())
-        names.setdefault("listKind", f"{names.get('kind', '')}List")
-        ts = timestamp
-        obj["status"] = {
-            "acceptedNames": names,
-            "storedVersions": [v["name"] for v in obj["spec"]["versions"] if v.get("storage")] or [obj["spec"]["versions"][0]["name"]],
-            "conditions": [
-                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": ts},
-                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": ts},
-            ],
-        }
-
+        obj["status"] = initial_status(obj)
 
 
 # -- defaulting of built-in kinds (what the real server's defaulting functions fill in) ----------

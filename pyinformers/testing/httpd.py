@@ -244,8 +244,9 @@ class Dispatcher:
                 return
             body = self._read_body(h)
             body_pending = False
-            code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""), user)
-            self._send_json(h, code, result)
+            warnings: list[str] = []
+            code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""), user, warnings)
+            self._send_json(h, code, result, warnings=warnings)
             self._record(method, path, query, code, verb)
         except StatusError as exc:
             if body_pending:
@@ -423,8 +424,8 @@ class Dispatcher:
         """The served resource a parsed path names (404 when none)."""
         rt = self.registry.lookup(info.group, info.version, info.plural)
         if rt is None:
-            if info.group and not self.registry.group_versions(info.group):
-                raise _PageNotFound()
+            if info.group and not self.registry.is_builtin_group(info.group):
+                raise _PageNotFound()  # custom resources' groups answer unknown paths in plain text
             raise not_found("", "", None)
         if info.namespace is not None and not rt.namespaced:
             raise not_found("", "", None)
@@ -434,6 +435,8 @@ class Dispatcher:
             if value in (".", ".."):
                 raise bad_request(f'{what} parameter invalid: "{value}": may not be \'{value}\'')
         sub = info.subresource
+        if sub == "status" and not rt.has_status and info.name:
+            raise not_found(rt.plural, rt.group, info.name)  # the real server names the object
         if sub is not None and sub not in self._subresources(rt):
             raise not_found("", "", None)
         return _Route(rt, info.namespace, info.name, sub)
@@ -476,9 +479,12 @@ class Dispatcher:
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"the request body is not valid JSON: {exc}") from None
 
-    def _call(self, verb: str, route: _Route, query: dict, body: bytes, content_type: str, user: User) -> tuple[int, Any]:
+    def _call(
+        self, verb: str, route: _Route, query: dict, body: bytes, content_type: str, user: User, warnings: list
+    ) -> tuple[int, Any]:
         rest, rt, ns, name, sub = self.rest, route.resource, route.namespace, route.name, route.subresource
         dry_run = query.get("dryRun") == "All"
+        checks = {"field_validation": query.get("fieldValidation") or "Warn", "warnings": warnings}
         if verb == "list":
             return 200, rest.list(rt, ns, parse_list_options(query))
         if sub == "scale":
@@ -488,11 +494,11 @@ class Dispatcher:
         if verb == "get":
             return 200, rest.get(rt, ns, name)
         if verb == "create":
-            return 201, rest.create(rt, ns, decode_body(body, content_type, rt.kind), dry_run=dry_run)
+            return 201, rest.create(rt, ns, decode_body(body, content_type, rt.kind), dry_run=dry_run, **checks)
         if verb == "update":
-            return 200, rest.update(rt, ns, name, decode_body(body, content_type, rt.kind), subresource=sub, dry_run=dry_run)
+            return 200, rest.update(rt, ns, name, decode_body(body, content_type, rt.kind), subresource=sub, dry_run=dry_run, **checks)
         if verb == "patch":
-            return 200, rest.patch(rt, ns, name, body, content_type, subresource=sub, dry_run=dry_run)
+            return 200, rest.patch(rt, ns, name, body, content_type, subresource=sub, dry_run=dry_run, **checks)
         if verb in ("delete", "deletecollection"):
             options = self._delete_options(body, query)
             if verb == "delete":
@@ -684,7 +690,9 @@ class Dispatcher:
         h.wfile.write(body)
 
     @staticmethod
-    def _send_json(h: BaseHTTPRequestHandler, code: int, document: Any, *, headers: Optional[dict] = None) -> None:
+    def _send_json(
+        h: BaseHTTPRequestHandler, code: int, document: Any, *, headers: Optional[dict] = None, warnings: Optional[list] = None
+    ) -> None:
         body = orjson.dumps(document)
         h.send_response(code)
         h.send_header("Content-Type", _JSON)
@@ -693,6 +701,8 @@ class Dispatcher:
             h.send_header("Connection", "close")
         for key, value in (headers or {}).items():
             h.send_header(key, value)
+        for warning in warnings or ():
+            h.send_header("Warning", '299 - "' + warning.replace("\\", "\\\\").replace('"', '\\"') + '"')
         h.end_headers()
         h.wfile.write(body)
 

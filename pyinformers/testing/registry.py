@@ -229,6 +229,11 @@ class Registry:
                     seen.append(v)
             return seen
 
+    def is_builtin_group(self, group: str) -> bool:
+        """Whether a built-in resource is served in ``group`` (not only custom resources)."""
+        with self._lock:
+            return any(g == group and not rt.is_custom for (g, _v, _p), rt in self._by_gvr.items())
+
     def install_crd(self, crd: dict) -> list[ResourceType]:
         """Serve (or re-serve, after an update) a CRD's versions; returns them.
 

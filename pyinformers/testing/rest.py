@@ -41,6 +41,14 @@ from typing import Any, Callable, Optional
 
 import orjson
 
+from pyinformers.testing.crd import (
+    CLEANUP_FINALIZER,
+    check_custom_object,
+    established_status,
+    schema_for,
+    terminating_status,
+    validate_crd,
+)
 from pyinformers.testing.defaults import apply_defaults, defaults_on_create, namespace_contents
 from pyinformers.testing.objects import (
     FOREGROUND_FINALIZER,
@@ -180,7 +188,16 @@ class RestApi:
 
     # -- create --------------------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: Optional[str], body: Any, *, dry_run: bool = False) -> dict:
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: Optional[str],
+        body: Any,
+        *,
+        dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: Optional[list] = None,
+    ) -> dict:
         """Create an object from ``body`` (which is consumed: completed and stored as is); returns it.
 
         With ``dry_run`` nothing is stored: the answer is the object as it would
@@ -204,7 +221,10 @@ class RestApi:
                 meta["name"] = self._generate_name(rt, ns, meta["generateName"])
             normalize_times(rt, obj)
             apply_defaults(rt, obj)
+            obj = self._check_schema(rt, obj, field_validation, warnings)
+            meta = obj["metadata"]
             validate_object(rt, obj)
+            self._check_crd(rt, obj)
             name = meta["name"]
             if self.store.get(rt.storage_key, ns, name) is not None:
                 raise already_exists(rt.plural, rt.group, name)
@@ -221,7 +241,35 @@ class RestApi:
             if rt.storage_key == CRD_STORAGE_KEY:
                 spec = obj.get("spec") or {}
                 self.hub.start_cache(f"{spec.get('group')}/{(spec.get('names') or {}).get('plural')}")
+                # The answer shows the CRD as created; the CRD controllers accept its names and
+                # establish it a moment later (here: at once, in a second write).
+                established = copy_json(stored)
+                established["status"] = established_status(stored, self._timestamp())
+                self.store.put(rt.storage_key, ns, name, established)
             return self._out(rt, stored)
+
+    def _check_crd(self, rt: ResourceType, obj: dict) -> None:
+        if rt.storage_key == CRD_STORAGE_KEY:
+            causes = validate_crd(obj)
+            if causes:
+                raise invalid(rt.kind, rt.group, str(meta_of(obj).get("name") or ""), causes)
+
+    def _check_schema(
+        self, rt: ResourceType, obj: dict, field_validation: str, warnings: Optional[list], *, status_only: bool = False
+    ) -> dict:
+        """A custom resource checked against its schema and pruned of unknown fields (422, or 400 if Strict)."""
+        if not rt.is_custom:
+            return obj
+        crd = self.store.get(CRD_STORAGE_KEY, "", rt.crd_name or "")
+        pruned, causes, unknown = check_custom_object(schema_for(crd, rt.version), obj, status_only=status_only)
+        if unknown and field_validation == "Strict":
+            listed = ", ".join(f'unknown field "{field}"' for field in unknown)
+            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {listed}')
+        if unknown and field_validation != "Ignore" and warnings is not None:
+            warnings.extend(f'unknown field "{field}"' for field in unknown)
+        if causes:
+            raise invalid(rt.kind, rt.group, str(meta_of(obj).get("name") or ""), causes)
+        return pruned
 
     def _populate_namespace(self, namespace: str) -> None:
         """What kube-controller-manager puts in every new namespace (store lock held)."""
@@ -335,6 +383,8 @@ class RestApi:
         *,
         subresource: Optional[str] = None,
         dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: Optional[list] = None,
     ) -> dict:
         """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
@@ -342,10 +392,25 @@ class RestApi:
         obj["metadata"]["name"] = name
         with self.store.lock:
             old = self._get_existing(rt, ns, name)
-            return self._out(rt, self._apply_update(rt, ns, name, old, obj, subresource=subresource, dry_run=dry_run))
+            return self._out(
+                rt,
+                self._apply_update(
+                    rt, ns, name, old, obj, subresource=subresource, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+                ),
+            )
 
     def _apply_update(
-        self, rt: ResourceType, ns: str, name: str, old: dict, new: dict, *, subresource: Optional[str], dry_run: bool = False
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        old: dict,
+        new: dict,
+        *,
+        subresource: Optional[str],
+        dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: Optional[list] = None,
     ) -> dict:
         """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call."""
         expected = new["metadata"].get("resourceVersion")
@@ -362,6 +427,7 @@ class RestApi:
             else:
                 new["status"] = status
             new["metadata"] = dict(old_meta)
+            new = self._check_schema(rt, new, field_validation, warnings, status_only=True)
         elif subresource == "finalize" and rt.storage_key == "/namespaces":
             spec = dict(old.get("spec") or {})
             spec["finalizers"] = list((new.get("spec") or {}).get("finalizers") or [])
@@ -386,7 +452,10 @@ class RestApi:
                     new.pop("status", None)
             normalize_times(rt, new)
             apply_defaults(rt, new)
+            new = self._check_schema(rt, new, field_validation, warnings)
+            meta = new["metadata"]
             validate_object(rt, new)
+            self._check_crd(rt, new)
             if old_meta.get("deletionTimestamp"):
                 added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
                 if added:
@@ -443,6 +512,8 @@ class RestApi:
         *,
         subresource: Optional[str] = None,
         dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: Optional[list] = None,
     ) -> dict:
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
@@ -455,7 +526,12 @@ class RestApi:
             patched = check_body(self.registry, rt, patched, ns, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request("a patch cannot change metadata.name")
-            return self._out(rt, self._apply_update(rt, ns, name, old, patched, subresource=subresource, dry_run=dry_run))
+            return self._out(
+                rt,
+                self._apply_update(
+                    rt, ns, name, old, patched, subresource=subresource, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+                ),
+            )
 
     @staticmethod
     def _patch_document(rt: ResourceType, body: bytes, media: str) -> Any:
@@ -625,6 +701,8 @@ class RestApi:
             pending = finalizers or self._deletion_blocked(rt, obj)
             if dry_run:
                 return (pending_code, self._out(rt, obj)) if pending else (200, self._deleted_status(rt, name, obj))
+            if rt.storage_key == CRD_STORAGE_KEY and not pending:
+                return 200, self._delete_crd(rt, name, obj)
             if not pending:
                 final = self._remove(rt, ns, name) or obj
                 if rt.storage_key == CRD_STORAGE_KEY:
@@ -647,6 +725,18 @@ class RestApi:
                 new["status"] = dict(obj.get("status") or {}, phase="Terminating")
             stored = self.store.put(rt.storage_key, ns, name, new)
             return pending_code, self._out(rt, stored)
+
+    def _delete_crd(self, rt: ResourceType, name: str, obj: dict) -> dict:
+        """A CRD's DELETE: marked with the cleanup finalizer and a Terminating condition (the answer);
+        then, as the real cleanup controller does a moment later, its objects go and so does it."""
+        marked = copy_json(obj)
+        meta = marked["metadata"]
+        meta["deletionTimestamp"] = self._timestamp()
+        meta["finalizers"] = list(meta.get("finalizers") or []) + [CLEANUP_FINALIZER]
+        marked["status"] = terminating_status(marked, self._timestamp())
+        stored = self.store.put(rt.storage_key, "", name, marked)
+        self._remove(rt, "", name)
+        return self._out(rt, stored)
 
     @staticmethod
     def _deleted_status(rt: ResourceType, name: str, final: dict) -> dict:
