@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from pyinformers.__main__ import main as pyinformers_main
 from pyinformers.__main__ import rbac
+from pyinformers.api.client import ResourceClient
 from pyinformers.api.permissions import DeclaredClient, Grant, UndeclaredVerb
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.cli import Operator
@@ -87,29 +88,22 @@ def test_a_client_made_without_declared_verbs_stops_the_generator():
         operator.grants(operator.parse([], environ={}))
 
 
-class _FakeClient:
-    resource = CONFIGMAPS
-
-    def __init__(self):
-        self.calls = []
-
-    def __getattr__(self, name):
-        return lambda *a, **k: self.calls.append(name) or {"ok": name}
-
-
-def test_a_declared_client_refuses_an_undeclared_verb_before_sending_anything():
-    inner = _FakeClient()
-    client = DeclaredClient(inner, ("create",), {"status": ("update",)})
-    assert client.create({"metadata": {"name": "x"}}) == {"ok": "create"}
-    assert client.replace_status({"metadata": {"name": "x"}}) == {"ok": "replace_status"}
+def test_a_declared_client_refuses_an_undeclared_verb_before_sending_anything(api_server, api_client):
+    client = DeclaredClient(api_client, CONFIGMAPS, ("create", "get"), {"status": ("update",)})
+    assert isinstance(client, ResourceClient)
+    created = client.create({"metadata": {"name": "x", "namespace": "default"}, "data": {"a": "1"}})
+    assert client.get("x", "default")["data"] == {"a": "1"}
+    before = len(api_server.requests)
     with pytest.raises(UndeclaredVerb, match=r"replace\(\) needs 'update' on 'configmaps'.*add 'update' to verbs="):
-        client.replace({"metadata": {"name": "x"}})
+        client.replace(created)
     with pytest.raises(UndeclaredVerb, match=r"'patch' on 'configmaps/status'.*status_verbs="):
-        client.patch("x", {}, subresource="status")
+        client.patch("x", {}, "default", subresource="status")
     with pytest.raises(UndeclaredVerb, match=r"'delete' on 'configmaps'"):
         client.delete("x", "default")
-    assert inner.calls == ["create", "replace_status"]
-    assert client.resource is CONFIGMAPS
+    with pytest.raises(UndeclaredVerb, match=r"'list' on 'configmaps'"):
+        client.list("default")
+    assert len(api_server.requests) == before, "a refused verb reached the server"
+    assert client.declared == {"": ("create", "get"), "status": ("update",)}
 
 
 def test_the_factory_records_informer_reads_and_declared_writes_with_its_namespace(api_client):

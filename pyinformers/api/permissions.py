@@ -20,7 +20,7 @@ Verbs are Kubernetes' RBAC verbs. ``ResourceClient`` methods map to them as
 subresource="status")`` needs ``patch`` on it.
 
 Thread-safety: :class:`Permissions` is guarded by a lock; a
-:class:`DeclaredClient` is as thread-safe as the client it wraps (stateless).
+:class:`DeclaredClient` is stateless, like the client it extends.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
+from pyinformers.api.client import ListPage, ResourceClient
 from pyinformers.api.resource import Resource
+from pyinformers.api.watch import WatchStream
 
 __all__ = [
     "DeclaredClient",
@@ -134,17 +136,25 @@ class Permissions:
         return f"<Permissions grants={len(self.grants())} undeclared={len(self.undeclared())}>"
 
 
-class DeclaredClient:
+class DeclaredClient(ResourceClient):
     """A :class:`~pyinformers.api.client.ResourceClient` limited to the verbs it declared.
 
-    Every ``ResourceClient`` method whose verb (see :data:`METHOD_VERBS`) is
-    not in ``verbs`` (for the object) or ``subresource_verbs[sub]`` (for a
-    subresource) raises :class:`UndeclaredVerb` before sending anything. Other
-    attributes (``resource``, ``api_client``) pass through.
+    Every method whose verb (see :data:`METHOD_VERBS`) is not in ``verbs``
+    (for the object) or ``subresource_verbs[sub]`` (for a subresource) raises
+    :class:`UndeclaredVerb` before sending anything; declared ones behave
+    exactly as the plain client's. Stateless and thread-safe, like its base.
     """
 
-    def __init__(self, client: Any, verbs: Iterable[str], subresource_verbs: Optional[Mapping[str, Iterable[str]]] = None) -> None:
-        self._client = client
+    def __init__(
+        self,
+        api_client: Any,
+        resource: Resource,
+        verbs: Iterable[str],
+        subresource_verbs: Optional[Mapping[str, Iterable[str]]] = None,
+        *,
+        request_timeout: Optional[float] = 60.0,
+    ) -> None:
+        super().__init__(api_client, resource, request_timeout=request_timeout)
         self._verbs = frozenset(verbs)
         self._subresource_verbs = {sub: frozenset(v) for sub, v in (subresource_verbs or {}).items()}
 
@@ -155,12 +165,12 @@ class DeclaredClient:
         out.update({sub: tuple(sorted(v)) for sub, v in sorted(self._subresource_verbs.items())})
         return out
 
-    def _allowed(self, method: str, subresource: Optional[str]) -> None:
+    def _allowed(self, method: str, subresource: Optional[str] = None) -> None:
         verb = METHOD_VERBS[method]
         allowed = self._verbs if not subresource else self._subresource_verbs.get(subresource, frozenset())
         if verb in allowed:
             return
-        resource = self._client.resource
+        resource = self.resource
         rbac = resource.plural if not subresource else f"{resource.plural}/{subresource}"
         where = "verbs" if not subresource else ("status_verbs" if subresource == "status" else "subresource verbs")
         group = resource.group or "core"
@@ -170,19 +180,42 @@ class DeclaredClient:
             "then regenerate the RBAC (python -m pyinformers rbac ...)"
         )
 
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if name not in METHOD_VERBS:
-            return attribute
+    # Each method checks its verb, then is the plain client's.
+    def get(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("get")
+        return super().get(*args, **kwargs)
 
-        def checked(*args: Any, **kwargs: Any) -> Any:
-            subresource = "status" if name == "replace_status" else kwargs.get("subresource")
-            self._allowed(name, subresource)
-            return attribute(*args, **kwargs)
+    def list(self, *args: Any, **kwargs: Any) -> ListPage:
+        self._allowed("list")
+        return super().list(*args, **kwargs)
 
-        checked.__name__ = name
-        checked.__doc__ = attribute.__doc__
-        return checked
+    def list_all(self, *args: Any, **kwargs: Any) -> ListPage:
+        self._allowed("list_all")
+        return super().list_all(*args, **kwargs)
+
+    def watch(self, *args: Any, **kwargs: Any) -> WatchStream:
+        self._allowed("watch")
+        return super().watch(*args, **kwargs)
+
+    def create(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("create")
+        return super().create(*args, **kwargs)
+
+    def replace(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("replace")
+        return super().replace(*args, **kwargs)
+
+    def replace_status(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("replace_status", "status")
+        return super().replace_status(*args, **kwargs)
+
+    def patch(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("patch", kwargs.get("subresource"))
+        return super().patch(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("delete")
+        return super().delete(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"<DeclaredClient {self._client!r} {self.declared}>"
+        return f"<DeclaredClient {self.resource} {self.declared}>"

@@ -115,7 +115,7 @@ class SharedInformerFactory:
         *,
         verbs: Optional[Sequence[str]] = None,
         status_verbs: Sequence[str] = (),
-    ) -> Any:
+    ) -> ResourceClient:
         """A client for ``resource``; declare what it does with ``verbs`` (and ``status_verbs``).
 
         With ``verbs`` (RBAC verbs such as ``("create", "update")``; ``()``
@@ -127,17 +127,18 @@ class SharedInformerFactory:
         Without ``verbs``: the plain, shared :class:`ResourceClient`, and the
         RBAC generator reports the resource as undeclared.
         """
-        client = self._client(resource)
         if verbs is None:
             if status_verbs:
                 raise ValueError("status_verbs needs verbs too (pass verbs=() for a status-only writer)")
+            client = self._client(resource)
             self._permissions.note_undeclared(resource)
             return client
+        verbs = verbs if isinstance(verbs, str) else tuple(verbs)  # a str is refused by grant(), with a hint
         namespace = self._namespace
         self._permissions.grant(resource, verbs, namespace=namespace)
         if status_verbs:
             self._permissions.grant(resource, status_verbs, namespace=namespace, subresource="status")
-        return DeclaredClient(client, verbs, {"status": status_verbs} if status_verbs else None)
+        return DeclaredClient(self._api_client, resource, verbs, {"status": status_verbs} if status_verbs else None)
 
     def permissions(self) -> Permissions:
         """What this factory's informers and declared clients need (a live record)."""
