@@ -169,9 +169,8 @@ def test_the_sample_converges_under_its_service_account_with_exactly_the_generat
 
             assert convergence.wait(created, 30)[0], "the children and the status were not written"
             converged = time.monotonic() - started
-            live = owners.get(name, namespace="default")
-            live["spec"]["replicas"] = 3
-            owners.replace(live)
+            # a patch: a replace could race the controller's own status write (409)
+            owners.patch(name, {"spec": {"replicas": 3}}, namespace="default")
 
             def scaled():
                 deployment = manager.factory.lister(DEPLOYMENTS).get(name, namespace="default") or {}
