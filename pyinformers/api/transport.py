@@ -60,19 +60,48 @@ def send(
             auth_settings=["BearerToken"],
         )
         return api_client.call_api(*request, _request_timeout=timeout).response
-    # kubernetes <= 36: one call_api with the legacy keyword options.
-    return api_client.call_api(  # pragma: no cover - exercised only with an old client installed
-        path,
-        method,
-        path_params={},
-        query_params=query_params,
-        header_params=header_params,
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-        _request_timeout=timeout,
-    )
+    # kubernetes <= 36: one call_api with the legacy keyword options. That client raises
+    # ApiException for a non-2xx answer (after reading its body); hand the answer back as a
+    # response instead, so the caller turns it into our typed error like any other.
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return api_client.call_api(
+            path,
+            method,
+            path_params={},
+            query_params=query_params,
+            header_params=header_params,
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=timeout,
+        )
+    except ApiException as err:
+        if not err.status:  # no answer at all (the client's wrapping of a TLS error)
+            raise
+        return _Answered(err.status, err.reason or "", err.body, err.headers)
+
+
+class _Answered:
+    """An error answer the pre-37 client already read, shaped like the urllib3 response we expect."""
+
+    def __init__(self, status: int, reason: str, body: Any, headers: Any) -> None:
+        self.status = status
+        self.reason = reason
+        self._body = body.encode() if isinstance(body, str) else (body or b"")
+        self.headers = headers or {}
+
+    def read(self, *args: Any, **kwargs: Any) -> bytes:
+        body, self._body = self._body, b""
+        return body
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
 
 
 def release(response: Any, *, reusable: bool) -> None:
