@@ -135,6 +135,7 @@ if TYPE_CHECKING:
         is_resync as is_resync,
     )
     from pyinformers.controller.manager import Manager as Manager, ANY_PORT as ANY_PORT
+    from pyinformers.controller.crds import install_crd as install_crd
     from pyinformers.record.recorder import EventRecorder as EventRecorder, EventType as EventType
 
 #: public name -> the module that defines it (its home)
@@ -226,6 +227,7 @@ _EXPORTS = {
     "label_selector": "pyinformers.controller.predicates",
     "is_resync": "pyinformers.controller.predicates",
     "Manager": "pyinformers.controller.manager",
+    "install_crd": "pyinformers.controller.crds",
     "ANY_PORT": "pyinformers.controller.manager",
     # events
     "EventRecorder": "pyinformers.record.recorder",

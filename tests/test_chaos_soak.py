@@ -28,7 +28,8 @@ from pyinformers.api.client import ResourceClient
 from pyinformers.api.errors import ApiError
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import ApiServer
-from test_informer_support import EventLog, make_informer, versions, wait_until
+from test_informer_support import EventLog, make_informer, versions
+from pyinformers.testing import eventually
 
 SOAK_SECONDS = float(os.environ.get("PYINFORMERS_SOAK_SECONDS", "30"))
 NAMESPACES = ("default", "kube-system", "kube-public")
@@ -157,13 +158,13 @@ def test_caches_and_handlers_match_the_server_after_random_writes_and_faults():
         }
         assert sum(w.ops for w in writers) > 50, f"too few writes succeeded to mean anything; {context}"
         for informer, want in expected.items():
-            wait_until(lambda: versions(informer.indexer.list()) == want, timeout=60,
-                       message=f"{informer.name} cache == server; {context}")
+            eventually(lambda: versions(informer.indexer.list()) == want, timeout=60,
+                       what=f"{informer.name} cache == server; {context}")
             assert informer.has_synced()
         for informer, handler_log, registration in registrations:
             want = expected[informer]
-            wait_until(lambda: registration.backlog() == 0 and handler_log.state() == want, timeout=30,
-                       message=f"handler of {informer.name} consistent with the server; {context}")
+            eventually(lambda: registration.backlog() == 0 and handler_log.state() == want, timeout=30,
+                       what=f"handler of {informer.name} consistent with the server; {context}")
             assert registration.has_synced()
         stats = everything.reflector.stats
         assert stats.errors > 0, f"the chaos never hit the informer; {context}"

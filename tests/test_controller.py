@@ -17,17 +17,9 @@ from prometheus_client import CollectorRegistry
 from pyinformers.clock import FakeClock
 from pyinformers.controller import CacheSyncTimeout, Controller, InformersNotStarted, EnqueueForOwner, Result, generation_changed
 from pyinformers.workqueue import ItemExponentialFailureRateLimiter
+from pyinformers.testing import eventually
 
 WAIT = 10.0  # bound on every real-time wait for a condition
-
-
-def wait_until(cond, timeout=WAIT, what="condition"):
-    """Wait for ``cond()`` in real time with a deadline (a Condition when one is given)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.001)
 
 
 class FakeRegistration:
@@ -341,7 +333,7 @@ def test_workers_reconcile_events_and_run_returns_after_stop(registry):
     t = threading.Thread(target=c.run, kwargs={"stop": stop}, name="test-runner")
     t.start()
     try:
-        wait_until(c.is_running, what="controller running")
+        eventually(c.is_running, what="controller running")
         assert c.workers_alive() == 3
         names = sorted(th.name for th in threading.enumerate() if th.name.startswith("pyinformers-worker-runner"))
         assert names == [f"pyinformers-worker-runner-{i}" for i in range(3)]
@@ -396,7 +388,7 @@ def test_shutdown_lets_the_in_flight_reconcile_finish_and_takes_no_new_keys(regi
     c.queue.add("ns/second")  # queued behind the in-flight one
     stopper = threading.Thread(target=lambda: c.stop(WAIT), name="test-stopper")
     stopper.start()
-    wait_until(c.queue.shutting_down, what="shutdown started")
+    eventually(c.queue.shutting_down, what="shutdown started")
     assert c.workers_alive() == 1  # still finishing
     release.set()
     stopper.join(WAIT)
@@ -487,7 +479,7 @@ def test_one_key_is_never_reconciled_concurrently_and_the_last_change_is_seen(re
     for p in producers:
         p.join(WAIT)
     try:
-        wait_until(lambda: all(seen_after.get(k) == versions[k] for k in keys), what="last versions reconciled")
+        eventually(lambda: all(seen_after.get(k) == versions[k] for k in keys), what="last versions reconciled")
         assert violations == []
     finally:
         assert c.stop(WAIT)

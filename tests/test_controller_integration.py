@@ -28,22 +28,10 @@ from pyinformers.controller import (  # noqa: E402
 )
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS  # noqa: E402
 from pyinformers.workqueue import ItemExponentialFailureRateLimiter  # noqa: E402
+from pyinformers.testing import eventually
 
 WAIT = 30.0  # generous: other test suites share the two cores
 NS = "default"
-
-
-def eventually(fn, timeout=WAIT, what="condition"):
-    """Poll ``fn`` until it returns something truthy, within a deadline; return that value."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        pause.wait(0.005)
 
 
 def deployment(name, replicas=1):

@@ -11,7 +11,8 @@ from pyinformers.api.client import ResourceClient
 from pyinformers.cache import SharedInformerFactory, drop_managed_fields
 from pyinformers.cache.store import NAMESPACE_INDEX, OWNER_UID_INDEX
 from pyinformers.resources import CONFIGMAPS, NAMESPACES, PODS
-from test_informer_support import EventLog, configmap, seed, wait_until
+from test_informer_support import EventLog, configmap, seed
+from pyinformers.testing import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -99,7 +100,7 @@ def test_managed_fields_are_dropped_by_default_and_kept_without_a_transform(api_
     client = ResourceClient(dropping.api_client, CONFIGMAPS)
     client.create({**configmap("w"), "metadata": {"name": "w", "namespace": "default", "managedFields": MANAGED}},
                   namespace="default")
-    wait_until(lambda: dropping.lister(CONFIGMAPS).get("w", namespace="default") is not None)
+    eventually(lambda: dropping.lister(CONFIGMAPS).get("w", namespace="default") is not None)
     assert "managedFields" not in dropping.lister(CONFIGMAPS).get("w", namespace="default")["metadata"]
     assert drop_managed_fields.__name__ == "drop_managed_fields"
 

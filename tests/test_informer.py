@@ -20,17 +20,9 @@ from pyinformers.cache import (
     drop_managed_fields,
 )
 from pyinformers.clock import FakeClock
+from pyinformers.testing import eventually
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def wait_until(predicate, timeout=10.0, message="condition"):
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        pause.wait(0.002)
 
 
 def pod(name, rv, namespace="default", **extra):
@@ -226,7 +218,7 @@ def test_changes_after_sync_reach_every_handler_in_order(make_informer):
     expected = [("add", "a", "1", True), ("update", "a", "1", "3"), ("add", "b", "4", False),
                 ("update", "b", "4", "5"), ("delete", "a", "6")]
     for rec in recorders:
-        wait_until(lambda: len(rec.calls) == len(expected))
+        eventually(lambda: len(rec.calls) == len(expected))
         # Order holds per key (the FIFO batches a key's deltas), not across keys.
         for key in ("a", "b"):
             assert [c for c in rec.calls if c[1] == key] == [c for c in expected if c[1] == key]
@@ -253,8 +245,8 @@ def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_
     registration = informer.add_event_handler(late)
     thread.join(30)
     stop.set()
-    wait_until(lambda: cache_state(informer) == {k: v["metadata"]["resourceVersion"] for k, v in lw.objects.items()})
-    wait_until(lambda: registration.backlog() == 0 and late.state() == cache_state(informer))
+    eventually(lambda: cache_state(informer) == {k: v["metadata"]["resourceVersion"] for k, v in lw.objects.items()})
+    eventually(lambda: registration.backlog() == 0 and late.state() == cache_state(informer))
     assert registration.has_synced()
     initial = [c for c in late.calls if c[0] == "add"]
     assert len(initial) == 20 and all(c[3] is True for c in initial)
@@ -269,12 +261,12 @@ def test_deletes_deliver_the_last_object_and_relists_deliver_tombstones(make_inf
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
     lw.emit("DELETED", "a")
-    wait_until(lambda: ("delete", "a", "5") in rec.calls)
+    eventually(lambda: ("delete", "a", "5") in rec.calls)
     # "b" vanishes while the watch is down; the next list no longer has it.
     with lw.lock:
         del lw.objects["b"]
     lw.streams[-1].events.put(_GONE)  # the watch fails with 410: the reflector must relist
-    wait_until(lambda: ("tombstone", "default/b") in rec.calls, message="tombstone for b")
+    eventually(lambda: ("tombstone", "default/b") in rec.calls, what="tombstone for b")
     assert cache_state(informer) == {"c": "3"}
 
 
@@ -309,11 +301,11 @@ def test_resync_replays_the_cache_as_updates_to_handlers_whose_period_is_due(mak
         before = updates(often)
         clock.step(10)
         try:
-            wait_until(lambda: updates(often) > before, timeout=0.5)
+            eventually(lambda: updates(often) > before, timeout=0.5)
         except AssertionError:
             pass
-    wait_until(lambda: updates(often) >= 6, message="3 resyncs of 2 objects")
-    wait_until(lambda: informer.registrations()[1].backlog() == 0)
+    eventually(lambda: updates(often) >= 6, what="3 resyncs of 2 objects")
+    eventually(lambda: informer.registrations()[1].backlog() == 0)
     assert 2 <= updates(rarely) < updates(often), (often.calls, rarely.calls)
     assert updates(rarely) % 2 == 0, "a resync replays every object"
     assert all(c[2] == c[3] for rec in (often, rarely) for c in rec.calls if c[0] == "update")
@@ -340,7 +332,7 @@ def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(
     assert not gc.isenabled(), "the collector runs while the initial list is being fetched"
     gate.set()
     assert informer.wait_for_sync(10)
-    wait_until(gc.isenabled, message="gc restored")
+    eventually(gc.isenabled, what="gc restored")
 
 
 def test_stop_ends_every_thread_and_an_informer_does_not_restart(make_informer):
@@ -429,5 +421,5 @@ def test_a_failing_handler_does_not_break_the_informer(make_informer):
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
     lw.emit("ADDED", "b")
-    wait_until(lambda: len(good.calls) == 2)
-    wait_until(lambda: bad.errors == 2)
+    eventually(lambda: len(good.calls) == 2)
+    eventually(lambda: bad.errors == 2)

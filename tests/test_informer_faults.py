@@ -13,6 +13,7 @@ from pyinformers.api.client import ResourceClient
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.clock import FakeClock
 from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from pyinformers.testing import eventually
 from test_informer_support import (
     FAST_REFLECTOR,
     EventLog,
@@ -20,7 +21,6 @@ from test_informer_support import (
     make_informer,
     seed,
     versions,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -44,7 +44,7 @@ def _start_synced(api_server, api_client, informers, n=20, **kwargs):
     informer.add_event_handler(log)
     informer.start()
     assert informer.wait_for_sync(30)
-    wait_until(lambda: api_server.counters.get("watches_open", 0) >= 1, message="the watch to open")
+    eventually(lambda: api_server.counters.get("watches_open", 0) >= 1, what="the watch to open")
     return informer, log
 
 
@@ -52,7 +52,7 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version_without_a_relist
     informer, log = _start_synced(api_server, api_client, informers)
     client = ResourceClient(api_client, CONFIGMAPS)
     client.patch("cm-1", {"data": {"a": "1"}}, namespace="default")
-    wait_until(lambda: informer.last_sync_resource_version() == api_server.resource_version)
+    eventually(lambda: informer.last_sync_resource_version() == api_server.resource_version)
     last_rv = informer.last_sync_resource_version()
     api_server.clear_requests()
 
@@ -60,8 +60,8 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version_without_a_relist
     client.patch("cm-2", {"data": {"b": "2"}}, namespace="default")
     client.delete("cm-3", "default")
     final = versions(api_server.objects("configmaps"))
-    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server after the drop")
-    wait_until(lambda: log.state() == final)
+    eventually(lambda: versions(informer.indexer.list()) == final, what="cache == server after the drop")
+    eventually(lambda: log.state() == final)
 
     assert _lists(api_server) == [], "a dropped watch must not cause a relist"
     rewatch = _watches(api_server)[0]
@@ -75,7 +75,7 @@ def test_compaction_while_disconnected_ends_in_a_relist_with_tombstones(api_serv
     # Keep the informer disconnected: every request fails, and its watch is cut.
     api_server.faults.error_rate = 1.0
     api_server.faults.drop_watches()
-    wait_until(lambda: informer.reflector.stats.errors >= 1, message="the reflector to notice")
+    eventually(lambda: informer.reflector.stats.errors >= 1, what="the reflector to notice")
     # Meanwhile (the server's own writers are not subject to faults): deletes, a create, compaction.
     for name in ("cm-4", "cm-5"):
         api_server.rest.delete(rt, "default", name, {})
@@ -85,8 +85,8 @@ def test_compaction_while_disconnected_ends_in_a_relist_with_tombstones(api_serv
     api_server.faults.reset()
 
     final = versions(api_server.objects("configmaps"))
-    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server after the relist")
-    wait_until(lambda: log.state() == final)
+    eventually(lambda: versions(informer.indexer.list()) == final, what="cache == server after the relist")
+    eventually(lambda: log.state() == final)
     assert ("tombstone", "default/cm-4") in log.snapshot()
     assert ("tombstone", "default/cm-5") in log.snapshot()
     assert len(_lists(api_server)) >= 1, "410 Gone must end in a relist"
@@ -121,7 +121,7 @@ def test_500_and_429_back_off_without_a_busy_loop(api_server, api_client, inform
         deadline = clock.next_deadline()
         delays.append(deadline - clock.now())
         clock.set(deadline)
-        wait_until(lambda: len(_watches(api_server)) > counts[-1], message="the retry")
+        eventually(lambda: len(_watches(api_server)) > counts[-1], what="the retry")
     # Exactly one request per backoff period. (The first wait may follow the dropped
     # watch itself rather than a failed request.)
     assert all(b - a == 1 for a, b in zip(counts, counts[1:])), f"requests per backoff: {counts}"
@@ -136,8 +136,8 @@ def test_500_and_429_back_off_without_a_busy_loop(api_server, api_client, inform
     while versions(informer.indexer.list()) != final:  # let backoff waits expire on the fake clock
         if clock.waiter_count():
             clock.set(clock.next_deadline())
-        wait_until(lambda: clock.waiter_count() or versions(informer.indexer.list()) == final,
-                   message="recovery after the faults")
+        eventually(lambda: clock.waiter_count() or versions(informer.indexer.list()) == final,
+                   what="recovery after the faults")
     assert informer.reflector.stats.relists == 0
 
 
@@ -149,10 +149,10 @@ def test_a_stalled_watch_is_restarted(api_server, api_client, informers):
     api_server.faults.stall_watches = True
     client = ResourceClient(api_client, CONFIGMAPS)
     client.patch("cm-7", {"data": {"during": "stall"}}, namespace="default")
-    wait_until(lambda: informer.reflector.stats.stalls >= 1, message="the stall to be detected")
+    eventually(lambda: informer.reflector.stats.stalls >= 1, what="the stall to be detected")
     api_server.faults.stall_watches = False
     final = versions(api_server.objects("configmaps"))
-    wait_until(lambda: versions(informer.indexer.list()) == final, message="the change made during the stall")
+    eventually(lambda: versions(informer.indexer.list()) == final, what="the change made during the stall")
     assert informer.reflector.stats.relists == 0
 
 
@@ -164,7 +164,7 @@ def test_shutdown_with_open_watches_finishes_within_a_second(api_server, api_cli
         factory.informer(resource).add_event_handler(EventLog())
     factory.start()
     assert factory.wait_for_cache_sync(30) == {CONFIGMAPS: True, SECRETS: True, NAMESPACES: True}
-    wait_until(lambda: api_server.counters.get("watches_open", 0) >= 3, message="three open watches")
+    eventually(lambda: api_server.counters.get("watches_open", 0) >= 3, what="three open watches")
 
     began = time.monotonic()
     assert factory.shutdown(timeout=5.0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -19,15 +18,7 @@ from pyinformers.cache.processor import (
 )
 from pyinformers.cache.transforms import chain, drop_managed_fields
 from pyinformers.clock import FakeClock
-
-
-def wait_until(predicate, timeout=5.0, message="condition"):
-    deadline = time.monotonic() + timeout
-    event = threading.Event()
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        event.wait(0.002)
+from pyinformers.testing import eventually
 
 
 class Recorder:
@@ -86,7 +77,7 @@ def test_a_handler_gets_notifications_in_order_on_its_own_named_thread(handler_s
         for i in range(100):
             handler_set.distribute((_UPDATE, i, i + 1))
         handler_set.distribute((_DELETE, "a", None))
-    wait_until(lambda: len(rec.calls) == 102)
+    eventually(lambda: len(rec.calls) == 102)
     assert rec.calls[0] == ("add", "a", False)
     assert [c[1] for c in rec.calls[1:-1]] == list(range(100))
     assert rec.calls[-1] == ("delete", "a")
@@ -103,12 +94,12 @@ def test_a_slow_handler_delays_no_other_and_its_backlog_is_visible(handler_set):
     with handler_set.lock:
         for i in range(50):
             handler_set.distribute((_ADD, i, False))
-    wait_until(lambda: len(fast.calls) == 50, message="the fast handler")
+    eventually(lambda: len(fast.calls) == 50, what="the fast handler")
     # The slow one holds item 0 and has the other 49 buffered.
-    wait_until(lambda: slow_reg.backlog() == 49, message="the slow handler's backlog")
+    eventually(lambda: slow_reg.backlog() == 49, what="the slow handler's backlog")
     assert slow.calls == []
     gate.set()
-    wait_until(lambda: len(slow.calls) == 50)
+    eventually(lambda: len(slow.calls) == 50)
     assert slow_reg.backlog() == 0
 
 
@@ -127,12 +118,12 @@ def test_a_busy_handler_thread_is_not_woken_per_notification(handler_set):
     reg._cond.notify = counting_notify
     with handler_set.lock:
         handler_set.distribute((_ADD, 0, False))  # wakes the sleeping thread: one notify
-    wait_until(lambda: not reg._sleeping and reg.backlog() == 0, message="the handler thread to be busy")
+    eventually(lambda: not reg._sleeping and reg.backlog() == 0, what="the handler thread to be busy")
     with handler_set.lock:
         for i in range(1, 1000):
             handler_set.distribute((_ADD, i, False))
     gate.set()
-    wait_until(lambda: len(rec.calls) == 1000)
+    eventually(lambda: len(rec.calls) == 1000)
     assert len(notifies) <= 1, f"{len(notifies)} wake-ups for 1000 notifications"
 
 
@@ -149,7 +140,7 @@ def test_handler_errors_are_counted_and_do_not_stop_the_handler(handler_set):
     with handler_set.lock:
         for obj in ("a", "bad", "b"):
             handler_set.distribute((_ADD, obj, False))
-    wait_until(lambda: reg.handled == 3)
+    eventually(lambda: reg.handled == 3)
     assert got == ["a", "b"] and reg.errors == 1
 
 
@@ -168,7 +159,7 @@ def test_missing_callbacks_are_skipped(handler_set):
         handler_set.distribute((_ADD, "x", False))
         handler_set.distribute((_UPDATE, "x", "y"))
         handler_set.distribute((_DELETE, "y", None))
-    wait_until(lambda: reg.handled == 3)
+    eventually(lambda: reg.handled == 3)
     assert deletes == ["y"]
 
 
@@ -185,7 +176,7 @@ def test_registration_syncs_after_upstream_and_its_initial_adds(handler_set):
     upstream.set()
     assert not reg.has_synced(), "initial adds not handled yet"
     gate.set()
-    wait_until(reg.has_synced)
+    eventually(reg.has_synced)
     assert rec.calls == [("add", "a", True), ("add", "b", True)]
 
 
@@ -195,7 +186,7 @@ def test_remove_stops_the_thread_and_no_more_notifications_arrive(handler_set):
     handler_set.start()
     with handler_set.lock:
         handler_set.distribute((_ADD, 1, False))
-    wait_until(lambda: rec.calls)
+    eventually(lambda: rec.calls)
     assert reg.remove(timeout=5.0)
     assert reg.is_removed() and len(handler_set) == 0
     assert not any(t.name == f"pyinformers-handler-{reg.name}" for t in threading.enumerate())
@@ -213,7 +204,7 @@ def test_registrations_added_before_start_buffer_until_start():
         hs.distribute((_ADD, 1, False))
     assert reg.backlog() == 1 and "pending" in repr(reg)
     hs.start()
-    wait_until(lambda: rec.calls == [("add", 1, False)])
+    eventually(lambda: rec.calls == [("add", 1, False)])
     assert hs.stop(timeout=5.0)
 
 
@@ -239,7 +230,7 @@ def test_resync_is_due_per_handler_period_on_the_clock():
     with hs.lock:
         hs.distribute((_UPDATE, "o", "o"), sync=True)
         hs.distribute((_ADD, "n", False))
-    wait_until(lambda: len(every2.calls) == 2 and len(every5.calls) == 2 and len(never.calls) == 1)
+    eventually(lambda: len(every2.calls) == 2 and len(every5.calls) == 2 and len(never.calls) == 1)
     assert never.calls == [("add", "n", False)]
     assert hs.stop(timeout=5.0)
 
@@ -310,12 +301,12 @@ def test_metrics_expose_backlog_and_counts_at_scrape_time(handler_set):
     with handler_set.lock:
         for i in range(5):
             handler_set.distribute((_ADD, i, False))
-    wait_until(lambda: reg.backlog() == 4)
+    eventually(lambda: reg.backlog() == 4)
     labels = {"informer": "fake/v1/things", "handler": str(reg.number)}
     assert registry.get_sample_value("pyinformers_informer_handler_backlog", labels) == 4
     assert registry.get_sample_value("pyinformers_informer_cache_objects", {"informer": "fake/v1/things"}) == 3
     gate.set()
-    wait_until(lambda: reg.handled == 5)
+    eventually(lambda: reg.handled == 5)
     assert registry.get_sample_value("pyinformers_informer_handler_notifications_total", labels) == 5
 
 

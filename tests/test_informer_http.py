@@ -8,13 +8,13 @@ import pytest
 
 from pyinformers.api.client import ResourceClient
 from pyinformers.resources import CONFIGMAPS
+from pyinformers.testing import eventually
 from test_informer_support import (
     EventLog,
     configmap,
     make_informer,
     seed,
     versions,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -66,9 +66,9 @@ def test_changes_after_sync_reach_every_handler_in_order_per_key(api_server, api
     client.delete("cm-3", "default")
 
     final = versions(api_server.objects("configmaps"))
-    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server")
+    eventually(lambda: versions(informer.indexer.list()) == final, what="cache == server")
     for log in logs:
-        wait_until(lambda: log.state() == final, message="handler state == server")
+        eventually(lambda: log.state() == final, what="handler state == server")
         for key, rvs in written.items():
             seen = [c[3] if c[0] == "update" else c[2] for c in log.per_key(key) if c[0] in ("add", "update")]
             # The handler sees a subsequence of the writes (the FIFO may fold a burst into
@@ -103,8 +103,8 @@ def test_a_late_handler_gets_the_cache_as_adds_and_misses_nothing(api_server, ap
     assert not thread.is_alive()
 
     final = versions(api_server.objects("configmaps"))
-    wait_until(lambda: versions(informer.indexer.list()) == final, message="cache == server")
-    wait_until(lambda: registration.backlog() == 0 and late.state() == final, message="late handler == server")
+    eventually(lambda: versions(informer.indexer.list()) == final, what="cache == server")
+    eventually(lambda: registration.backlog() == 0 and late.state() == final, what="late handler == server")
     assert registration.has_synced()
     initial = [c for c in late.snapshot() if c[0] == "add"]
     assert len(initial) == 200 and all(c[3] is True for c in initial)
@@ -124,11 +124,11 @@ def test_a_slow_handler_does_not_delay_a_fast_one(api_server, api_client, inform
     for i in range(100):
         client.create(configmap(f"cm-{i}"), namespace="default")
     try:
-        wait_until(lambda: len(fast.snapshot()) == 100, message="the fast handler to get all 100 adds")
+        eventually(lambda: len(fast.snapshot()) == 100, what="the fast handler to get all 100 adds")
         # The slow handler is stuck in its first call with the rest buffered.
         assert slow.snapshot() == []
-        wait_until(lambda: slow_registration.backlog() == 99, message="the slow handler's backlog")
+        eventually(lambda: slow_registration.backlog() == 99, what="the slow handler's backlog")
     finally:
         gate.set()
-    wait_until(lambda: len(slow.snapshot()) == 100, message="the slow handler to catch up")
+    eventually(lambda: len(slow.snapshot()) == 100, what="the slow handler to catch up")
     assert slow_registration.backlog() == 0

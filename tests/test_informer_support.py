@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from pyinformers.api.client import ResourceClient
 from pyinformers.api.listwatch import ListWatch
@@ -12,16 +11,6 @@ from pyinformers.cache import DeletedFinalStateUnknown, SharedIndexInformer
 
 #: Reflector settings that keep fault tests fast: short backoff, no long waits.
 FAST_REFLECTOR = {"backoff_initial": 0.02, "backoff_max": 0.2}
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, message: str = "condition") -> None:
-    """Poll ``predicate`` until true; fail after ``timeout`` real seconds."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        pause.wait(0.005)
 
 
 def seed(server: Any, plural: str, objects: list[dict], group: str = "") -> None:

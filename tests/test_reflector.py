@@ -17,6 +17,7 @@ from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
 from pyinformers.clock import REAL_CLOCK, FakeClock
 from pyinformers.gc_policy import gc_paused
+from pyinformers.testing import eventually
 
 # --------------------------------------------------------------------------- fakes
 
@@ -114,14 +115,6 @@ def make(lw, store=None, **options) -> tuple[Reflector, RecordingStore, FakeCloc
     options.setdefault("rng", random.Random(7))
     reflector = Reflector(lw, store, name="test/pods", clock=clock, **options)
     return reflector, store, clock
-
-
-def wait_for(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        threading.Event().wait(0.005)
 
 
 def synced(lw: ScriptedLW, **options):
@@ -504,7 +497,7 @@ def test_a_stalled_watch_is_closed_and_reopened_from_the_same_resource_version()
         assert not first.closed.wait(0.05)  # not yet silent long enough
         clock.step(2)
         assert first.closed.wait(5)
-        wait_for(lambda: isinstance(reflector.state, BackingOff))
+        eventually(lambda: isinstance(reflector.state, BackingOff))
         clock.step(reflector.state.delay)
         assert second.blocking.wait(5)
         assert lw.watch_calls()[1]["resource_version"] == "11"

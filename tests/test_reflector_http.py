@@ -14,6 +14,7 @@ from pyinformers.cache.reflector import Reflector
 from pyinformers.cache.reflector_states import BackingOff, Watching
 from pyinformers.clock import REAL_CLOCK, FakeClock
 from pyinformers.resources import CONFIGMAPS
+from pyinformers.testing import eventually
 
 
 class DictStore:
@@ -66,13 +67,6 @@ def cm(name: str) -> dict:
     return {"metadata": {"name": name}, "data": {"v": name}}
 
 
-def wait_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        threading.Event().wait(0.005)
-
-
 @pytest.fixture
 def client(api_client):
     # No hidden urllib3 retries (they would sleep Retry-After inside a request): the
@@ -118,7 +112,7 @@ def test_syncs_in_pages_and_follows_later_changes(api_server, client):
     api_server.clear_requests()
     with Running(client, store, page_size=100) as reflector:
         store.wait(lambda s: len(s.objects) == 250)
-        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 3)  # the log lags the answer a little
+        eventually(lambda: len(requests_of(api_server, watch=False)) >= 3)  # the log lags the answer a little
         assert len(requests_of(api_server, watch=False)) == 3
         assert reflector.has_synced_once()
         client.create(cm("late"), "default")
@@ -135,14 +129,14 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version_without_relistin
     api_server.clear_requests()
     with Running(client, store, backoff_initial=0.05, backoff_max=0.1) as reflector:
         store.wait(lambda s: "a" in s.names())
-        wait_until(lambda: len(requests_of(api_server, watch=True)) == 1)
+        eventually(lambda: len(requests_of(api_server, watch=True)) == 1)
         client.create(cm("b"), "default")
         store.wait(lambda s: "b" in s.names())
         rv_before_drop = reflector.last_sync_resource_version()
         assert api_server.faults.drop_watches() == 1
         client.create(cm("c"), "default")  # happens while the watch is down
         store.wait(lambda s: "c" in s.names())
-        wait_until(lambda: len(requests_of(api_server, watch=True)) >= 2)
+        eventually(lambda: len(requests_of(api_server, watch=True)) >= 2)
         watches = requests_of(api_server, watch=True)
         assert len(watches) == 2
         assert watches[1].query["resourceVersion"] == rv_before_drop
@@ -157,9 +151,9 @@ def test_compaction_while_disconnected_ends_in_a_relist_that_drops_deleted_objec
     store = DictStore()
     with Running(client, store, clock=clock) as reflector:
         store.wait(lambda s: s.names() == {"keep", "doomed"})
-        wait_until(lambda: api_server.counters.get("watches_open", 0) >= 1)
+        eventually(lambda: api_server.counters.get("watches_open", 0) >= 1)
         api_server.faults.drop_watches()
-        wait_until(lambda: isinstance(reflector.state, BackingOff))  # waiting on the fake clock
+        eventually(lambda: isinstance(reflector.state, BackingOff))  # waiting on the fake clock
         client.delete("doomed", "default")
         client.create(cm("newcomer"), "default")
         api_server.compact()
@@ -176,19 +170,19 @@ def test_server_errors_back_off_without_a_busy_loop(api_server, client):
     api_server.clear_requests()
     with Running(client, store, clock=clock) as reflector:
         clock.block_until_waiters(1)  # the first list failed; now it waits on the clock
-        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 1)
+        eventually(lambda: len(requests_of(api_server, watch=False)) >= 1)
         assert len(requests_of(api_server, watch=False)) == 1
         first = reflector.state
         assert isinstance(first, BackingOff) and 0.8 <= first.delay < 1.0
         clock.step(first.delay)
-        wait_until(lambda: isinstance(reflector.state, BackingOff) and reflector.state != first)
+        eventually(lambda: isinstance(reflector.state, BackingOff) and reflector.state != first)
         clock.block_until_waiters(1)
-        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 2)
+        eventually(lambda: len(requests_of(api_server, watch=False)) >= 2)
         assert len(requests_of(api_server, watch=False)) == 2
         assert reflector.state.delay >= 1.6  # doubled
         api_server.faults.error_rate = 0.0
         clock.step(reflector.state.delay)
-        wait_until(reflector.has_synced_once)
+        eventually(reflector.has_synced_once)
         assert reflector.stats.errors == 2
 
 
@@ -200,7 +194,7 @@ def test_throttling_waits_for_retry_after(api_server, client):
     api_server.clear_requests()
     with Running(client, store, clock=clock) as reflector:
         clock.block_until_waiters(1)
-        wait_until(lambda: len(requests_of(api_server, watch=False)) >= 1)
+        eventually(lambda: len(requests_of(api_server, watch=False)) >= 1)
         state = reflector.state
         assert isinstance(state, BackingOff) and state.delay >= 7.0
         clock.step(6.5)
@@ -208,7 +202,7 @@ def test_throttling_waits_for_retry_after(api_server, client):
         assert len(requests_of(api_server, watch=False)) == 1  # ...without a second request
         api_server.faults.throttle_rate = 0.0
         clock.step(1.0)
-        wait_until(reflector.has_synced_once)
+        eventually(reflector.has_synced_once)
 
 
 def test_a_stalled_watch_is_restarted(api_server, client):
@@ -220,14 +214,14 @@ def test_a_stalled_watch_is_restarted(api_server, client):
         store.wait(lambda s: "a" in s.names())
         # The server logs the watch before the reflector has it open: wait for the reflector's
         # own count, which it bumps after starting the stall timer from the clock's time.
-        wait_until(lambda: reflector.stats.watches == 1)
+        eventually(lambda: reflector.stats.watches == 1)
         api_server.faults.stall_watches = True
         clock.step(121)  # nothing (not even a bookmark) for longer than the stall timeout
-        wait_until(lambda: reflector.stats.stalls == 1)
+        eventually(lambda: reflector.stats.stalls == 1)
         api_server.faults.stall_watches = False
-        wait_until(lambda: isinstance(reflector.state, BackingOff))
+        eventually(lambda: isinstance(reflector.state, BackingOff))
         clock.step(reflector.state.delay)
-        wait_until(lambda: len(requests_of(api_server, watch=True)) == 2)
+        eventually(lambda: len(requests_of(api_server, watch=True)) == 2)
         client.create(cm("b"), "default")
         store.wait(lambda s: "b" in s.names())
         assert reflector.stats.relists == 0
@@ -251,7 +245,7 @@ def test_stop_with_an_open_watch_returns_within_a_second(api_server, client):
     store = DictStore()
     running = Running(client, store, clock=REAL_CLOCK)
     reflector = running.__enter__()
-    wait_until(lambda: isinstance(reflector.state, Watching) and api_server.counters.get("watches_open", 0) >= 1)
+    eventually(lambda: isinstance(reflector.state, Watching) and api_server.counters.get("watches_open", 0) >= 1)
     started = time.monotonic()
     reflector.stop()
     running.thread.join(1.0)

@@ -10,6 +10,7 @@
   :func:`labels_changed`, :func:`annotations_changed`,
   :func:`resource_version_changed`, :func:`label_selector`, :func:`is_resync`,
   combined with :func:`all_of`, :func:`any_of`, :func:`not_`.
+* :func:`install_crd` -- create a CRD and wait until the API server serves it.
 * :class:`Manager` -- runs controllers on one API client and one informer
   factory, with signal handling, ``/metrics``, ``/healthz`` and ``/readyz``;
   :class:`TLSFiles` and :class:`ApiServerAuth` secure its ``/metrics``.
@@ -19,6 +20,7 @@ Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
 """
 
 from pyinformers.controller.controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch, Watchable
+from pyinformers.controller.crds import install_crd
 from pyinformers.controller.event import Event, EventKind
 from pyinformers.controller.handlers import (
     BoundHandler,
@@ -68,6 +70,7 @@ __all__ = [
     "annotations_changed",
     "any_of",
     "generation_changed",
+    "install_crd",
     "is_resync",
     "label_selector",
     "labels_changed",

@@ -12,11 +12,15 @@ Pytest fixtures live in :mod:`pyinformers.testing.pytest_plugin`
 (``api_server``, ``kubeconfig``, ``api_client``). ``python -m
 pyinformers.testing --port 8001 --kubeconfig kubeconfig.yaml`` runs the server
 from the command line.
+
+Waiting: :func:`eventually` (a condition, with a deadline) and
+:class:`Convergence` (woken by informers' events).
 """
 
 from pyinformers.clock import FakeClock
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.httpd import RequestRecord
 from pyinformers.testing.server import ApiServer
+from pyinformers.testing.waiting import Convergence, eventually
 
-__all__ = ["ApiServer", "Faults", "FakeClock", "RequestRecord"]
+__all__ = ["ApiServer", "Convergence", "Faults", "FakeClock", "RequestRecord", "eventually"]
