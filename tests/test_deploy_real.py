@@ -7,7 +7,11 @@
 * with one rule narrowed, it fails with the server's words naming the verb
   and resource: at once for a read, on every retry for a write;
 * ``/metrics`` behind TokenReview + SubjectAccessReview, over HTTPS: the
-  authorised ServiceAccount gets 200, another one 403, no token 401.
+  authorised ServiceAccount gets 200, another one 403, no token 401;
+* two replicas with leader election: one leader, the Lease written under the
+  ServiceAccount;
+* the operator *process*, run with the Deployment's own args (addresses and
+  certificate paths made local): ready, acts, JSON logs, exits 0 on SIGTERM.
 
 Run with ``--k8s-server=real`` (or ``both``); skipped without the binaries.
 """
@@ -25,6 +29,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("pyinformers.testing.controlplane", reason="the real control plane (ControlPlane) is not here")
 
@@ -416,6 +421,88 @@ def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(de
         for resource in (sample.owner, DEPLOYMENTS):
             try:
                 ResourceClient(admin, resource).delete("elected", "default")
+            except Exception:
+                pass
+        admin.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl for a serving certificate")
+def test_the_operator_process_runs_with_the_deployments_own_args_under_its_service_account(deployed, tmp_path):
+    """``python -m samples.sample_controller`` with 20-deployment.yaml's args (addresses and paths made local)."""
+    import json
+    import signal
+    import sys
+
+    cp = deployed
+    admin = cp.api_client()
+    sample = SAMPLES["sample_controller"]
+    documents = list(yaml.safe_load_all((sample.deploy / "20-deployment.yaml").read_text()))
+    container = next(d for d in documents if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=metrics",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    metrics_port, health_port = _free_port(), _free_port()
+    local = {"--metrics-bind-address": f"127.0.0.1:{metrics_port}", "--health-probe-bind-address": f"127.0.0.1:{health_port}",
+             "--metrics-cert-file": str(cert), "--metrics-key-file": str(key)}
+    args = [f"{a.split('=')[0]}={local[a.split('=')[0]]}" if a.split("=")[0] in local else a for a in container["args"]]
+    kubeconfig = cp.write_kubeconfig(tmp_path / "sa.kubeconfig", token=_token(admin, sample.sa, sample.sa))
+    env = {"PATH": "/usr/bin:/bin", "PYINFORMERS_KUBECONFIG": kubeconfig,
+           "PYINFORMERS_LEADER_ELECTION_NAMESPACE": sample.sa}  # the Pod's namespace, outside a Pod
+    env.update({e["name"]: e["value"] for e in container.get("env", [])})
+    command = [sys.executable, *container["command"][1:], *args]
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=REPOSITORY, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    owners = ResourceClient(admin, sample.owner)
+    try:
+        deadline = time.monotonic() + 30
+        ready = None
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as response:
+                    ready = response.status
+                    break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.1)
+        assert ready == 200, "the process never became ready"
+        ready_after = time.monotonic() - started
+        owners.create(sample.example("from-process"), namespace="default")
+        deployments = ResourceClient(admin, DEPLOYMENTS)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                deployments.get("from-process", "default")
+                break
+            except Exception:
+                time.sleep(0.1)
+        else:
+            pytest.fail("the operator process did not create the Deployment")
+        assert _scrape(("127.0.0.1", metrics_port)) == 401  # HTTPS, authenticated
+        stopping = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=40)
+        stop_seconds = time.monotonic() - stopping
+        assert process.returncode == 0, output
+        lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        assert lines and all({"ts", "level", "logger", "msg"} <= set(line) for line in lines), output[:2000]
+        assert not any(line["level"] == "error" for line in lines), output[:2000]
+        print(f"\noperator process: ready in {ready_after:.2f} s, stopped on SIGTERM in {stop_seconds:.2f} s, "
+              f"{len(lines)} JSON log lines")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+        for resource in (sample.owner, DEPLOYMENTS):
+            try:
+                ResourceClient(admin, resource).delete("from-process", "default")
             except Exception:
                 pass
         admin.close()
