@@ -13,10 +13,12 @@
 * :func:`install_crd` -- create a CRD and wait until the API server serves it.
 * :class:`Manager` -- runs controllers on one API client and one informer
   factory, with signal handling, ``/metrics``, ``/healthz`` and ``/readyz``;
-  :class:`TLSFiles` and :class:`ApiServerAuth` secure its ``/metrics``.
+  :class:`TLSFiles` and :class:`ApiServerAuth` secure its ``/metrics``;
+  :class:`LeaderElectionConfig` and :class:`ShardingConfig` run it as
+  several replicas (docs/ha.rst).
 
-Layering: imports ``clock``, ``api``, ``cache`` and ``workqueue``; never
-``testing``.
+Layering: imports ``clock``, ``api``, ``cache``, ``workqueue`` and
+``leaderelection``; never ``testing``.
 """
 
 from pyinformers.controller.controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch, Watchable
@@ -29,6 +31,8 @@ from pyinformers.controller.handlers import (
     EnqueueMapped,
     EventHandler,
 )
+from pyinformers.controller.leader import LeaderElectionConfig
+from pyinformers.controller.sharding import ShardingConfig
 from pyinformers.controller.manager import ANY_PORT, ConfigurationError, Manager
 from pyinformers.controller.metrics_auth import ApiServerAuth
 from pyinformers.controller.predicates import (
@@ -60,9 +64,11 @@ __all__ = [
     "EventHandler",
     "EventKind",
     "InformersNotStarted",
+    "LeaderElectionConfig",
     "Manager",
     "Predicate",
     "Result",
+    "ShardingConfig",
     "TLSFiles",
     "Watch",
     "Watchable",

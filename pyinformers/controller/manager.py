@@ -44,6 +44,11 @@ clean stop drains the workers, then releases the Lease. ``/readyz`` passes on
 standbys (they are ready to lead); ``/healthz`` fails when a leader's
 elector has not renewed for far longer than the lease.
 
+Sharding (``sharding=ShardingConfig("my-operator")``, docs/ha.rst): every
+replica runs every controller, and reconciles only the keys of the shards it
+holds; replicas join and leave with membership Leases, shards change hands
+through per-shard Leases, never with two replicas on one key.
+
 Configuration problems (no kubeconfig, a malformed one, an unreachable or
 refusing server) raise :class:`ConfigurationError`, whose message is one line
 saying what is wrong; :meth:`Manager.run` turns it into ``SystemExit`` with
@@ -73,11 +78,14 @@ from pyinformers.controller.checks import health_checks as _health_checks
 from pyinformers.controller.checks import ready_checks as _ready_checks
 from pyinformers.controller.controller import DEFAULT_SHUTDOWN_TIMEOUT, CacheSyncTimeout, Controller
 from pyinformers.controller.leader import LeaderAdmission, LeaderElectionConfig, default_identity, resolve_namespace
+from pyinformers.controller.sharding import ShardAdmission, ShardingConfig, requeue_shards
 from pyinformers.controller.metrics_auth import ApiServerAuth
 from pyinformers.controller.probes import ANY_PORT, Guard, TLSFiles
 from pyinformers.controller.servers import EndpointServers, validate_port
 from pyinformers.controller.signals import install_shutdown_handlers
 from pyinformers.leaderelection import LeaderElector, LeaseLock
+from pyinformers.leaderelection.shards import ShardCoordinator
+from pyinformers.resources import LEASES
 
 __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
 
@@ -131,6 +139,9 @@ class Manager:
         Pod's own; outside a Pod it must be given).
     :param leader_election_config: a :class:`~pyinformers.controller.leader.LeaderElectionConfig`
         (timing, identity, release on shutdown, exit on a lost lease).
+    :param sharding: a :class:`~pyinformers.controller.sharding.ShardingConfig`:
+        share the controllers' keys with the other replicas (exclusive with
+        leader election).
 
     Raises :class:`ConfigurationError` when no usable configuration is found.
     """
@@ -158,10 +169,13 @@ class Manager:
         leader_election_id: Optional[str] = None,
         leader_election_namespace: Optional[str] = None,
         leader_election_config: Optional[LeaderElectionConfig] = None,
+        sharding: Optional[ShardingConfig] = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
         if leader_election and not leader_election_id:
             raise ValueError("leader_election=True needs leader_election_id (the Lease's name, shared by the replicas)")
+        if leader_election and sharding is not None:
+            raise ValueError("choose leader_election or sharding: a sharded replica already owns its keys alone")
         validate_port("health_port", health_port)
         if api_client is not None and kubeconfig is not None:
             raise ValueError("give either kubeconfig or api_client, not both")
@@ -207,6 +221,14 @@ class Manager:
         self.lost_lease = False
         #: Monotonic time at which this replica last became the leader (None: never).
         self.leading_since: Optional[float] = None
+        self.sharding = sharding
+        self.sharding_namespace = resolve_namespace(sharding.namespace, what="sharding") if sharding else None
+        #: The shard coordinator while sharding runs (created by start()).
+        self.shards: Optional[ShardCoordinator] = None
+        # Membership Leases are watched like any cache, so they sync before the replica joins.
+        self._lease_informer = (
+            self.factory.informer(LEASES, namespace=self.sharding_namespace) if sharding else None
+        )
         self._endpoints = EndpointServers(
             bind_address, metrics_port, health_port,
             registry=self.registry, health_checks=self.health_checks, ready_checks=self.ready_checks,
@@ -251,6 +273,10 @@ class Manager:
             tolerance = self.leader_election_config.timing.lease_duration
             ok = elector.check(tolerance)
             checks.append(("leader election", ok, "" if ok else "leading but not renewing the lease"))
+        coordinator = self.shards
+        if coordinator is not None and self.sharding is not None:
+            ok = coordinator.member.check(self.sharding.timing.lease_duration)
+            checks.append(("sharding", ok, "" if ok else "not renewing the membership lease"))
         return checks
 
     def ready_checks(self) -> list[tuple[str, bool, str]]:
@@ -326,6 +352,8 @@ class Manager:
             if self.leader_election:
                 self._campaign(controllers)
                 return
+            if self.sharding is not None:
+                self._join_shards(controllers)
             self._start_controllers(controllers)
         except BaseException:
             self.stop(timeout=5.0)
@@ -342,6 +370,43 @@ class Manager:
                         return
                     raise
         log.info("running %d controller(s) on %d informer(s)", len(controllers), len(self.factory.informers()))
+
+    # -- sharding -----------------------------------------------------------------------------
+    def _join_shards(self, controllers: list[Controller]) -> None:
+        """Caches are synced: gate the controllers on the shards we hold and start the coordinator."""
+        config = self.sharding
+        assert config is not None and self._lease_informer is not None
+        informer = self._lease_informer
+        coordinator = ShardCoordinator(
+            self.api_client, group=config.name, namespace=self.sharding_namespace or "",
+            identity=config.identity or default_identity(), shards=config.shards, timing=config.timing,
+            view=informer.indexer.list,
+            on_gained=lambda shards: requeue_shards(controllers, coordinator, shards),
+            on_lost=lambda: self._lost_membership(controllers),
+        )
+        admission = ShardAdmission(coordinator)
+        for controller in controllers:
+            controller.set_admission(admission)
+            controller.set_key_filter(coordinator.owns)
+        with self._lock:
+            if self._stop_requested.is_set():
+                return
+            self.shards = coordinator
+        log.info("caches synced; joining shard group %s/%s as %s (%d shards)",
+                 self.sharding_namespace, config.name, coordinator.identity, config.shards)
+        coordinator.start()
+
+    def _lost_membership(self, controllers: list[Controller]) -> None:
+        """Coordinator callback: our membership lapsed, so we already admit nothing; exit or stop."""
+        if self._stop_requested.is_set():
+            return
+        self.lost_lease = True
+        if self.sharding is not None and self.sharding.exit_on_lost_membership:
+            log.critical("lost the shard membership lease of %s: exiting (status 1)", self.sharding.name)
+            logging.shutdown()
+            os._exit(1)
+        log.error("lost the shard membership lease: stopping the manager")
+        self._stop_requested.set()
 
     # -- leader election ----------------------------------------------------------------------
     def _campaign(self, controllers: list[Controller]) -> None:
@@ -450,6 +515,9 @@ class Manager:
         elector = self.elector
         if elector is not None:  # a leader drains its workers (callback), then releases the Lease
             clean = elector.stop(timeout=max(0.0, deadline - time.monotonic()) + _JOIN_SLACK) and clean
+        coordinator = self.shards
+        if coordinator is not None:  # stop admitting, let in-flight reconciles end, release shards
+            clean = coordinator.stop(drain_timeout=max(0.0, deadline - time.monotonic())) and clean
         clean = self._drain(controllers, deadline) and clean
         try:
             clean = self.factory.shutdown(timeout=_INFORMERS_STOP) and clean

@@ -4,6 +4,9 @@
   machine on the injected clock (:mod:`.elector`), over a :class:`LeaseLock`
   (:mod:`.lock`); :class:`ElectionTiming` holds and validates its durations.
 * :class:`LeaderElectionRecord` and the MicroTime format (:mod:`.record`).
+* :class:`ShardCoordinator` -- one replica's side of key sharding over
+  membership and per-shard Leases (:mod:`.shards`), with the balanced
+  rendezvous hashing of :func:`assign` and :func:`shard_of` (:mod:`.rendezvous`).
 
 Layering: imports ``clock``, ``metrics``, ``api`` and ``resources``; the
 ``controller`` layer builds on it (the Manager's ``leader_election``).
@@ -12,6 +15,8 @@ Layering: imports ``clock``, ``metrics``, ``api`` and ``resources``; the
 from pyinformers.leaderelection.elector import JITTER_FACTOR, ElectionTiming, ElectorState, LeaderElector
 from pyinformers.leaderelection.lock import LeaseLock, ResourceLock
 from pyinformers.leaderelection.record import LeaderElectionRecord, format_micro_time, parse_micro_time
+from pyinformers.leaderelection.rendezvous import assign, shard_of
+from pyinformers.leaderelection.shards import ShardCoordinator
 
 __all__ = [
     "JITTER_FACTOR",
@@ -21,6 +26,9 @@ __all__ = [
     "LeaderElector",
     "LeaseLock",
     "ResourceLock",
+    "ShardCoordinator",
+    "assign",
     "format_micro_time",
     "parse_micro_time",
+    "shard_of",
 ]

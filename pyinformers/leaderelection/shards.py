@@ -234,7 +234,8 @@ class ShardCoordinator:
         live = {self.identity}
         for lease in leases:
             md = lease.get("metadata") or {}
-            if (md.get("labels") or {}).get(ROLE_LABEL) != "member":
+            labels = md.get("labels") or {}
+            if labels.get(ROLE_LABEL) != "member" or labels.get(GROUP_LABEL) != self.group:
                 continue
             record = LeaderElectionRecord.from_spec(lease.get("spec"))
             seen = self._note(md.get("name", ""), md.get("resourceVersion"), record, now)

@@ -1,0 +1,148 @@
+"""Manager sharding over the embedded API server: 3 replicas, 1,000 ConfigMaps, joins, leaves, a freeze.
+
+Replicas run in real time with short Lease settings. Every reconcile records
+an interval ``(key, replica, start, end)`` on one shared log; the test checks
+that no key is ever in reconcile on two replicas at once, through a join, a
+clean leave and a frozen replica, and that the keys end up stamped by their
+shard's owner.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict
+
+from prometheus_client import CollectorRegistry
+
+from pyinformers.api.client import ResourceClient
+from pyinformers.controller import Controller, Manager, ShardingConfig
+from pyinformers.leaderelection import ElectionTiming, assign, shard_of
+from pyinformers.resources import CONFIGMAPS
+
+FAST = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.25)
+COUNT = 1000
+SHARDS = 24
+WAIT = 60.0
+
+
+class Log:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.intervals = []  # (key, replica, start, end)
+        self.running = {}  # (replica, key) -> start
+
+    def begin(self, replica, key):
+        with self.lock:
+            self.running[(replica, key)] = time.monotonic()
+
+    def end(self, replica, key):
+        with self.lock:
+            start = self.running.pop((replica, key))
+            self.intervals.append((key, replica, start, time.monotonic()))
+
+    def overlaps(self):
+        with self.lock:
+            spans = list(self.intervals) + [(k, r, s, float("inf")) for (r, k), s in self.running.items()]
+        by_key = defaultdict(list)
+        for key, replica, start, end in spans:
+            by_key[key].append((start, end, replica))
+        found = []
+        for key, items in by_key.items():
+            items.sort()
+            for (s1, e1, r1), (s2, e2, r2) in zip(items, items[1:]):
+                if r1 != r2 and s2 < e1:
+                    found.append((key, r1, r2))
+        return found
+
+
+class Stamp(Controller):
+    def __init__(self, manager, identity, log):
+        super().__init__("stamp", metrics_registry=manager.registry, workers=4)
+        self.identity, self.log_ = identity, log
+        self.lister = manager.factory.lister(CONFIGMAPS)
+        self.client = manager.factory.client(CONFIGMAPS)
+        self.watch(manager.factory.informer(CONFIGMAPS))
+
+    def reconcile(self, key):
+        self.log_.begin(self.identity, key)
+        try:
+            namespace, name = key.split("/")
+            cm = self.lister.get(name, namespace=namespace)
+            if cm is not None and (cm["metadata"].get("annotations") or {}).get("owner") != self.identity:
+                self.client.patch(name, {"metadata": {"annotations": {"owner": self.identity}}}, namespace)
+        finally:
+            self.log_.end(self.identity, key)
+
+
+def make(api_server, identity, log):
+    manager = Manager(
+        api_client=api_server.api_client(), bind_address="127.0.0.1", registry=CollectorRegistry(),
+        metrics_port=0, health_port=0, namespace="default", tune_gc=False,
+        sharding=ShardingConfig("stamp", shards=SHARDS, namespace="default", identity=identity, timing=FAST,
+                                exit_on_lost_membership=False),
+    )
+    manager.add(Stamp(manager, identity, log))
+    return manager
+
+
+def owners(api_server):
+    return {cm["metadata"]["name"]: (cm["metadata"].get("annotations") or {}).get("owner")
+            for cm in api_server.objects("configmaps", namespace="default")}
+
+
+def converged(api_server, managers, members):
+    target = assign(SHARDS, members)
+    for name, manager in managers.items():
+        if name not in members:
+            continue
+        want = {s for s, m in target.items() if m == name}
+        if manager.shards is None or manager.shards.held() != want:
+            return False
+    stamped = owners(api_server)
+    return all(stamped[f"cm-{i:04d}"] == target[shard_of(f"default/cm-{i:04d}", SHARDS)] for i in range(COUNT))
+
+
+def wait_converged(api_server, managers, members):
+    start = time.monotonic()
+    event = threading.Event()
+    while not converged(api_server, managers, members):
+        assert time.monotonic() - start < WAIT, f"no convergence on {members}"
+        event.wait(0.05)
+    return time.monotonic() - start
+
+
+def test_three_sharded_managers_split_keys_and_hand_them_over_without_overlap(api_server):
+    client = ResourceClient(api_server.api_client(), CONFIGMAPS)
+    for i in range(COUNT):
+        client.create({"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}})
+    log = Log()
+    managers = {}
+    try:
+        for name in ("r1", "r2", "r3"):
+            managers[name] = make(api_server, name, log)
+            managers[name].start()
+        wait_converged(api_server, managers, ["r1", "r2", "r3"])
+        spread = Counter(owners(api_server).values())
+        assert set(spread) == {"r1", "r2", "r3"}
+        assert all(abs(n - COUNT / 3) <= 0.2 * COUNT / 3 for n in spread.values()), spread
+
+        managers["r4"] = make(api_server, "r4", log)  # join
+        managers["r4"].start()
+        wait_converged(api_server, managers, ["r1", "r2", "r3", "r4"])
+
+        assert managers["r2"].stop(timeout=10)  # clean leave
+        wait_converged(api_server, managers, ["r1", "r3", "r4"])
+
+        frozen = managers["r3"].shards  # freeze: its coordinator stops renewing; its workers go on
+        frozen._stopping.set()
+        with frozen._wake:
+            frozen._wake.notify_all()
+        frozen._thread.join(10)
+        wait_converged(api_server, managers, ["r1", "r4"])
+        assert not frozen.is_member()
+        assert log.overlaps() == []
+    finally:
+        for manager in managers.values():
+            manager.stop(timeout=5)
+    assert log.overlaps() == []
