@@ -214,3 +214,17 @@ def test_by_default_losing_the_lease_ends_the_process_with_status_1(api_server, 
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_the_leader_elect_flags_map_onto_the_managers_leader_election_options():
+    from pyinformers.cli import Operator
+
+    operator = Operator("demo-op", build=lambda factory, recorder, options: [], event_component="demo")
+    options = operator.parse(["--leader-elect", "--leader-election-namespace", "ops"], environ={})
+    kwargs = operator.manager_options(options)
+    assert (kwargs["leader_election"], kwargs["leader_election_id"], kwargs["leader_election_namespace"]) == (
+        True, "demo-op", "ops")
+    import inspect
+
+    accepted = inspect.signature(Manager).parameters
+    assert all(name in accepted for name in kwargs)
