@@ -217,7 +217,7 @@ class Manager:
         )
         #: The elector while leader election runs (created by start()).
         self.elector: Optional[LeaderElector] = None
-        #: True once this replica lost the lease it held (with exit_on_lost_lease=False).
+        #: True once this replica lost the leader lease it held, or its shard membership (when not exiting).
         self.lost_lease = False
         #: Monotonic time at which this replica last became the leader (None: never).
         self.leading_since: Optional[float] = None
