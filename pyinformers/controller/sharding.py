@@ -88,7 +88,10 @@ def requeue_shards(controllers: Iterable[Controller], coordinator: ShardCoordina
             if not isinstance(watch.handler, EnqueueForObject) or id(watch.informer) in seen:
                 continue  # owners and mapped keys come back through their primary objects
             seen.add(id(watch.informer))
-            for key in watch.informer.indexer.list_keys():
+            indexer = getattr(watch.informer, "indexer", None)
+            if indexer is None:
+                continue
+            for key in indexer.list_keys():
                 if coordinator.shard_of(key) in shards:
                     controller.queue.add(key)
                     count += 1

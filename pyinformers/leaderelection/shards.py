@@ -104,7 +104,7 @@ class ShardCoordinator:
         timing: Optional[ElectionTiming] = None,
         clock: Optional[Clock] = None,
         view: Optional[Callable[[], Iterable[dict]]] = None,
-        on_gained: Optional[Callable[[set], None]] = None,
+        on_gained: Optional[Callable[[set], Any]] = None,
         on_lost: Optional[Callable[[], None]] = None,
         rng: Optional[random.Random] = None,
     ) -> None:
