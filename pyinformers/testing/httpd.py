@@ -30,6 +30,7 @@ import itertools
 import logging
 import select
 import socket
+import ssl
 import threading
 import time
 from collections import Counter, deque
@@ -41,6 +42,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import orjson
 
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.testing.openapi import v2_document, v3_document, v3_index
 from pyinformers.testing.auth import Authenticator, User
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.registry import Registry, ResourceType
@@ -83,6 +85,14 @@ class _Route:
     namespace: Optional[str]
     name: Optional[str]
     subresource: Optional[str]
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A non-resource answer sent as text with its own Content-Type."""
+
+    text: str
+    content_type: str
 
 
 class _PageNotFound(Exception):
@@ -401,6 +411,22 @@ class Dispatcher:
             return self.registry.core_versions()
         if path == "/apis":
             return self.registry.api_group_list()
+        if path == "/openapi/v2":
+            return v2_document(self.registry)
+        if path == "/openapi/v3":
+            # The real server sends this JSON index as text/plain.
+            return _Text(orjson.dumps(v3_index(self.registry)).decode(), "text/plain; charset=utf-8")
+        if path.startswith("/openapi/v3/"):
+            gv = path[len("/openapi/v3/") :].split("/")
+            if len(gv) == 2 and gv[0] == "api":
+                document = v3_document(self.registry, "", gv[1])
+            elif len(gv) == 3 and gv[0] == "apis":
+                document = v3_document(self.registry, gv[1], gv[2])
+            else:
+                document = None
+            if document is None:
+                raise _PageNotFound()
+            return document
         parts = path.strip("/").split("/")
         if parts == ["api", "v1"]:
             return self.registry.resource_list("", "v1")
@@ -590,6 +616,8 @@ class Dispatcher:
             readable, _, _ = select.select([sock], [], [], 0)
             if not readable:
                 return False
+            if isinstance(sock, ssl.SSLSocket):
+                return False  # no peeking through TLS: a gone client shows when a write fails
             return sock.recv(1, socket.MSG_PEEK) == b""
         except (OSError, ValueError):
             return True
@@ -672,7 +700,9 @@ class Dispatcher:
 
     def _send_document(self, h: BaseHTTPRequestHandler, document: Any) -> None:
         """A non-resource answer: plain text for the health endpoints, JSON otherwise."""
-        if isinstance(document, str):
+        if isinstance(document, _Text):
+            self._send_text(h, 200, document.text, document.content_type)
+        elif isinstance(document, str):
             self._send_text(h, 200, document)
         else:
             self._send_json(h, 200, document)
@@ -808,9 +838,20 @@ class HttpServer(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher, *, idle_timeout: Optional[float] = 60.0) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        dispatcher: Dispatcher,
+        *,
+        idle_timeout: Optional[float] = 60.0,
+        tls: Optional[tuple[str, str]] = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.idle_timeout = idle_timeout
+        self._ssl: Optional[ssl.SSLContext] = None
+        if tls is not None:
+            self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._ssl.load_cert_chain(*tls)
         self._conn_lock = threading.Lock()
         self._connections: dict[threading.Thread, socket.socket] = {}
         self._ids = itertools.count(1)
@@ -834,6 +875,12 @@ class HttpServer(ThreadingHTTPServer):
     def _serve_connection(self, request: Any, client_address: Any) -> None:
         try:
             request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl is not None:
+                # The handshake happens here, on the connection's thread, within the idle timeout.
+                request.settimeout(self.idle_timeout)
+                request = self._ssl.wrap_socket(request, server_side=True)
+                with self._conn_lock:
+                    self._connections[threading.current_thread()] = request
             self.finish_request(request, client_address)
         except Exception:  # noqa: BLE001 - a broken connection must not take the server down
             pass

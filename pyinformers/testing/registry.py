@@ -48,6 +48,8 @@ class ResourceType:
     #: whether objects carry ``metadata.generation`` (kinds with a spec do; ConfigMaps,
     #: Secrets, Namespaces, Leases, ... do not, on a real server either)
     has_generation: bool = False
+    #: discovery categories (``kubectl get all`` lists the ``all`` category)
+    categories: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -83,6 +85,8 @@ class ResourceType:
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
+        if self.categories:
+            entry["categories"] = list(self.categories)
         entries = [entry]
         if self.has_status:
             entries.append(
@@ -97,7 +101,7 @@ class ResourceType:
         return entries
 
 
-def _rt(group, version, plural, kind, *, namespaced=True, short=(), status=False, generation=False) -> ResourceType:
+def _rt(group, version, plural, kind, *, namespaced=True, short=(), status=False, generation=False, all_category=False) -> ResourceType:
     return ResourceType(
         group,
         version,
@@ -108,23 +112,24 @@ def _rt(group, version, plural, kind, *, namespaced=True, short=(), status=False
         short_names=tuple(short),
         has_status=status,
         has_generation=generation,
+        categories=("all",) if all_category else (),
     )
 
 
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("", "v1", "namespaces", "Namespace", namespaced=False, short=("ns",), status=True),
-    _rt("", "v1", "pods", "Pod", short=("po",), status=True, generation=True),
-    _rt("", "v1", "services", "Service", short=("svc",), status=True),
+    _rt("", "v1", "pods", "Pod", short=("po",), status=True, generation=True, all_category=True),
+    _rt("", "v1", "services", "Service", short=("svc",), status=True, all_category=True),
     _rt("", "v1", "configmaps", "ConfigMap", short=("cm",)),
     _rt("", "v1", "secrets", "Secret"),
     _rt("", "v1", "events", "Event", short=("ev",)),
     _rt("", "v1", "nodes", "Node", namespaced=False, short=("no",), status=True),
     _rt("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
-    _rt("apps", "v1", "deployments", "Deployment", short=("deploy",), status=True, generation=True),
-    _rt("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), status=True, generation=True),
-    _rt("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), status=True, generation=True),
-    _rt("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True, generation=True),
-    _rt("batch", "v1", "jobs", "Job", status=True, generation=True),
+    _rt("apps", "v1", "deployments", "Deployment", short=("deploy",), status=True, generation=True, all_category=True),
+    _rt("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), status=True, generation=True, all_category=True),
+    _rt("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), status=True, generation=True, all_category=True),
+    _rt("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True, generation=True, all_category=True),
+    _rt("batch", "v1", "jobs", "Job", status=True, generation=True, all_category=True),
     _rt("coordination.k8s.io", "v1", "leases", "Lease"),
     _rt("events.k8s.io", "v1", "events", "Event", short=("ev",)),
     _rt(
@@ -178,6 +183,7 @@ def resource_types_from_crd(crd: dict) -> list[ResourceType]:
                 has_status="status" in subresources,
                 crd_name=crd_name,
                 has_generation=True,
+                categories=tuple(c for c in names.get("categories") or () if isinstance(c, str)),
             )
         )
     return types

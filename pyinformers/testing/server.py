@@ -20,6 +20,7 @@ server runs.
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 from typing import Any, Optional
@@ -58,7 +59,10 @@ class ApiServer:
     so that suites counting the objects of a namespace keep their counts).
     ``idle_timeout`` (seconds) closes a connection that sends nothing that
     long (half-open connections, idle keep-alives, a stalled request) and
-    cuts a watch whose client stops reading.
+    cuts a watch whose client stops reading. ``tls=(certfile, keyfile)``
+    serves HTTPS with that certificate (the kubeconfig then trusts it; see
+    :func:`pyinformers.testing.tls.self_signed_certificate`): ``kubectl``
+    sends a bearer token only over TLS.
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class ApiServer:
         seed: Optional[int] = None,
         namespace_defaults: bool = False,
         idle_timeout: Optional[float] = 60.0,
+        tls: Optional[tuple[str, str]] = None,
     ) -> None:
         if bookmark_interval <= 0:
             raise ValueError("bookmark_interval must be positive")
@@ -87,6 +92,7 @@ class ApiServer:
         self._host = host
         self._requested_port = port
         self._idle_timeout = idle_timeout
+        self._tls = tls
         self._token = token
         self._clock = clock or REAL_CLOCK
         self.store = Store(history_limit=history_limit, compact_every=compact_every)
@@ -125,7 +131,9 @@ class ApiServer:
         with self._lock:
             if self._httpd is not None or self._stopping.is_set():
                 raise RuntimeError("an ApiServer can be started once")
-            self._httpd = HttpServer((self._host, self._requested_port), self._dispatcher, idle_timeout=self._idle_timeout)
+            self._httpd = HttpServer(
+                (self._host, self._requested_port), self._dispatcher, idle_timeout=self._idle_timeout, tls=self._tls
+            )
             self._gc.start()
             if self._workloads is not None:
                 self._workloads.start()
@@ -183,7 +191,8 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
+        scheme = "https" if self._tls else "http"
+        return f"{scheme}://{self._host}:{self.port}"
 
     @property
     def token(self) -> Optional[str]:
@@ -192,10 +201,14 @@ class ApiServer:
     def kubeconfig(self, *, namespace: str = "default") -> dict:
         """A kubeconfig (as a dict) whose current context talks to this server."""
         user: dict[str, Any] = {"token": self._token} if self._token else {}
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._tls:
+            with open(self._tls[0], "rb") as f:
+                cluster["certificate-authority-data"] = base64.b64encode(f.read()).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": _CONTEXT, "cluster": {"server": self.url}}],
+            "clusters": [{"name": _CONTEXT, "cluster": cluster}],
             "users": [{"name": _CONTEXT, "user": user}],
             "contexts": [{"name": _CONTEXT, "context": {"cluster": _CONTEXT, "user": _CONTEXT, "namespace": namespace}}],
             "current-context": _CONTEXT,

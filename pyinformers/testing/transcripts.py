@@ -405,8 +405,10 @@ class _Replayer:
             raw = resp.read()
             warnings = resp.headers.get_all("Warning") or []
             ctype = resp.headers.get("Content-Type", "")
+            # JSON by content type, or where the recording has a JSON body sent as text (/openapi/v3)
+            wants_json = ctype.startswith("application/json") or isinstance(step.response.get("body"), (dict, list))
             try:
-                parsed: Any = json.loads(raw) if ctype.startswith("application/json") else raw.decode()
+                parsed: Any = json.loads(raw) if wants_json else raw.decode()
             except ValueError:
                 parsed = raw.decode(errors="replace")
             return resp.status, ctype, parsed, warnings
