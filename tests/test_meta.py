@@ -14,6 +14,7 @@ from pyinformers.api.meta import (
     annotations,
     controller_of,
     deep_copy,
+    describe,
     is_controlled_by,
     labels,
     name,
@@ -148,6 +149,28 @@ def test_set_controller_reference_refuses_a_second_controller_naming_it():
     assert [r["uid"] for r in owner_references(child)] == ["u-first"]
 
 
+def test_set_controller_reference_replaces_a_stale_reference_to_a_recreated_owner():
+    # The owner was deleted and recreated under the same name: a new uid. Its child must end up
+    # with one controller reference, to the new owner, not two (issue 12, item 8).
+    child = obj("rs", "default")
+    set_controller_reference(owner(uid_="old-uid"), child)
+    set_controller_reference(owner(uid_="new-uid"), child)
+    refs = owner_references(child)
+    assert [(r["name"], r["uid"]) for r in refs] == [("dep", "new-uid")]
+    assert controller_of(child)["uid"] == "new-uid"
+
+
+def test_set_controller_reference_matches_the_owner_by_group_not_version():
+    child = obj("rs", "default")
+    set_controller_reference(owner(), child)
+    newer = dict(owner(uid_="u2"), apiVersion="apps/v2")
+    set_controller_reference(newer, child)
+    assert [(r["apiVersion"], r["uid"]) for r in owner_references(child)] == [("apps/v2", "u2")]
+    other_group = dict(owner(uid_="u3"), apiVersion="example.com/v1")
+    with pytest.raises(AlreadyOwnedError):
+        set_controller_reference(other_group, child)
+
+
 def test_set_controller_reference_refuses_cross_namespace_owner():
     with pytest.raises(ValueError, match="cross-namespace"):
         set_controller_reference(owner(ns="a"), obj("x", "b"))
@@ -226,3 +249,27 @@ def test_deep_copy_of_a_pod_is_independent():
     copied["metadata"]["labels"]["a"] = "changed"
     assert pod["metadata"]["labels"]["a"] == "b"
     assert copied == {**copy.deepcopy(pod), "metadata": {**pod["metadata"], "labels": {"a": "changed"}}}
+
+
+# ---------------------------------------------------------------- describe (log identity)
+
+
+def test_describe_names_an_object_by_identity_only():
+    secret = obj("s", "ns", "u-1", kind="Secret", resourceVersion="42")
+    secret["data"] = {"password": "aHVudGVyMg=="}
+    text = describe(secret)
+    assert text == "Secret ns/s uid=u-1 rv=42"
+    assert "aHVudGVyMg" not in text
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(
+        st.sampled_from(["kind", "metadata", "name", "namespace", "uid", "data", "key", "obj"]), children, max_size=4),
+    max_leaves=12,
+))
+def test_describe_never_raises_and_never_shows_data(value):
+    text = describe(value)
+    assert isinstance(text, str)
+    if isinstance(value, dict) and isinstance(value.get("data"), str) and len(value["data"]) > 3:
+        assert value["data"] not in text.replace(str(value.get("kind")), "")

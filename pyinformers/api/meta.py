@@ -16,6 +16,9 @@ vocabulary every layer above needs on that shape:
 * **copies** -- :func:`deep_copy`, specialised for JSON-shaped data.
 * small **getters** (:func:`name`, :func:`namespace`, :func:`uid`, ...) that
   tolerate missing ``metadata``.
+* :func:`describe`, the one way the library names an object in a log line or
+  an error message: kind, namespace, name, uid and resourceVersion, never the
+  object's data (a Secret's ``data`` must never reach a log).
 
 Every function here is pure (except :func:`set_controller_reference`, which
 mutates the object it is given, by design) and thread-safe.
@@ -35,6 +38,7 @@ __all__ = [
     "is_controlled_by",
     "set_controller_reference",
     "deep_copy",
+    "describe",
     "name",
     "namespace",
     "uid",
@@ -89,6 +93,50 @@ def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:  # type: ignore[no
 def owner_references(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``metadata.ownerReferences``; an empty list when absent. Do not mutate the result."""
     return _metadata(obj).get("ownerReferences") or []
+
+
+def _text(value: Any, limit: int = 253) -> str | None:
+    """``value`` if it is a non-empty string (cut at ``limit``), else None."""
+    if type(value) is str and value:
+        return value if len(value) <= limit else value[:limit] + "..."
+    return None
+
+
+def describe(obj: Any) -> str:
+    """Name ``obj`` for a log line or an error: ``Secret ns/name uid=... rv=...``.
+
+    Only ``kind``, ``metadata.namespace``, ``metadata.name``, ``metadata.uid``
+    and ``metadata.resourceVersion`` are read, and only when they are strings:
+    nothing else of the object (its ``data``, ``spec``, annotations) ever
+    appears. A tombstone (anything with ``key`` and ``obj``) is named by its
+    last known object, else by its key. Never raises, whatever ``obj`` is
+    (a value that is not an object is named by its type only).
+    """
+    try:
+        if not isinstance(obj, Mapping):
+            inner = getattr(obj, "obj", None)
+            key = getattr(obj, "key", None)
+            if isinstance(inner, Mapping):
+                return "tombstone of " + describe(inner)
+            if type(key) is str:
+                return f"tombstone {_text(key) or '?'}"
+            return f"a {type(obj).__name__} (not an object)"
+        kind = _text(obj.get("kind"), 63) or "object"
+        md = obj.get("metadata")
+        if not isinstance(md, Mapping):
+            return f"{kind} without metadata"
+        n = _text(md.get("name")) or "?"
+        ns = _text(md.get("namespace"))
+        parts = [kind, f"{ns}/{n}" if ns else n]
+        u = _text(md.get("uid"), 64)
+        if u:
+            parts.append(f"uid={u}")
+        rv = _text(md.get("resourceVersion"), 64)
+        if rv:
+            parts.append(f"rv={rv}")
+        return " ".join(parts)
+    except Exception:  # a hostile mapping: still say something, and never its content
+        return f"a {type(obj).__name__}"
 
 
 # --------------------------------------------------------------------------- keys
@@ -211,13 +259,32 @@ def _describe(obj: Mapping[str, Any]) -> str:
     return f"{kind} {ns}/{n}" if ns else f"{kind} {n}"
 
 
+def _group(api_version: Any) -> str | None:
+    if not isinstance(api_version, str):
+        return None
+    group, _, _version = api_version.rpartition("/")
+    return group
+
+
+def _same_owner(ref: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    """Whether owner reference ``ref`` names ``owner``: same API group, kind and name (any version, any uid)."""
+    return (
+        ref.get("kind") == owner.get("kind")
+        and ref.get("name") == name(owner)
+        and _group(ref.get("apiVersion")) == _group(owner.get("apiVersion"))
+    )
+
+
 def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
     """Make ``owner`` the controller of ``obj`` (mutates ``obj``; deep-copy cached objects first).
 
     Adds an owner reference with ``apiVersion``, ``kind``, ``name``, ``uid``,
     ``controller: true`` and ``blockOwnerDeletion: true``. A reference that
-    already points at the same owner UID is replaced in place rather than
-    duplicated; other (non-controller) references are kept.
+    already points at the same owner -- same API group, kind and name, whatever
+    its version and uid -- is replaced in place rather than duplicated, as
+    controller-runtime does: an owner deleted and recreated under the same
+    name (a new uid) takes over its children instead of leaving a stale
+    second reference. Other references are kept.
 
     Refuses, like the API server does, with ValueError:
 
@@ -226,7 +293,7 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
     * an owner in another namespace than the object.
 
     Raises :class:`AlreadyOwnedError` (a ValueError) naming the other owner
-    when a different controller already owns ``obj``.
+    when a different controller (another group, kind or name) already owns ``obj``.
     """
     missing = [
         f for f, v in (
@@ -251,7 +318,7 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
             )
     owner_uid = uid(owner)
     existing = controller_of(obj)
-    if existing is not None and existing.get("uid") != owner_uid:
+    if existing is not None and not _same_owner(existing, owner):
         raise AlreadyOwnedError(_describe(obj), existing)
     ref = {
         "apiVersion": owner["apiVersion"],
@@ -263,7 +330,7 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
     }
     refs = list(owner_references(obj))
     for i, r in enumerate(refs):
-        if r.get("uid") == owner_uid:
+        if _same_owner(r, owner):
             refs[i] = ref
             break
     else:
