@@ -120,6 +120,17 @@ def test_enqueue_for_owner_core_group_is_the_empty_string():
     assert q.keys == ["ns/cm"]
 
 
+def test_enqueue_for_owner_enqueues_only_the_first_controller_reference():
+    # Two references claim to be the controller (the API server refuses that, a hand-made object
+    # may not): only the first counts, the one controller_of() names (issue 12, item 8).
+    h, q = bound(EnqueueForOwner("Owner", owner_group="example.com"))
+    h.on_add(child(refs=[ref(name="first"), ref(name="second")]), False)
+    assert q.keys == ["ns/first"]
+    h2, q2 = bound(EnqueueForOwner("Owner", owner_group="example.com"))
+    h2.on_add(child(refs=[ref(name="x", kind="Other"), ref(name="second")]), False)
+    assert q2.keys == []  # the controller is an Other, not an Owner
+
+
 def test_enqueue_for_owner_without_controller_only_takes_every_matching_reference():
     h, q = bound(EnqueueForOwner("Owner", owner_group="example.com", controller_only=False))
     h.on_add(child(refs=[ref(name="a", controller=False), ref(name="b"), ref(name="c", kind="X")]), False)

@@ -144,3 +144,14 @@ def test_combinators_agree_with_all_and_any(values, kind):
     assert all_of(*preds)(e) == all(values)
     assert any_of(*preds)(e) == any(values)
     assert not_(all_of(*preds))(e) == (not all(values))
+
+
+@pytest.mark.parametrize("predicate", [
+    generation_changed, labels_changed, annotations_changed, resource_version_changed,
+    label_selector("app=web"),
+], ids=lambda p: getattr(p, "__name__", repr(p)))
+def test_an_update_missing_its_old_or_new_object_is_dropped(predicate):
+    # controller-runtime's predicates return false for such an event; so do ours (issue 12, item 8).
+    present = obj(generation=2, rv="2", labels={"app": "web"}, annotations={"a": "1"})
+    assert predicate(Event(EventKind.UPDATE, present, None)) is False
+    assert predicate(Event(EventKind.UPDATE, None, present)) is False

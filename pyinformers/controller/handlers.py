@@ -195,9 +195,11 @@ class EnqueueForOwner(EventHandler):
     ``kind`` equals ``owner_kind`` and the group part of its ``apiVersion``
     equals ``owner_group`` (any version).
 
-    With ``controller_only=True`` (the default) only the reference marked
-    ``controller: true`` counts: the owner that manages the object. With
-    False every matching reference counts.
+    With ``controller_only=True`` (the default) only the controller reference
+    counts: the first reference marked ``controller: true``, the one
+    :func:`~pyinformers.api.meta.controller_of` returns (the API server allows
+    only one; should an object carry several, the later ones are ignored, as
+    controller-runtime does). With False every matching reference counts.
 
     Keys: a namespaced owner lives in its child's namespace (Kubernetes
     forbids cross-namespace owner references), so its key is
@@ -241,10 +243,11 @@ class EnqueueForOwner(EventHandler):
         if not refs:
             return []
         child_ns = md.get("namespace")
+        if self.controller_only:
+            controller = meta.controller_of(obj)
+            refs = [controller] if controller is not None else []
         keys = []
         for ref in refs:
-            if self.controller_only and ref.get("controller") is not True:
-                continue
             if ref.get("kind") != self.owner_kind or _group_of(ref.get("apiVersion")) != self.owner_group:
                 continue
             name = ref.get("name")

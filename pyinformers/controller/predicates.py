@@ -22,6 +22,11 @@ lets their updates through rather than dropping all of them (controller-runtime
 drops them, which surprises people): it filters only when both sides carry a
 generation.
 
+**An update missing its old or new object.** An informer never delivers
+one, but a hand-built :class:`~pyinformers.controller.event.Event` can:
+every predicate here returns False for it (the event is dropped), as
+controller-runtime's predicates do, rather than guessing what changed.
+
 All predicates are pure and thread-safe; they must never mutate the objects.
 """
 
@@ -54,6 +59,11 @@ def _meta(obj: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
+def _incomplete_update(event: Event) -> bool:
+    """An update without its old or its new object (see the module notes)."""
+    return event.type is EventKind.UPDATE and (event.old is None or event.obj is None)
+
+
 def is_resync(event: Event) -> bool:
     """True for a periodic resync (an update with the same object on both sides)."""
     return event.is_resync
@@ -66,7 +76,11 @@ def generation_changed(event: Event) -> bool:
     status-only (and metadata-only) updates. Adds, deletes and resyncs pass;
     so do updates of objects that carry no generation (see the module notes).
     """
-    if event.type is not EventKind.UPDATE or event.is_resync:
+    if event.type is not EventKind.UPDATE:
+        return True
+    if _incomplete_update(event):
+        return False
+    if event.is_resync:
         return True
     old = _meta(event.old).get("generation")
     new = _meta(event.obj).get("generation")
@@ -77,14 +91,22 @@ def generation_changed(event: Event) -> bool:
 
 def labels_changed(event: Event) -> bool:
     """Let an update through only when ``metadata.labels`` changed (adds, deletes, resyncs pass)."""
-    if event.type is not EventKind.UPDATE or event.is_resync:
+    if event.type is not EventKind.UPDATE:
+        return True
+    if _incomplete_update(event):
+        return False
+    if event.is_resync:
         return True
     return (_meta(event.old).get("labels") or {}) != (_meta(event.obj).get("labels") or {})
 
 
 def annotations_changed(event: Event) -> bool:
     """Let an update through only when ``metadata.annotations`` changed (adds, deletes, resyncs pass)."""
-    if event.type is not EventKind.UPDATE or event.is_resync:
+    if event.type is not EventKind.UPDATE:
+        return True
+    if _incomplete_update(event):
+        return False
+    if event.is_resync:
         return True
     return (_meta(event.old).get("annotations") or {}) != (_meta(event.obj).get("annotations") or {})
 
@@ -97,7 +119,7 @@ def resource_version_changed(event: Event) -> bool:
     """
     if event.type is not EventKind.UPDATE:
         return True
-    if event.is_resync:
+    if event.is_resync or _incomplete_update(event):
         return False
     return _meta(event.old).get("resourceVersion") != _meta(event.obj).get("resourceVersion")
 
@@ -122,6 +144,8 @@ def label_selector(selector: Any) -> Predicate:
         return parsed.matches(_meta(obj).get("labels") or {})
 
     def predicate(event: Event) -> bool:
+        if _incomplete_update(event):
+            return False
         if event.obj is None:
             return True
         if event.type is EventKind.UPDATE and event.old is not None and event.old is not event.obj:
