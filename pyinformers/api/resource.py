@@ -18,10 +18,20 @@ __all__ = ["Resource"]
 
 
 def _segment(value: str, what: str) -> str:
+    """``value`` as one path segment, refused unless it can only mean itself.
+
+    The rules client-go applies to names (``IsValidPathSegmentName``): not
+    empty, not ``.`` or ``..`` (the HTTP library would remove such a dot
+    segment, and ``delete("..", namespace="ns")`` would address the namespace
+    itself), no ``/`` and no ``%`` (which could smuggle either, encoded).
+    """
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
-    if "/" in value:
-        raise ValueError(f"{what} must not contain '/': {value!r}")
+    if value in (".", ".."):
+        raise ValueError(f"{what} may not be {value!r}")
+    for bad in ("/", "%"):
+        if bad in value:
+            raise ValueError(f"{what} may not contain {bad!r}: {value!r}")
     return quote(value, safe=":@")
 
 
@@ -111,8 +121,10 @@ class Resource:
         when the file has several). ``version`` picks one of ``spec.versions``;
         by default the storage version, else the first served one.
 
-        Raises :class:`ValueError` when the CRD is malformed or ``version`` is not
-        one it defines or serves.
+        Raises :class:`ValueError` when the CRD (or the file's YAML) is malformed
+        -- a file that is not UTF-8 raises :class:`UnicodeDecodeError`, a
+        ValueError too -- or when ``version`` is not one it defines or serves;
+        :class:`OSError` when the file cannot be read.
         """
         if isinstance(crd, (str, os.PathLike)):
             crd = _load_crd_file(crd)
@@ -162,7 +174,13 @@ def _load_crd_file(path: Union[str, "os.PathLike[str]"]) -> Mapping[str, Any]:
     import yaml  # only needed here; kept off the import path of everything else
 
     with open(path, "r", encoding="utf-8") as handle:
-        documents = [doc for doc in yaml.safe_load_all(handle) if doc is not None]
+        try:
+            documents = [doc for doc in yaml.safe_load_all(handle) if doc is not None]
+        except yaml.YAMLError as error:  # one line naming the file and where, not a parser traceback
+            where = getattr(error, "problem_mark", None)
+            at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+            problem = getattr(error, "problem", None) or type(error).__name__
+            raise ValueError(f"{os.fspath(path)}: not valid YAML{at}: {problem}") from None
     if not documents:
         raise ValueError(f"{os.fspath(path)}: no YAML document")
     for doc in documents:

@@ -161,6 +161,12 @@ class Requirement:
     def create(cls, key: str, operator: Operator, values: Iterable[str] = ()) -> "Requirement":
         """Validate and normalise a requirement; ValueError says what is wrong."""
         validate_label_key(key)
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise ValueError(f"the values of {key!r} must be a list of strings, got {type(values).__name__}")
+        values = tuple(values)
+        for v in values:
+            if not isinstance(v, str):
+                raise ValueError(f"the values of {key!r} must be strings, got {type(v).__name__}")
         vals = tuple(sorted(set(values)))
         if operator in _NO_VALUE_OPS:
             if vals:
@@ -453,18 +459,25 @@ class LabelSelector:
                 f"label selector object has unknown field(s) {sorted(unknown)}; expected matchLabels, matchExpressions"
             )
         reqs: list[Requirement] = []
-        for k, v in (selector.get("matchLabels") or {}).items():
+        match_labels = selector.get("matchLabels") or {}
+        if not isinstance(match_labels, Mapping):
+            raise ValueError(f"matchLabels must be a mapping of label to value, got {type(match_labels).__name__}")
+        expressions = selector.get("matchExpressions") or ()
+        if not isinstance(expressions, (list, tuple)):
+            raise ValueError(f"matchExpressions must be a list, got {type(expressions).__name__}")
+        for k, v in match_labels.items():
             try:
                 reqs.append(Requirement.create(k, Operator.EQUALS, (v,)))
             except ValueError as e:
                 raise ValueError(f"matchLabels[{k!r}]: {e}") from None
         allowed = {"In": Operator.IN, "NotIn": Operator.NOT_IN, "Exists": Operator.EXISTS,
                    "DoesNotExist": Operator.DOES_NOT_EXIST}
-        for i, expr in enumerate(selector.get("matchExpressions") or ()):
+        for i, expr in enumerate(expressions):
             where = f"matchExpressions[{i}]"
             if not isinstance(expr, Mapping):
                 raise ValueError(f"{where}: must be a mapping, got {type(expr).__name__}")
-            op = allowed.get(str(expr.get("operator")))
+            operator = expr.get("operator")
+            op = allowed.get(operator) if isinstance(operator, str) else None
             if op is None:
                 raise ValueError(f"{where}.operator: {expr.get('operator')!r} is not one of {sorted(allowed)}")
             values = expr.get("values") or ()
@@ -701,7 +714,9 @@ class FieldSelector:
 
     @classmethod
     def from_dict(cls, fields: Mapping[str, Any]) -> "FieldSelector":
-        """Equality terms from ``{"metadata.name": "x", ...}``."""
+        """Equality terms from ``{"metadata.name": "x", ...}`` (ValueError for anything but a mapping)."""
+        if not isinstance(fields, Mapping):
+            raise ValueError(f"a field selector mapping must be a mapping, got {type(fields).__name__}")
         return cls(FieldRequirement(str(k), FieldOperator.EQUALS, _field_string(v) or "") for k, v in fields.items())
 
     @classmethod
