@@ -292,6 +292,12 @@ def test_metrics_expose_backlog_and_counts_at_scrape_time(handler_set):
         def has_synced(self):
             return True
 
+        def healthy(self):
+            return True
+
+        def object_errors(self):
+            return {"transform": 2}
+
         def registrations(self):
             return [reg]
 
@@ -305,6 +311,9 @@ def test_metrics_expose_backlog_and_counts_at_scrape_time(handler_set):
     labels = {"informer": "fake/v1/things", "handler": str(reg.number)}
     assert registry.get_sample_value("pyinformers_informer_handler_backlog", labels) == 4
     assert registry.get_sample_value("pyinformers_informer_cache_objects", {"informer": "fake/v1/things"}) == 3
+    assert registry.get_sample_value("pyinformers_informer_healthy", {"informer": "fake/v1/things"}) == 1
+    assert registry.get_sample_value(
+        "pyinformers_informer_object_errors_total", {"informer": "fake/v1/things", "stage": "transform"}) == 2
     gate.set()
     eventually(lambda: reg.handled == 5)
     assert registry.get_sample_value("pyinformers_informer_handler_notifications_total", labels) == 5

@@ -101,6 +101,10 @@ ProcessFunc = Callable[["tuple[Delta, ...]", bool], None]
 
 _DELETED = DeltaType.DELETED
 
+# What happens to an object whose transform or key failed (said in the log line).
+_KEEP_CACHED = "left out of this change: the cache keeps the version it had, if any"
+_NO_KEY = "left out: an object without a usable key cannot be cached"
+
 
 class DeltaFIFO:
     """A queue of per-key delta lists with client-go's semantics; see the module docstring.
@@ -115,6 +119,12 @@ class DeltaFIFO:
     With ``requeue_on_error`` a ``process`` that raises gets its deltas put
     back (ahead of any that arrived meanwhile) before the error propagates;
     by default, as in client-go, they are dropped.
+
+    ``on_error(stage, obj, error, consequence)``, when given, makes the FIFO
+    tolerate one object whose ``transform`` (stage ``"transform"``) or key
+    function (stage ``"key"``) raises: it reports the failure and goes on
+    (see :mod:`pyinformers.cache.object_errors` for what happens to that
+    object). Without it such an error propagates to the producer.
     """
 
     def __init__(
@@ -125,8 +135,10 @@ class DeltaFIFO:
         transform: Callable[[Any], Any] | None = None,
         clock: Clock | None = None,
         requeue_on_error: bool = False,
+        on_error: Callable[[str, Any, BaseException, str], None] | None = None,
     ) -> None:
         self._key_func = key_func
+        self._on_error = on_error
         self._known = known_objects
         self._transform = transform
         self._clock = clock or REAL_CLOCK
@@ -172,21 +184,38 @@ class DeltaFIFO:
             return
         deltas.append(delta)
 
-    def _enter(self, obj: Any) -> Any:
-        return self._transform(obj) if self._transform is not None else obj
+    def _failed(self, stage: str, obj: Any, error: Exception) -> None:
+        """Hand a transform or key failure to ``on_error`` (re-raise it without one)."""
+        if self._on_error is None:
+            raise error
+        self._on_error(stage, obj, error, _KEEP_CACHED if stage == "transform" else _NO_KEY)
 
     def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta."""
-        obj = self._enter(obj)
-        key = self.key_of(obj)
+        stage = "transform"
+        try:
+            if self._transform is not None:
+                obj = self._transform(obj)
+            stage = "key"
+            key = self.key_of(obj)
+        except Exception as error:
+            self._failed(stage, obj, error)
+            return
         with self._lock:
             self._populated = True
             self._queue_locked(key, Delta(DeltaType.ADDED, obj))
 
     def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta."""
-        obj = self._enter(obj)
-        key = self.key_of(obj)
+        stage = "transform"
+        try:
+            if self._transform is not None:
+                obj = self._transform(obj)
+            stage = "key"
+            key = self.key_of(obj)
+        except Exception as error:
+            self._failed(stage, obj, error)
+            return
         with self._lock:
             self._populated = True
             self._queue_locked(key, Delta(DeltaType.UPDATED, obj))
@@ -211,12 +240,31 @@ class DeltaFIFO:
     def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` delta, unless the FIFO and the consumer already forgot the key.
 
-        Objects are transformed; tombstones are queued as they are.
+        Objects are transformed; tombstones are queued as they are. With
+        ``on_error``, an object whose transform fails is still deleted: the
+        delta carries the consumer's last version of it, else the object as given.
         """
-        if not isinstance(obj, DeletedFinalStateUnknown):
-            obj = self._enter(obj)
-        key = self.key_of(obj)
+        fallback = False
+        if not isinstance(obj, DeletedFinalStateUnknown) and self._transform is not None:
+            try:
+                obj = self._transform(obj)
+            except Exception as error:
+                if self._on_error is None:
+                    raise
+                self._on_error("transform", obj, error, "the object is deleted all the same")
+                fallback = True
+        try:
+            key = self.key_of(obj)
+        except Exception as error:
+            if self._on_error is None:
+                raise
+            self._on_error("key", obj, error, _NO_KEY)
+            return
         with self._lock:
+            if fallback:
+                exists, last = self._downstream_state(key)
+                if exists:
+                    obj = last
             self._populated = True
             if key not in self._items and not self._downstream_state(key)[0]:
                 return  # never seen, or already deleted: nothing to tell the consumer
@@ -235,18 +283,25 @@ class DeltaFIFO:
         transform = self._transform
         key_func = self._key_func
         replaced = DeltaType.REPLACED
-        if transform is None:
-            keyed = [(key_func(o), Delta(replaced, o)) for o in objects]
-        else:
-            keyed = []
-            append = keyed.append
-            for o in objects:
-                o = transform(o)
-                append((key_func(o), Delta(replaced, o)))
+        kept: list[str] = []  # keys of listed objects whose transform failed: the cached version stays
+        objects = objects if isinstance(objects, (list, tuple)) else list(objects)
+        try:
+            if transform is None:
+                keyed = [(key_func(o), Delta(replaced, o)) for o in objects]
+            else:
+                keyed = []
+                append = keyed.append
+                for o in objects:
+                    o = transform(o)
+                    append((key_func(o), Delta(replaced, o)))
+        except Exception:
+            if self._on_error is None:
+                raise
+            keyed = self._admit_listed(objects, kept)
         with self._lock:
             items = self._items
             queue = self._queue
-            new_keys: set[str] = set()
+            new_keys: set[str] = set(kept)
             add_key = new_keys.add
             for key, delta in keyed:
                 add_key(key)
@@ -279,6 +334,37 @@ class DeltaFIFO:
             if not self._populated:
                 self._populated = True
                 self._initial_population = len(self._queue)
+
+    def _admit_listed(self, objects: Any, kept: list[str]) -> list[tuple[str, Delta]]:
+        """The slow path of :meth:`replace` once an object failed: one object at a time.
+
+        An object whose transform fails is left out, but its key (from the
+        object as listed) goes to ``kept``: it is still on the server, so the
+        consumer keeps the version it has instead of seeing a deletion.
+        """
+        transform = self._transform
+        key_func = self._key_func
+        on_error = self._on_error
+        assert on_error is not None
+        keyed = []
+        for o in objects:
+            if transform is not None:
+                try:
+                    out = transform(o)
+                except Exception as error:
+                    on_error("transform", o, error, _KEEP_CACHED)
+                    try:
+                        kept.append(key_func(o))
+                    except Exception:
+                        pass  # no key either: it cannot be in the consumer's store
+                    continue
+            else:
+                out = o
+            try:
+                keyed.append((key_func(out), Delta(DeltaType.REPLACED, out)))
+            except Exception as error:
+                on_error("key", out, error, _NO_KEY)
+        return keyed
 
     def resync(self) -> None:
         """Queue ``Sync`` for each object in ``known_objects`` with nothing pending or in flight.

@@ -55,11 +55,14 @@ from pyinformers.cache.delta_fifo import (
     DeltaType,
     FIFOClosedError,
 )
+from pyinformers.api.meta import describe
 from pyinformers.cache.lister import Lister
+from pyinformers.cache.object_errors import ObjectErrors, one_line
 from pyinformers.cache.processor import (
     _ADD,
     _DELETE,
     _UPDATE,
+    DEFAULT_BACKLOG_WARNING,
     EventHandlerFuncs,
     HandlerRegistration,
     HandlerSet,
@@ -138,6 +141,19 @@ class SharedIndexInformer:
         ``gc_pause_limit`` seconds.
     :param metrics_registry: prometheus-client registry for the handler and
         cache gauges (default: the global one; ``False``: none).
+    :param handler_backlog_warning: log a warning (at most every
+        :data:`~pyinformers.cache.processor.BACKLOG_WARNING_INTERVAL` seconds per
+        handler) while a handler has more notifications than this buffered;
+        0 turns the warning off.
+
+    Health: :meth:`healthy` is False, with the reason in :meth:`health_problem`,
+    once any of the informer's threads ended unexpectedly (a crash of the
+    reflector, the informer loop or a handler thread: the cache no longer
+    follows the server, or a handler no longer hears of it) and while the
+    reflector keeps failing. One object that a transform, the key function or
+    an index function fails on is *not* a health problem: it is logged,
+    counted (:meth:`object_errors`) and handled as
+    :mod:`pyinformers.cache.object_errors` says.
 
     Thread-safety: every public method may be called from any thread. An
     informer runs once: after :meth:`stop` it cannot be started again.
@@ -156,6 +172,7 @@ class SharedIndexInformer:
         pause_gc_during_sync: bool = True,
         gc_pause_limit: float = 300.0,
         metrics_registry: Any = None,
+        handler_backlog_warning: int = DEFAULT_BACKLOG_WARNING,
     ) -> None:
         if not name:
             raise ValueError("an informer needs a name (it names its threads and metrics)")
@@ -173,15 +190,29 @@ class SharedIndexInformer:
         self._pause_gc = pause_gc_during_sync
         self._gc_pause_limit = gc_pause_limit
 
-        self._indexer = Indexer(dict(indexers) if indexers else None)
-        self._fifo = DeltaFIFO(known_objects=self._indexer, transform=transform)
+        # One object that a transform, the key function or an index function fails on is
+        # reported here and handled as object_errors documents; every other object flows on.
+        self._object_errors = ObjectErrors(self._name)
+        report = self._object_errors.report
+        self._indexer = Indexer(
+            dict(indexers) if indexers else None,
+            on_index_error=lambda index, obj, error: report(
+                "index", obj, error, f"cached, but missing from index {index!r}"
+            ),
+        )
+        self._fifo = DeltaFIFO(known_objects=self._indexer, transform=transform, on_error=report)
         resource = getattr(lister_watcher, "resource", None)  # tells the lister the scope
         self._lister = Lister(self._indexer, resource=resource if isinstance(resource, Resource) else None)
 
         # The delivery lock: held while a popped change is applied to the cache and
         # fanned out, and while a late handler snapshots the cache.
         self._lock = threading.RLock()
-        self._handlers = HandlerSet(informer_name=self._name, lock=self._lock, clock=self._clock)
+        self._handlers = HandlerSet(
+            informer_name=self._name, lock=self._lock, clock=self._clock,
+            backlog_warning=handler_backlog_warning, on_failure=self._fail,
+        )
+        # Why the informer is broken for good (a thread of it ended unexpectedly), or None.
+        self._failure: Optional[str] = None
 
         self._state_lock = threading.Lock()
         self._started = False
@@ -255,7 +286,16 @@ class SharedIndexInformer:
         return registration
 
     def remove_event_handler(self, registration: HandlerRegistration, timeout: float = 5.0) -> bool:
-        """Same as ``registration.remove(timeout)``."""
+        """Same as ``registration.remove(timeout)``, for a registration of this informer.
+
+        Raises ValueError for a registration another informer returned
+        (removing it through this one would be a mistake, never an intent).
+        """
+        if not self._handlers.owns(registration):
+            owner = getattr(registration, "informer_name", "?")
+            raise ValueError(
+                f"{registration!r} belongs to informer {owner!r}, not {self._name!r}: remove it through its own informer"
+            )
         return registration.remove(timeout)
 
     def add_indexers(self, indexers: Mapping[str, Callable[[Any], list]]) -> None:
@@ -313,9 +353,50 @@ class SharedIndexInformer:
         return self._started or (thread is not None and thread.is_alive())
 
     def healthy(self) -> bool:
-        """Running, with a healthy reflector."""
+        """Running, no thread ended unexpectedly, and the reflector is not failing repeatedly."""
+        return not self.health_problem()
+
+    def health_problem(self) -> str:
+        """Why the informer is not healthy (one line), or "" when it is."""
+        failure = self._failure
+        if failure is not None:
+            return failure
+        if not self.is_running():
+            return "not running"
         reflector = self._reflector
-        return self.is_running() and reflector is not None and reflector.healthy()
+        if reflector is None:
+            return "not running"
+        if not reflector.healthy():
+            last = getattr(reflector, "last_error", "")
+            return f"watch keeps failing: {last}" if last else "watch keeps failing"
+        return ""
+
+    def sync_problem(self) -> str:
+        """Why the cache has not synced yet, for ``/readyz?verbose`` ("" once synced).
+
+        Names the reflector's last list/watch error when there is one (a 404
+        for a custom resource says whether its CRD is installed).
+        """
+        if self.has_synced():
+            return ""
+        problem = self._failure
+        if problem is None:
+            reflector = self._reflector
+            last = getattr(reflector, "last_error", "") if reflector is not None else ""
+            problem = f"last error: {last}" if last else ""
+        return f"cache not synced; {problem}" if problem else "cache not synced"
+
+    def object_errors(self) -> dict[str, int]:
+        """``{stage: count}`` of objects a transform, key or index function failed on (see the class doc)."""
+        return self._object_errors.counts()
+
+    def _fail(self, reason: str) -> None:
+        """Mark the informer broken for good (first reason wins); any thread."""
+        with self._state_lock:
+            if self._failure is not None or self._stopping.is_set():
+                return
+            self._failure = reason
+        log.error("informer %s is unhealthy: %s", self._name, reason)
 
     # -- running ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -406,6 +487,13 @@ class SharedIndexInformer:
         try:
             self._handlers.start()
             self._process_loop(stop, gc_held, gc_deadline)
+            if not stop.is_set():
+                self._fail("the informer thread ended unexpectedly (its FIFO closed)")
+        except BaseException as error:
+            log.error("informer %s: the informer thread crashed", self._name, exc_info=True)
+            self._fail(f"the informer thread crashed: {one_line(error)}")
+            if not isinstance(error, Exception):
+                raise
         finally:
             if gc_held and not self._gc_released:
                 self._release_gc()
@@ -427,10 +515,16 @@ class SharedIndexInformer:
             self._gc_pause.__exit__(None, None, None)
 
     def _run_reflector(self, reflector: Reflector, stop: threading.Event) -> None:
+        """The reflector thread: ending while the informer still runs breaks it for good."""
         try:
             reflector.run(stop)
-        except Exception:
-            log.exception("informer %s: reflector crashed", self._name)
+        except BaseException as error:  # a crash: the cache stops following the server
+            if not stop.is_set():
+                log.error("informer %s: the reflector crashed", self._name, exc_info=True)
+                self._fail(f"the reflector thread crashed: {one_line(error)}")
+        else:
+            if not stop.is_set():
+                self._fail("the reflector thread ended unexpectedly")
         if stop.is_set():
             self._fifo.close()  # wakes the informer thread at once
 
@@ -487,7 +581,7 @@ class SharedIndexInformer:
                         else:
                             handlers.distribute((_ADD, obj, False))
                 except Exception:
-                    log.exception("informer %s: cannot apply %s delta for %r", self._name, kind, obj)
+                    log.exception("informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj))
                     raise
 
     def __repr__(self) -> str:

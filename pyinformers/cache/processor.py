@@ -12,8 +12,16 @@ registration owns
 So a slow or stuck handler only grows its own buffer: it delays neither the
 informer (which never blocks on a handler) nor any other handler. The buffer
 size is observable through :meth:`HandlerRegistration.backlog` and the
-``pyinformers_informer_handler_backlog`` gauge, so a stuck handler shows up
-long before it has eaten the memory.
+``pyinformers_informer_handler_backlog`` gauge, and a warning is logged (at
+most every :data:`BACKLOG_WARNING_INTERVAL` seconds per handler) while it is
+above the informer's ``handler_backlog_warning`` (default
+:data:`DEFAULT_BACKLOG_WARNING`), so a stuck handler shows up long before it
+has eaten the memory. Removing a handler (or stopping the informer) frees its
+buffer at once.
+
+A handler call that raises is logged and counted, and the thread goes on. A
+handler thread that ends any other way (``SystemExit`` raised by a handler,
+a bug here) reports it: the informer becomes unhealthy with that reason.
 
 Built-in enqueue handlers are the exception: a handler whose class sets
 ``runs_inline = True`` (the unfiltered :class:`~pyinformers.controller.EnqueueForObject`
@@ -40,6 +48,7 @@ decides, per handler, when a resync is due.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -51,6 +60,8 @@ from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.metrics import collector_for, resolve_registry
 
 __all__ = [
+    "BACKLOG_WARNING_INTERVAL",
+    "DEFAULT_BACKLOG_WARNING",
     "ResourceEventHandler",
     "EventHandlerFuncs",
     "HandlerRegistration",
@@ -62,6 +73,13 @@ log = logging.getLogger(__name__)
 
 #: Resync periods below this are raised to it: a resync replays the whole cache.
 MINIMUM_RESYNC_PERIOD = 1.0
+
+#: Default backlog (buffered notifications) above which a handler is warned about.
+#: Ten thousand is far beyond what a healthy handler accumulates (a relist of a large
+#: cache excepted, which drains in seconds) and still small in memory.
+DEFAULT_BACKLOG_WARNING = 10_000
+#: Seconds between two backlog warnings about one handler.
+BACKLOG_WARNING_INTERVAL = 30.0
 
 # Notification kinds. A notification is a 3-tuple (kind, a, b):
 #   (_ADD, obj, is_in_initial_list), (_UPDATE, old, new), (_DELETE, obj_or_tombstone, None)
@@ -127,6 +145,8 @@ class HandlerRegistration:
         upstream_synced: Callable[[], bool],
         on_remove: Callable[["HandlerRegistration"], None],
         on_caught_up: Optional[Callable[[], None]] = None,
+        backlog_warning: int = DEFAULT_BACKLOG_WARNING,
+        on_failure: Optional[Callable[[str], None]] = None,
     ) -> None:
         on_add = getattr(handler, "on_add", None)
         on_update = getattr(handler, "on_update", None)
@@ -151,6 +171,13 @@ class HandlerRegistration:
         # Called (handler thread) when the last initial add buffered so far was handled,
         # so that waiters for has_synced() are woken instead of polling.
         self._on_caught_up = on_caught_up
+        # Called with the reason when the handler thread ends while not stopped.
+        self._on_failure = on_failure
+        if backlog_warning < 0:
+            raise ValueError(f"handler_backlog_warning must be >= 0, got {backlog_warning!r}")
+        self.backlog_warning = int(backlog_warning)
+        self._warn_above = self.backlog_warning or sys.maxsize
+        self._next_backlog_warning = 0.0
 
         self._buffer: deque = deque()
         self._cond = threading.Condition(threading.Lock())
@@ -209,10 +236,10 @@ class HandlerRegistration:
     def remove(self, timeout: float = 5.0) -> bool:
         """Unregister the handler: it gets no further notifications and its thread ends.
 
-        Notifications still buffered are dropped. Waits up to ``timeout``
-        seconds for the thread to finish the call it may be in (not when called
-        from the handler itself). Returns True when the thread has ended (or
-        never ran). Idempotent.
+        Notifications still buffered are dropped (the buffer is freed at once).
+        Waits up to ``timeout`` seconds for the thread to finish the call it may
+        be in (not when called from the handler itself). Returns True when the
+        thread has ended (or never ran). Idempotent.
         """
         if not self._removed:
             self._removed = True
@@ -231,11 +258,13 @@ class HandlerRegistration:
             self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> bool:
-        """Stop the handler thread and wait up to ``timeout`` seconds for it to end."""
+        """Stop the handler thread (dropping what is buffered) and wait up to ``timeout`` seconds for it to end."""
         with self._cond:
             self._stopped = True
             self._cond.notify()
             thread = self._thread
+        # Nothing buffered will be delivered any more: free it now, not when the registration goes.
+        self._buffer.clear()
         if thread is None or thread is threading.current_thread():
             return True
         thread.join(timeout)
@@ -243,12 +272,27 @@ class HandlerRegistration:
 
     def add(self, notification: tuple) -> None:
         """Buffer one notification (informer side; caller holds the delivery lock)."""
-        self._buffer.append(notification)
+        buffer = self._buffer
+        buffer.append(notification)
         # The handler thread sets _sleeping *before* re-checking the buffer, so either
         # it sees our item, or we see _sleeping and wake it: no wake-up is ever lost.
         if self._sleeping:
             with self._cond:
                 self._cond.notify()
+        if len(buffer) > self._warn_above:
+            self._backlog_high(len(buffer))
+
+    def _backlog_high(self, backlog: int) -> None:
+        """Warn that the handler falls behind, at most every BACKLOG_WARNING_INTERVAL seconds."""
+        now = time.monotonic()
+        if now < self._next_backlog_warning:
+            return
+        self._next_backlog_warning = now + BACKLOG_WARNING_INTERVAL
+        log.warning(
+            "event handler %s is %d notifications behind (warning threshold %d): it is slow or stuck; "
+            "every buffered notification keeps its object in memory (see %d handled, %d failed so far)",
+            self.name, backlog, self.backlog_warning, self._handled, self._errors,
+        )
 
     def add_initial(self, obj: Any) -> None:
         """Buffer an add flagged ``is_in_initial_list`` (counts towards has_synced)."""
@@ -268,6 +312,22 @@ class HandlerRegistration:
             return not self._stopped
 
     def _run(self) -> None:
+        """The handler thread: deliver until stopped; ending any other way is reported."""
+        try:
+            self._deliver()
+        except BaseException as error:  # logged and reported: the thread just ends
+            if not self._stopped:
+                log.error("event handler %s: its thread crashed", self.name, exc_info=True)
+                self._report_failure(f"handler {self.name} thread crashed: {_one_line(error)}")
+            return
+        if not self._stopped:
+            self._report_failure(f"handler {self.name} thread ended unexpectedly")
+
+    def _report_failure(self, reason: str) -> None:
+        if self._on_failure is not None:
+            self._on_failure(reason)
+
+    def _deliver(self) -> None:
         popleft = self._buffer.popleft
         on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
         while True:
@@ -372,10 +432,22 @@ class HandlerSet:
     notifications caused by a resync go only to those.
     """
 
-    def __init__(self, *, informer_name: str, lock: threading.RLock, clock: Clock = REAL_CLOCK) -> None:
+    def __init__(
+        self,
+        *,
+        informer_name: str,
+        lock: threading.RLock,
+        clock: Clock = REAL_CLOCK,
+        backlog_warning: int = DEFAULT_BACKLOG_WARNING,
+        on_failure: Optional[Callable[[str], None]] = None,
+    ) -> None:
+        if backlog_warning < 0:
+            raise ValueError(f"handler_backlog_warning must be >= 0, got {backlog_warning!r}")
         self.informer_name = informer_name
         self.lock = lock
         self._clock = clock
+        self._backlog_warning = int(backlog_warning)
+        self._on_failure = on_failure
         self._all: list[HandlerRegistration] = []  # copy-on-write: never mutated in place
         self._syncing: list[HandlerRegistration] = []  # copy-on-write too
         self._numbers = iter(range(1, 1 << 62))
@@ -404,7 +476,13 @@ class HandlerSet:
             upstream_synced=upstream_synced,
             on_remove=self.remove,
             on_caught_up=on_caught_up,
+            backlog_warning=self._backlog_warning,
+            on_failure=self._on_failure,
         )
+
+    def owns(self, registration: Any) -> bool:
+        """Whether ``registration`` was made by this set (removed ones included)."""
+        return getattr(registration, "_on_remove", None) == self.remove
 
     def add(self, registration: HandlerRegistration) -> None:
         """Register (caller holds ``lock``); starts its thread if the set is running."""
@@ -476,6 +554,11 @@ class HandlerSet:
         return f"<HandlerSet {self.informer_name!r} handlers={len(self._all)} syncing={len(self._syncing)}>"
 
 
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())[:300]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def effective_resync_period(requested: float, check_period: float, *, started: bool) -> tuple[float, float]:
     """Reconcile a handler's requested resync period with the informer's check period.
 
@@ -542,6 +625,16 @@ class _InformerCollector:
             "Objects in an informer's cache.",
             labels=["informer"],
         )
+        object_errors = CounterMetricFamily(
+            "pyinformers_informer_object_errors",
+            "Objects a transform, the key function or an index function failed on (stage: transform, key, index).",
+            labels=["informer", "stage"],
+        )
+        healthy = GaugeMetricFamily(
+            "pyinformers_informer_healthy",
+            "1 while the informer is healthy: running, no thread ended unexpectedly, the watch not failing.",
+            labels=["informer"],
+        )
         synced = GaugeMetricFamily(
             "pyinformers_informer_synced",
             "1 once the informer's initial list is in its cache and delivered, else 0.",
@@ -552,12 +645,15 @@ class _InformerCollector:
         for informer in informers:
             objects.add_metric([informer.name], len(informer.indexer))
             synced.add_metric([informer.name], 1.0 if informer.has_synced() else 0.0)
+            healthy.add_metric([informer.name], 1.0 if informer.healthy() else 0.0)
+            for stage, count in sorted(informer.object_errors().items()):
+                object_errors.add_metric([informer.name, stage], count)
             for registration in informer.registrations():
                 label = [informer.name, str(registration.number)]
                 backlog.add_metric(label, registration.backlog())
                 handled.add_metric(label, registration.handled)
                 errors.add_metric(label, registration.errors)
-        return [backlog, handled, errors, objects, synced]
+        return [backlog, handled, errors, objects, synced, healthy, object_errors]
 
 
 def track_informer(informer: Any, registry: Any = None) -> None:

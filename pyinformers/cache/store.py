@@ -16,6 +16,12 @@ Invariants, holding whenever the lock is free:
   if ``k`` is in ``_items`` and ``v`` is one of the values the index function
   returns for ``_items[k]``; no value maps to an empty set.
 
+An index function that raises (or returns a bare string) for one object:
+without ``on_index_error`` the write raises and leaves the store unchanged;
+with it (what an informer passes), the failure is reported and the object is
+stored all the same, filed under no value of that index (found by key, not by
+that index), so one odd object never drops out of the cache.
+
 Thread-safety: every method may be called from any thread. One lock guards
 the items and the indexes together, so a reader never sees an index entry for
 an object that is not in the store (no "torn" index). Index functions run
@@ -97,18 +103,25 @@ def _values(name: str, fn: IndexFunc, obj: Any) -> tuple[str, ...]:
 
 
 def _normalize(name: str, vals: Any) -> tuple[str, ...]:
-    """An index function's result as a tuple of distinct values (TypeError for a bare string)."""
+    """An index function's result as a tuple of distinct values (TypeError for a bare string).
+
+    The error names the index, never the value (it may come from a Secret's data).
+    """
     if not vals:
         return _NO_VALUES
     t = type(vals)
     if t is list or t is tuple:
         if len(vals) == 1:
+            hash(vals[0])  # an unhashable value fails here, before the store changes
             return (vals[0],)
     elif isinstance(vals, str):
-        raise TypeError(
-            f"index function {name!r} returned the string {vals!r}; it must return a list of strings"
-        )
+        raise TypeError(f"index function {name!r} returned a string; it must return a list of strings")
     return tuple(dict.fromkeys(vals))
+
+
+# Sentinel: an object's old index values are unknown (the function failed on it), so the key
+# is looked for under every value of that index.
+_UNKNOWN: tuple[str, ...] = ("<unknown>",)
 
 
 class Indexer:
@@ -125,8 +138,11 @@ class Indexer:
         indexers: Mapping[str, IndexFunc] | None = None,
         *,
         key_func: KeyFunc = object_key,
+        on_index_error: Callable[[str, Any, BaseException], None] | None = None,
     ) -> None:
         self._key_func = key_func
+        # (index name, object, error): see the module docstring.
+        self._on_index_error = on_index_error
         self._lock = threading.Lock()
         # key -> object; see the module docstring for the invariants it shares with _indices.
         self._items: dict[str, Any] = {}
@@ -151,7 +167,7 @@ class Indexer:
         """Move ``key`` from ``old``'s index values to ``new``'s (either may be None).
 
         New values are computed before anything changes, so an index function
-        that raises leaves the store unchanged.
+        that raises (without ``on_index_error``) leaves the store unchanged.
         """
         indexers = self._indexers
         if not indexers:
@@ -159,21 +175,33 @@ class Indexer:
         changes = []
         for name, fn in indexers.items():
             if new is not None:
-                raw_new = fn(new)
-                if old is not None:
-                    raw_old = fn(old)
-                    if raw_new == raw_old and type(raw_new) is list:
-                        continue  # the common update: same values, nothing to move
-                    old_vals = _normalize(name, raw_old)
-                else:
+                raw_old: Any = _UNKNOWN
+                try:
+                    raw_new = fn(new)
+                    if old is not None:
+                        raw_old = fn(old)
+                        if raw_new == raw_old and type(raw_new) is list:
+                            continue  # the common update: same values, nothing to move
+                    new_vals = _normalize(name, raw_new)
+                except Exception as error:
+                    new_vals = self._new_values_failed(name, fn, new, error)
+                if old is None:
                     old_vals = _NO_VALUES
-                new_vals = _normalize(name, raw_new)
+                elif raw_old is _UNKNOWN:  # fn(old) was not reached, or failed
+                    old_vals = self._old_values(name, fn, old)
+                else:
+                    try:
+                        old_vals = _normalize(name, raw_old)
+                    except TypeError:
+                        old_vals = _UNKNOWN
             else:
                 new_vals = _NO_VALUES
-                old_vals = _values(name, fn, old)
-            if old_vals != new_vals:
+                old_vals = self._old_values(name, fn, old)
+            if old_vals is _UNKNOWN or old_vals != new_vals:
                 changes.append((self._indices[name], old_vals, new_vals))
         for index, old_vals, new_vals in changes:
+            if old_vals is _UNKNOWN:
+                old_vals = tuple(v for v, keys in index.items() if key in keys)
             for v in old_vals:
                 if v in new_vals:
                     continue
@@ -188,6 +216,39 @@ class Indexer:
                     index[v] = {key}
                 else:
                     keys.add(key)
+
+    def _new_values_failed(self, name: str, fn: IndexFunc, obj: Any, error: Exception) -> tuple[str, ...]:
+        """The index function failed on the object being stored (or on the one it replaces).
+
+        Re-raise without ``on_index_error``; otherwise report a failure on
+        ``obj`` itself and file it under no value.
+        """
+        if self._on_index_error is None:
+            raise error
+        try:
+            values = _normalize(name, fn(obj))
+        except Exception as own_error:
+            self._on_index_error(name, obj, own_error)
+            return _NO_VALUES
+        return values  # it was the replaced object's values that failed: handled by _old_values
+
+    @staticmethod
+    def _old_values(name: str, fn: IndexFunc, obj: Any) -> tuple[str, ...]:
+        """The values ``obj`` is filed under, or :data:`_UNKNOWN` when the function fails on it now."""
+        try:
+            return _normalize(name, fn(obj))
+        except Exception:
+            return _UNKNOWN
+
+    def _index_values(self, name: str, fn: IndexFunc, obj: Any) -> tuple[str, ...]:
+        """``obj``'s values in index ``name`` for a bulk build (replace, add_indexers)."""
+        try:
+            return _normalize(name, fn(obj))
+        except Exception as error:
+            if self._on_index_error is None:
+                raise
+            self._on_index_error(name, obj, error)
+            return _NO_VALUES
 
     # ------------------------------------------------------------------ writes
 
@@ -238,7 +299,7 @@ class Indexer:
             for name, fn in indexers.items():
                 index: dict[str, set[str]] = {}
                 for key, obj in items.items():
-                    for v in _values(name, fn, obj):
+                    for v in self._index_values(name, fn, obj):
                         keys = index.get(v)
                         if keys is None:
                             index[v] = {key}
@@ -267,7 +328,7 @@ class Indexer:
             for name, fn in indexers.items():
                 index: dict[str, set[str]] = {}
                 for key, obj in self._items.items():
-                    for v in _values(name, fn, obj):
+                    for v in self._index_values(name, fn, obj):
                         keys = index.get(v)
                         if keys is None:
                             index[v] = {key}
