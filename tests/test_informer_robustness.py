@@ -75,12 +75,16 @@ def test_a_transform_failing_on_a_deletion_still_deletes(make_informer):
     assert informer.object_errors() == {"transform": 1}
 
 
-def test_a_watch_event_without_metadata_is_skipped_and_later_changes_flow(make_informer):
+def test_a_watch_event_without_metadata_is_a_broken_stream_not_a_crash(make_informer):
     lw = ScriptedListerWatcher([pod("a", 1)])
-    informer = started(make_informer, lw)
+    informer = started(make_informer, lw, reflector_options={"backoff_initial": 0.01, "backoff_max": 0.05})
     lw.streams[-1].push("ADDED", {"apiVersion": "v1", "kind": "Pod"})
+    # Once, this killed the reflector thread. Now the watch is re-opened from the last good
+    # resourceVersion, like after a broken connection, and changes flow again.
+    lw.wait_for_watch(2)
     lw.emit("ADDED", "b")
     wait_until(lambda: "b" in cache_state(informer), message="the change after the malformed event")
+    assert informer.reflector.stats.restarts >= 1 and informer.reflector.stats.relists == 0
     assert informer.healthy(), informer.health_problem()
 
 

@@ -121,7 +121,7 @@ def synced(lw: ScriptedLW, **options):
     """A reflector that has listed one page (rv 10) and is about to watch."""
     lw.lists.appendleft(ListPage([pod("a", "5")], "10"))
     reflector, store, clock = make(lw, **options)
-    assert reflector.step() == Listing(None)
+    assert reflector.step() == Listing(None, resource_version="0")
     assert reflector.step() == Watching("10")
     return reflector, store, clock
 
@@ -135,13 +135,16 @@ def test_lists_in_pages_then_replaces_once_and_watches_from_the_list_resource_ve
     )
     reflector, store, _ = make(lw, page_size=2)
     assert reflector.state == NeedList()
-    assert reflector.step() == Listing(None)
-    assert reflector.step() == Listing("tok1")
+    assert reflector.step() == Listing(None, resource_version="0")
+    assert reflector.step() == Listing("tok1", resource_version="0")
     assert store.ops == []  # nothing reaches the store before the last page
     assert reflector.step() == Watching("9")
     assert store.ops == [("replace", ["a", "b", "c"], "9")]
     assert [c["limit"] for c in lw.list_calls()] == [2, 2]
     assert [c["continue_"] for c in lw.list_calls()] == [None, "tok1"]
+    # The first page asks the watch cache (resourceVersion=0); later pages carry their snapshot
+    # in the continue token and must not name a resourceVersion.
+    assert [c["resource_version"] for c in lw.list_calls()] == ["0", None]
     assert reflector.has_synced_once()
     assert reflector.last_sync_resource_version() == "9"
     assert reflector.stats.lists == 1
@@ -161,6 +164,7 @@ def test_an_expired_continue_token_restarts_with_one_unpaged_list():
     assert reflector.step() == Listing(None, paged=False)
     assert reflector.step() == Watching("12")
     assert lw.list_calls()[-1]["limit"] is None
+    assert lw.list_calls()[-1]["resource_version"] is None  # the snapshot is gone: a consistent read
     assert store.ops == [("replace", ["a", "b"], "12")]  # page one is not kept twice
     assert reflector.stats.relists == 1
 
@@ -173,10 +177,10 @@ def test_a_failed_list_page_is_retried_after_a_backoff():
     reflector.step()
     reflector.step()
     state = reflector.step()
-    assert isinstance(state, BackingOff) and state.then == Listing("tok1")
+    assert isinstance(state, BackingOff) and state.then == Listing("tok1", resource_version="0")
     assert 0.8 <= state.delay <= 0.96
     clock.step(state.delay)
-    assert reflector.step() == Listing("tok1")
+    assert reflector.step() == Listing("tok1", resource_version="0")
     assert reflector.step() == Watching("9")
     assert store.ops == [("replace", ["a", "b"], "9")]
     assert reflector.stats.errors == 1
@@ -260,17 +264,19 @@ def test_gone_inside_the_watch_stream_relists():
         watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))], error=Gone("too old", reason="Expired"))],
     )
     reflector, store, _ = synced(lw)
-    assert reflector.step() == NeedList()
+    assert reflector.step() == NeedList(consistent=True)
     assert reflector.step() == Listing(None)
     assert reflector.step() == Watching("30")
     assert store.ops[-1] == ("replace", ["a"], "30")
+    # The first list read the watch cache; the relist after 410 must not go back in time.
+    assert [c["resource_version"] for c in lw.list_calls()] == ["0", None]
     assert reflector.stats.relists == 1 and reflector.stats.lists == 2
 
 
 def test_gone_when_opening_the_watch_relists():
     lw = ScriptedLW(watches=[Gone("too old", reason="Gone")])
     reflector, _, _ = synced(lw)
-    assert reflector.step() == NeedList()
+    assert reflector.step() == NeedList(consistent=True)
     assert reflector.stats.relists == 1
 
 
@@ -280,17 +286,17 @@ def test_a_second_410_right_after_a_relist_backs_off_before_listing_again():
         watches=[Gone("old"), Gone("old again"), FakeStream([bookmark("31")]), Gone("later")],
     )
     reflector, _, clock = synced(lw)
-    assert reflector.step() == NeedList()  # the first relist is immediate
+    assert reflector.step() == NeedList(consistent=True)  # the first relist is immediate
     reflector.step()
     assert reflector.step() == Watching("20")
     state = reflector.step()  # gone again before anything arrived
-    assert isinstance(state, BackingOff) and state.then == NeedList()
+    assert isinstance(state, BackingOff) and state.then == NeedList(consistent=True)
     clock.step(state.delay)
     reflector.step()
     reflector.step()
     assert reflector.step() == Watching("30")
     assert reflector.step() == Watching("31")  # this watch delivered something...
-    assert reflector.step() == NeedList()  # ...so the next 410 relists at once
+    assert reflector.step() == NeedList(consistent=True)  # ...so the next 410 relists at once
     assert reflector.stats.relists == 3
 
 
@@ -350,7 +356,7 @@ def test_a_streaming_list_falls_back_to_a_paged_list_when_the_server_rejects_it(
     assert reflector.step() == NeedList()
     reflector.step()
     assert reflector.step() == Watching("5")
-    assert reflector.step() == NeedList()  # after a 410 it stays on paged lists
+    assert reflector.step() == NeedList(consistent=True)  # after a 410 it stays on paged lists
     assert store.ops[0] == ("replace", ["a"], "5")
 
 

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from pyinformers.api.resource import Resource
 from pyinformers.api.selectors import as_field_selector, as_label_selector
-from pyinformers.api.transport import CONNECT_TIMEOUT, raise_for_status, read_json, send
+from pyinformers.api.transport import CONNECT_TIMEOUT, enable_keepalive, raise_for_status, read_json, send
 from pyinformers.api.watch import WatchStream
 
 __all__ = ["ListPage", "ResourceClient", "PATCH_CONTENT_TYPES", "Selector", "selector_query"]
@@ -135,6 +135,17 @@ class ResourceClient:
         if namespace and obj is None:
             raise ValueError(f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})")
         return None
+
+    def _object_path(self, namespace: Optional[str], name: Any, subresource: Optional[str] = None) -> str:
+        """The path of one object. Raises ValueError, naming the argument, before any request.
+
+        ``name`` is required, and neither it nor the namespace may be ``.``,
+        ``..`` or contain ``/`` or ``%`` (see :meth:`Resource.path`): such a
+        name would address another object, or a whole namespace.
+        """
+        if name is None:
+            raise ValueError(f"name is required to address one {self._resource.kind}")
+        return self._resource.path(self._object_namespace(namespace), name, subresource)
 
     @staticmethod
     def _name_of(obj: Mapping[str, Any]) -> str:
@@ -284,11 +295,12 @@ class ResourceClient:
         path = self._resource.path(self._collection_namespace(namespace))
         response = send(self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, read_timeout))
         raise_for_status(response)
+        enable_keepalive(response)  # a vanished peer fails the read in about a minute
         return WatchStream(response, self._resource)
 
     def get(self, name: str, namespace: Optional[str] = None) -> dict:
         """The object ``name`` (in ``namespace`` for namespaced resources); NotFound if absent."""
-        path = self._resource.path(self._object_namespace(namespace), name)
+        path = self._object_path(namespace, name)
         return self._fill_type([self._object("GET", path)])[0]
 
     # -- writes ------------------------------------------------------------------------
@@ -350,7 +362,7 @@ class ResourceClient:
                 raise ValueError("server-side apply needs a field_manager")
             if force:
                 query.append(("force", "true"))
-        path = self._resource.path(self._object_namespace(namespace), name, subresource)
+        path = self._object_path(namespace, name, subresource)
         return self._object("PATCH", path, query, body=body, headers={"Content-Type": content_type})
 
     def delete(
@@ -376,7 +388,7 @@ class ResourceClient:
             options["gracePeriodSeconds"] = int(grace_period_seconds)
         if preconditions:
             options["preconditions"] = dict(preconditions)
-        path = self._resource.path(self._object_namespace(namespace), name)
+        path = self._object_path(namespace, name)
         return self._object("DELETE", path, body=options, headers={"Content-Type": "application/json"})
 
     def _with_type(self, obj: Mapping[str, Any]) -> dict:

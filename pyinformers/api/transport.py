@@ -7,8 +7,9 @@ client's request API. It uses the public request path of the 37 line
 is missing. Everything after it is plain ``urllib3``: reading a JSON body
 (:func:`read_json`), turning an error answer into a typed
 :class:`~pyinformers.api.errors.ApiError` (:func:`raise_for_status`), giving
-a connection back to the pool (:func:`release`) and breaking a blocked read
-from another thread (:func:`shutdown_reader`).
+a connection back to the pool (:func:`release`), breaking a blocked read
+from another thread (:func:`shutdown_reader`) and TCP keepalive on watch
+connections (:func:`enable_keepalive`).
 
 Internal module: use :class:`~pyinformers.api.client.ResourceClient`.
 
@@ -24,10 +25,20 @@ import orjson
 
 from pyinformers.api.errors import error_from_status
 
-__all__ = ["CONNECT_TIMEOUT", "send", "release", "shutdown_reader", "raise_for_status", "read_json"]
+__all__ = [
+    "CONNECT_TIMEOUT", "KEEPALIVE_IDLE", "KEEPALIVE_INTERVAL", "KEEPALIVE_COUNT",
+    "send", "release", "shutdown_reader", "raise_for_status", "read_json", "enable_keepalive",
+]
 
 #: Seconds to establish a connection before giving up (every request).
 CONNECT_TIMEOUT = 30.0
+
+#: TCP keepalive of watch connections: the first probe after this many idle seconds ...
+KEEPALIVE_IDLE = 30
+#: ... then one every this many seconds ...
+KEEPALIVE_INTERVAL = 10
+#: ... and the connection is declared dead after this many unanswered probes (about 60 s in all).
+KEEPALIVE_COUNT = 3
 
 
 def send(
@@ -130,6 +141,33 @@ def shutdown_reader(response: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def enable_keepalive(response: Any) -> bool:
+    """Turn on TCP keepalive on the connection under ``response``; True if it could.
+
+    A watch can be silent for minutes, so a peer that vanished (a host gone,
+    a NAT entry dropped) is otherwise noticed only when the read timeout ends
+    it. With keepalive the kernel probes the idle connection and fails the
+    blocked read about :data:`KEEPALIVE_IDLE` + :data:`KEEPALIVE_INTERVAL` x
+    :data:`KEEPALIVE_COUNT` seconds after the peer stopped answering. It
+    cannot see a peer that answers probes but sends nothing (a stalled proxy):
+    that is the reflector's stall timeout's job. Best effort: options the
+    platform lacks are skipped.
+    """
+    connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for option, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+                              ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
+            if hasattr(socket, option):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+    except OSError:
+        return False
+    return True
 
 
 def raise_for_status(response: Any) -> None:

@@ -12,7 +12,9 @@ The states themselves, the counters and the store protocol live in
 States and transitions::
 
     NeedList ──► Listing(continue) ──page──► Listing(next continue) ... ──last page──► Watching(rv)
-                   │ 410 on a continue token: restart with one unpaged list (Listing(paged=False))
+                   │ the first list asks resourceVersion=0 (the server's watch cache answers);
+                   │ a relist after 410 asks a consistent read (no resourceVersion)
+                   │ 410 on a continue token: restart with one unpaged, consistent list (Listing(paged=False))
                    │ other error: Backoff(→ the same page)
     WatchListing (use_watch_list=True): one watch with sendInitialEvents; objects collected until the
                    bookmark annotated k8s.io/initial-events-end, then replace(); then it goes on as a watch.
@@ -22,14 +24,28 @@ States and transitions::
                    normal close of a watch that was short and empty: Backoff(→ Watching(last rv))
                    network error / 5xx / other ApiError: Backoff(→ Watching(last rv))
                    429: Backoff(at least Retry-After → Watching(last rv))
-                   410 Gone/Expired: NeedList                                    (the only relist)
+                   410 Gone/Expired: NeedList(consistent)                        (the only relist)
                    410 again before the watch after a relist delivered anything: Backoff(→ NeedList)
                    stalled (no event, bookmarks included, for stall_timeout): Backoff(→ Watching(last rv))
+                   a malformed event (an object without metadata or name): Backoff(→ Watching(last rv)),
+                     like a broken stream; the same twice in a row: Backoff(→ NeedList(consistent))
     Backoff(until, then) ──clock reaches until──► then
     any state ──stop──► Stopped
 
 Bookmarks advance the last resourceVersion without touching the store, so a
 re-watch after a quiet hour does not fall off the server's history window.
+Every watch asks for them (``allowWatchBookmarks``).
+
+Stalls. A watch that stays open but silent (a half-dead proxy or load
+balancer) is caught by default: ``stall_timeout`` is
+:data:`DEFAULT_STALL_TIMEOUT` (150 s). A real API server sends a bookmark on
+an idle watch about once a minute (the first one on a freshly started, idle
+server came after about 120 s), so a healthy watch is silent for at most
+about two minutes; past 150 s the watch is closed and re-opened from the last
+resourceVersion. A false alarm costs one re-watch request (no relist, no
+event lost: the new watch starts where the old one stopped). A peer that
+vanished is also caught by TCP keepalive on the watch connection (see
+:func:`pyinformers.api.transport.enable_keepalive`).
 Backoff delays come from :class:`~pyinformers.cache.backoff.Backoff` (0.8 s
 doubling to 30 s, jittered, forgotten after a failure-free stretch).
 
@@ -57,6 +73,7 @@ from typing import Any, Callable, Optional
 
 from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from pyinformers.api.listwatch import ListerWatcher
+from pyinformers.api.meta import describe
 from pyinformers.api.watch import WatchStream
 from pyinformers.cache.backoff import Backoff
 from pyinformers.cache.reflector_metrics import ReflectorCollector
@@ -76,12 +93,18 @@ from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.gc_policy import gc_paused
 from pyinformers.metrics import collector_for, resolve_registry
 
-__all__ = ["Reflector", "INITIAL_EVENTS_END_ANNOTATION"]
+__all__ = ["Reflector", "INITIAL_EVENTS_END_ANNOTATION", "DEFAULT_STALL_TIMEOUT", "MalformedEvent"]
 
 log = logging.getLogger("pyinformers.reflector")
 
 #: The annotation on the bookmark that ends the initial events of a streaming list.
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
+
+#: Seconds without any event (bookmarks included) after which a watch counts as stalled
+#: and is re-opened. Real servers bookmark an idle watch about once a minute (the first
+#: one may take about 120 s), so 150 s rarely fires on a healthy watch and recovers a
+#: stalled one within about two and a half minutes. A false alarm costs one re-watch.
+DEFAULT_STALL_TIMEOUT = 150.0
 
 # A watch that closes normally sooner than this with no event is treated as a failure
 # (a server or proxy that drops watches at once must not be hammered).
@@ -90,6 +113,8 @@ _SHORT_WATCH = 1.0
 _UNHEALTHY_AFTER = 3
 # Real-time slice in which the watchdog notices an external stop event.
 _STOP_POLL = 0.2
+# Event types that carry an object the store keys (a BOOKMARK carries only a resourceVersion).
+_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
 # --------------------------------------------------------------------------- reflector
@@ -115,7 +140,9 @@ class Reflector:
       after a random number of seconds in this range (spreads reconnects).
     * ``backoff_initial`` / ``backoff_max`` -- the retry delays.
     * ``stall_timeout`` -- a watch with no event (bookmarks included) for this long is closed
-      and re-opened; None relies on the client's read timeout (server timeout + 60 s).
+      and re-opened from the last resourceVersion (default :data:`DEFAULT_STALL_TIMEOUT`,
+      150 s); None turns detection off and relies on the client's read timeout (server
+      timeout + 60 s, 6 to 11 minutes).
     * ``on_watch_error`` -- called (on the reflector's thread) with every list/watch error.
     * ``metrics_registry`` -- prometheus registry (default: the global one; ``False``: none).
     * ``rng`` -- the random source for jitter and watch timeouts (tests pass a seeded one).
@@ -140,7 +167,7 @@ class Reflector:
         max_watch_timeout: float = 600,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
-        stall_timeout: Optional[float] = None,
+        stall_timeout: Optional[float] = DEFAULT_STALL_TIMEOUT,
         on_watch_error: Optional[Callable[[BaseException], None]] = None,
         metrics_registry: Any = None,
         rng: Optional[random.Random] = None,
@@ -188,6 +215,10 @@ class Reflector:
         self._consecutive_failures = 0
         self._watch_list_rejected = False
         self._gone_streak = 0  # 410s since a watch last delivered something
+        self._malformed_streak = 0  # malformed events with no good event in between
+        self._last_error = ""  # the last list/watch failure, one line; "" after a success
+        resource = getattr(lister_watcher, "resource", None)
+        self._resource = resource if hasattr(resource, "group_resource") else None
 
         # Counters: written by the stepping thread (resyncs by the timer), read anywhere.
         self._lists = self._watches = self._events = self._bookmarks = 0
@@ -235,6 +266,15 @@ class Reflector:
     def healthy(self) -> bool:
         """False while the reflector is failing repeatedly (several consecutive list/watch failures)."""
         return self._consecutive_failures < _UNHEALTHY_AFTER
+
+    @property
+    def last_error(self) -> str:
+        """The last list or watch failure as one line ("" once a list or watch succeeded since).
+
+        A 404 says what to check: for a custom resource, whether its
+        CustomResourceDefinition is installed.
+        """
+        return self._last_error
 
     def __repr__(self) -> str:
         s = self.stats
@@ -354,7 +394,7 @@ class Reflector:
             new = self._list_page(state)
         elif isinstance(state, NeedList):
             self._pending = []
-            new = Listing(None, paged=state.paged)
+            new = Listing(None, paged=state.paged, resource_version=None if state.consistent else "0")
         elif isinstance(state, WatchListing):
             new = self._watch(None, initial={}) if not self._watch_list_rejected else NeedList()
         elif isinstance(state, BackingOff):
@@ -386,9 +426,12 @@ class Reflector:
         if isinstance(error, TooManyRequests) and error.retry_after is not None:
             delay = max(delay, error.retry_after)
         level = logging.INFO if self._consecutive_failures < _UNHEALTHY_AFTER else logging.WARNING
-        log.log(level, "%s: %s failed (%s); retrying in %.2fs", self.name, what, _describe(error), delay)
+        hint = _hint(error, self._resource)
+        reason = f"{what} failed ({_describe(error)}){hint}"
+        self._last_error = reason
+        log.log(level, "%s: %s failed (%s)%s; retrying in %.2fs", self.name, what, _describe(error), hint, delay)
         self._notify_error(error)
-        return BackingOff(self._clock.now() + delay, then, delay, f"{what}: {_describe(error)}")
+        return BackingOff(self._clock.now() + delay, then, delay, reason)
 
     def _notify_error(self, error: BaseException) -> None:
         if self._on_watch_error is None:
@@ -400,6 +443,7 @@ class Reflector:
 
     def _succeeded(self) -> None:
         self._consecutive_failures = 0
+        self._last_error = ""
         self._backoff.reset()
 
     # -- list --------------------------------------------------------------------------
@@ -409,6 +453,8 @@ class Reflector:
                 page = self._lw.list(
                     limit=self.page_size if state.paged else None,
                     continue_=state.continue_,
+                    # The first page only: later ones carry their snapshot in the continue token.
+                    resource_version=None if state.continue_ else state.resource_version,
                 )
         except Gone as error:
             if state.continue_:
@@ -418,14 +464,14 @@ class Reflector:
                 self._notify_error(error)
                 log.info("%s: list continue token expired; relisting without paging", self.name)
                 self._pending = []
-                return Listing(None, paged=False)
-            return self._fail(error, NeedList(paged=state.paged), "list")
+                return Listing(None, paged=False)  # a consistent read
+            return self._fail(error, NeedList(paged=state.paged, consistent=True), "list")
         except Exception as error:  # ApiError or network: retry this same page after a backoff
             return self._fail(error, state, "list")
         self._last_activity = self._clock.now()
         self._pending.extend(page.items)
         if page.continue_:
-            return Listing(page.continue_, paged=state.paged)
+            return Listing(page.continue_, paged=state.paged, resource_version=state.resource_version)
         items, self._pending = self._pending, []
         rv = page.resource_version
         with gc_paused():
@@ -500,13 +546,23 @@ class Reflector:
             self._last_activity = now()
             if not received:
                 self._gone_streak = 0
+                # The server answers: whatever failed before is over (the backoff is reset
+                # only once this stream ends well, so a flapping server is still paced).
+                self._consecutive_failures = 0
+                self._last_error = ""
             received += 1
             etype = event.type
             obj = event.object
             try:
-                new_rv = obj["metadata"]["resourceVersion"]
-            except (KeyError, TypeError):
+                md = obj["metadata"]
+                new_rv = md.get("resourceVersion")
+                named = bool(md.get("name"))
+            except (KeyError, TypeError, AttributeError):
                 new_rv = None
+                named = False
+            if not named and etype in _OBJECT_EVENTS:
+                # An object the store could not key: the stream is not to be trusted from here.
+                return self._malformed(etype, obj, rv, initial, progressed=received > 1)
             if initial is not None:
                 # The initial events of a streaming list: collect, then replace all at once.
                 if etype == "BOOKMARK":
@@ -544,6 +600,8 @@ class Reflector:
                 rv = self._last_rv = new_rv
             if etype != "BOOKMARK":
                 self._events += 1
+                if self._malformed_streak:
+                    self._malformed_streak = 0
         # The stream ended without an error.
         with self._lock:
             stalled = self._stalled
@@ -563,6 +621,28 @@ class Reflector:
         self._succeeded()
         return Watching(rv)
 
+    def _malformed(self, etype: str, obj: Any, rv: str, initial: Optional[dict], *, progressed: bool) -> State:
+        """A watch event whose object has no ``metadata.name``: handled like a broken stream.
+
+        The watch is re-opened from the last good resourceVersion after a
+        backoff. If the re-opened watch starts with a malformed event again
+        (the server replays the same history), the reflector relists instead:
+        a list does not replay history, and the FIFO skips (and counts) an
+        unkeyable object in a list without failing the rest.
+        """
+        self._malformed_streak += 1
+        self._restarts += 1
+        if progressed:
+            self._succeeded()  # the stream made progress first: start a fresh backoff sequence
+        error = MalformedEvent(f"a {etype} event carries {describe(obj)}, which has no metadata.name")
+        if initial is not None:
+            return self._fail(error, WatchListing(), "streaming list")
+        if self._malformed_streak >= 2:
+            self._relists += 1
+            self._malformed_streak = 0
+            return self._fail(error, NeedList(consistent=True), "watch (a malformed event again; relisting)")
+        return self._fail(error, Watching(rv), "watch")
+
     def _relist(self, error: ApiError) -> State:
         """410: the resourceVersion left the server's history; the cache must be rebuilt from a list.
 
@@ -572,7 +652,9 @@ class Reflector:
         """
         self._relists += 1
         self._gone_streak += 1
-        then: State = WatchListing() if self.use_watch_list and not self._watch_list_rejected else NeedList()
+        then: State = (
+            WatchListing() if self.use_watch_list and not self._watch_list_rejected else NeedList(consistent=True)
+        )
         if self._gone_streak > 1:
             return self._fail(error, then, "watch (410 again right after a relist)")
         self._errors += 1
@@ -593,5 +675,30 @@ def _rejects_watch_list(error: ApiError) -> bool:
 
 
 def _describe(error: BaseException) -> str:
-    text = str(error)
+    text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _hint(error: BaseException, resource: Any) -> str:
+    """What to check when retrying alone cannot fix ``error`` ("" when there is nothing to add).
+
+    A 404 on a collection means the server does not serve the resource at
+    all: for a custom resource (a group with a dot, like ``example.com``) its
+    CustomResourceDefinition (or API service) is not installed; for a
+    built-in group the version is not served (removed, or not enabled).
+    """
+    if not isinstance(error, NotFound) or resource is None:
+        return ""
+    if "." in resource.group:
+        return (
+            f" -- the server does not serve {resource.group_resource} ({resource.api_version}): "
+            f"is the CRD installed? (kubectl get crd {resource.group_resource}); retrying"
+        )
+    return (
+        f" -- the server does not serve {resource.plural} in {resource.api_version}: "
+        "is this API version available on this cluster? (kubectl api-resources); retrying"
+    )
+
+
+class MalformedEvent(ValueError):
+    """A watch event whose object cannot be keyed (no ``metadata``, or no ``metadata.name``)."""

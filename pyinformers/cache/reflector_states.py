@@ -43,17 +43,30 @@ class ReflectorStore(Protocol):
 
 @dataclass(frozen=True)
 class NeedList:
-    """Start a full list (paged unless ``paged`` is False)."""
+    """Start a full list (paged unless ``paged`` is False).
+
+    ``consistent`` False (the first list) asks ``resourceVersion=0``: any
+    recent state will do, so the API server answers from its watch cache
+    without reading etcd (what client-go does; cheap on large clusters).
+    True (a relist after 410 Gone) asks a consistent read (no
+    resourceVersion): the cache must not go back in time.
+    """
 
     paged: bool = True
+    consistent: bool = False
 
 
 @dataclass(frozen=True)
 class Listing:
-    """Fetch the next page of a list (``continue_`` None: the first page)."""
+    """Fetch the next page of a list (``continue_`` None: the first page).
+
+    ``resource_version`` is sent with the first page only ("0", or None for
+    a consistent read); later pages carry the snapshot in their continue token.
+    """
 
     continue_: Optional[str] = None
     paged: bool = True
+    resource_version: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """What the Manager's probes check: ``/healthz`` (alive) and ``/readyz`` (ready for work).
 
-A check is ``(name, ok, detail)``. Health fails when an informer's reflector
-keeps failing or a controller lost a worker thread; readiness fails until
-every cache has synced and every controller runs, and again while shutting
-down. Internal module: the :class:`~pyinformers.controller.manager.Manager`
+A check is ``(name, ok, detail)``. Health fails when an informer is
+unhealthy (one of its threads ended unexpectedly, or its reflector keeps
+failing; the detail says which and why) or a controller lost a worker
+thread; readiness fails until every cache has synced and every controller
+runs, and again while shutting down. A cache that has not synced says why
+when it knows (its reflector's last error, e.g. a 404 for a custom resource
+whose CRD is not installed). Internal module: the :class:`~pyinformers.controller.manager.Manager`
 exposes these as :meth:`~pyinformers.controller.manager.Manager.health_checks`
 and :meth:`~pyinformers.controller.manager.Manager.ready_checks`.
 
@@ -35,11 +38,11 @@ def health_checks(informers: Mapping[Any, Any], controllers: Iterable[Controller
     """
     checks = []
     for informer in _by_name(informers):
-        if not informer.is_running():
-            checks.append((f"informer {informer.name}", not started, "not running"))
+        problem = informer.health_problem()
+        if problem == "not running":
+            checks.append((f"informer {informer.name}", not started, problem))
             continue
-        ok = informer.healthy()
-        checks.append((f"informer {informer.name}", ok, "" if ok else "watch keeps failing"))
+        checks.append((f"informer {informer.name}", not problem, problem))
     for controller in controllers:
         ok = controller.healthy()
         detail = "" if ok else f"{controller.workers_alive()}/{controller.workers} workers alive"
@@ -51,8 +54,8 @@ def ready_checks(informers: Mapping[Any, Any], controllers: Iterable[Controller]
     """``/readyz``: caches synced, controllers running, not ``stopping``."""
     checks = []
     for informer in _by_name(informers):
-        ok = informer.has_synced()
-        checks.append((f"informer {informer.name}", ok, "" if ok else "cache not synced"))
+        problem = informer.sync_problem()
+        checks.append((f"informer {informer.name}", not problem, problem))
     for controller in controllers:
         ok = controller.is_running()
         checks.append((f"controller {controller.name}", ok, "" if ok else "not running"))

@@ -487,8 +487,9 @@ class Manager:
                 informer.wait_for_sync(min(remaining, _POLL))
         if self._stop_requested.is_set():
             return
-        pending = [f"informer {i.name}" + ("" if i.healthy() else " (its watch keeps failing)")
-                   for i in informers if not i.has_synced()]
+        # Each pending informer says why when it knows: "informer v1/things (cache not synced;
+        # last error: list: NotFound: ... is the CustomResourceDefinition installed?)".
+        pending = [f"informer {i.name} ({i.sync_problem()})" for i in informers if not i.has_synced()]
         if pending:
             raise CacheSyncTimeout("manager", self.sync_timeout, pending)
 
