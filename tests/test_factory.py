@@ -129,6 +129,18 @@ def test_bad_arguments_are_rejected(api_client, kubeconfig):
         SharedInformerFactory(api_client).informer("v1/pods")
 
 
+@pytest.mark.parametrize("argument, value", [
+    ("label_selector", "app in (web"),
+    ("label_selector", "app=web,,"),
+    ("label_selector", {"matchLabels": {"app": "bad value!"}}),
+    ("field_selector", "metadata.name"),
+])
+def test_a_malformed_selector_fails_when_the_factory_is_built(api_client, argument, value):
+    # Once, it was sent as is, and the informer retried the server's 400 forever (issue 12, item 5).
+    with pytest.raises(ValueError, match=argument):
+        SharedInformerFactory(api_client, **{argument: value})
+
+
 def test_wait_for_cache_sync_reports_an_informer_that_cannot_sync(api_server, factory):
     f = factory(reflector_options={"backoff_initial": 0.05, "backoff_max": 0.1})
     f.informer(CONFIGMAPS)

@@ -28,6 +28,7 @@ from pyinformers.api.config import build_api_client
 from pyinformers.api.listwatch import ListWatch
 from pyinformers.api.permissions import READ_VERBS, DeclaredClient, Permissions
 from pyinformers.api.resource import Resource
+from pyinformers.api.selectors import as_field_selector, as_label_selector
 from pyinformers.cache.informer import SharedIndexInformer
 from pyinformers.cache.lister import Lister
 from pyinformers.cache.reflector_options import ReflectorOptions
@@ -38,6 +39,14 @@ from pyinformers.clock import Clock
 __all__ = ["SharedInformerFactory"]
 
 _DEFAULT = object()  # "use the factory's namespace"
+
+
+def _check_selector(value: Any, argument: str, parse: Callable[[Any], Any]) -> None:
+    """Raise ValueError (TypeError for a value of the wrong type) unless ``value`` parses."""
+    try:
+        parse(value)
+    except ValueError as error:
+        raise ValueError(f"{argument} {value!r} is malformed: {error}") from None
 
 
 class SharedInformerFactory:
@@ -51,8 +60,10 @@ class SharedInformerFactory:
     :param namespace: watch only this namespace (``None``: all); per-call
         ``informer(..., namespace=...)`` overrides it. Ignored for
         cluster-scoped resources.
-    :param label_selector: restrict every informer to objects with these labels.
-    :param field_selector: restrict every informer by fields (``metadata.name=x``).
+    :param label_selector: restrict every informer to objects with these labels
+        (checked here: a malformed selector raises ValueError at once).
+    :param field_selector: restrict every informer by fields (``metadata.name=x``;
+        checked here too).
     :param transform: applied to every object before caching; the default
         drops ``metadata.managedFields``; ``None`` keeps objects as sent.
     :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` for every
@@ -80,6 +91,10 @@ class SharedInformerFactory:
             raise ValueError(f"resync_period must be >= 0, got {resync_period!r}")
         if transform is not None and not callable(transform):
             raise TypeError(f"transform must be callable or None, got {transform!r}")
+        # A malformed selector is a mistake no retry fixes (the server answers 400 forever):
+        # refuse it now, naming the argument and the position.
+        _check_selector(label_selector, "label_selector", as_label_selector)
+        _check_selector(field_selector, "field_selector", as_field_selector)
         self._api_client = api_client if api_client is not None else build_api_client(kubeconfig)
         self._resync_period = float(resync_period)
         self._namespace = namespace
