@@ -40,7 +40,7 @@ from pyinformers.api.meta import describe
 
 __all__ = ["ObjectErrors", "LOG_INTERVAL", "one_line"]
 
-log = logging.getLogger("pyinformers.informer")
+log = logging.getLogger("pyinformers.cache.informer")  # the informer's own logger
 
 #: Seconds between two log lines about failures of one stage (the count is always exact).
 LOG_INTERVAL = 10.0
