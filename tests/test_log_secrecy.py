@@ -45,6 +45,9 @@ def index_of_data(obj):
 def test_secret_data_is_absent_from_every_log_record_on_every_failure_path(make_informer, caplog):
     caplog.set_level(logging.DEBUG)
     lw = ScriptedListerWatcher([secret("listed", 1)])
+    nameless = secret("nameless", 1)
+    del nameless["metadata"]["name"]
+    lw.objects["(nameless)"] = nameless  # listed without a name: no key
     informer = make_informer(lw, transform=failing_transform, indexers={"data": index_of_data})
 
     class Queue:
@@ -64,14 +67,16 @@ def test_secret_data_is_absent_from_every_log_record_on_every_failure_path(make_
     stream = lw.wait_for_watch()
     for i, fail in enumerate(["transform", "index", "index-string", "none"], start=2):
         stream.push("ADDED", secret(f"s-{fail}", i, labels={"fail": fail}))
-    stream.push("ADDED", {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "default"},
-                          "data": {"password": SECRET_B64}})  # no name: no key
     stream.push("DELETED", secret("listed", 9, labels={"fail": "transform"}))
     stream.push("WEIRD", secret("odd", 10))
+    # A watch event without a name: the reflector re-watches (and says so in the log).
+    stream.push("ADDED", {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "default"},
+                          "data": {"password": SECRET_B64}})
     wait_until(lambda: informer.object_errors().get("transform", 0) >= 2
                and informer.object_errors().get("index", 0) >= 2
                and informer.object_errors().get("key", 0) >= 1
-               and informer.indexer.get_by_key("default/listed") is None,
+               and informer.indexer.get_by_key("default/listed") is None
+               and informer.reflector.stats.restarts >= 1,
                message="every failure path to be taken")
     wait_until(lambda: all(r.backlog() == 0 for r in informer.registrations()))
     informer.stop()
