@@ -111,3 +111,37 @@ def test_a_404_for_a_built_in_resource_names_the_api_version():
     assert "apps/v1" in reflector.last_error and "CRD" not in reflector.last_error
     reflector, _, _ = _list_fails_with_404(CONFIGMAPS)
     assert "configmaps in v1" in reflector.last_error
+
+
+def test_a_failing_timer_does_not_end_stall_detection():
+    class BrokenResync:
+        def __init__(self, store):
+            self.store = store
+            self.calls = 0
+
+        def __getattr__(self, name):
+            return getattr(self.store, name)
+
+        def resync(self):
+            self.calls += 1
+            raise RuntimeError("resync broke")
+
+    first = FakeStream([bookmark("11")], block=True)
+    second = FakeStream(block=True)
+    lw = ScriptedLW(lists=[ListPage([], "10")], watches=[first, second])
+    from test_reflector import RecordingStore
+
+    store = BrokenResync(RecordingStore())
+    reflector, _, clock = make(lw, store=store, resync_period=10)
+    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
+    runner.start()
+    try:
+        assert first.blocking.wait(5)
+        clock.step(11)
+        wait_for(lambda: store.calls >= 1)  # the timer raised ...
+        clock.step(DEFAULT_STALL_TIMEOUT)
+        assert first.closed.wait(5), "... and stall detection died with it"
+    finally:
+        reflector.stop()
+        runner.join(2)
+    assert not runner.is_alive()

@@ -335,7 +335,11 @@ class Reflector:
             if stop is not None and stop.is_set():
                 self.stop()
                 return
-            wait = self.tick()
+            try:
+                wait = self.tick()
+            except Exception:  # a timer that fails must not end the timers (stall detection among them)
+                log.exception("%s: a reflector timer failed; retrying in 1s", self.name)
+                wait = 1.0
             if stop is not None:
                 wait = _STOP_POLL if wait is None else min(wait, _STOP_POLL)
             if isinstance(self._clock, type(REAL_CLOCK)) or wait is None:
