@@ -192,21 +192,13 @@ class DeltaFIFO:
 
     def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta."""
-        stage = "transform"
-        try:
-            if self._transform is not None:
-                obj = self._transform(obj)
-            stage = "key"
-            key = self.key_of(obj)
-        except Exception as error:
-            self._failed(stage, obj, error)
-            return
-        with self._lock:
-            self._populated = True
-            self._queue_locked(key, Delta(DeltaType.ADDED, obj))
+        self._change(obj, DeltaType.ADDED)
 
     def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta."""
+        self._change(obj, DeltaType.UPDATED)
+
+    def _change(self, obj: Any, delta_type: DeltaType) -> None:
         stage = "transform"
         try:
             if self._transform is not None:
@@ -218,7 +210,7 @@ class DeltaFIFO:
             return
         with self._lock:
             self._populated = True
-            self._queue_locked(key, Delta(DeltaType.UPDATED, obj))
+            self._queue_locked(key, Delta(delta_type, obj))
 
     def _downstream_state(self, key: str) -> tuple[bool, Any]:
         """(exists, object) for ``key`` as the consumer will hold it once in-flight work lands.
