@@ -14,7 +14,7 @@ import pytest
 
 from pyinformers.cache import SharedIndexInformer
 from pyinformers.cache.store import NAMESPACE_INDEX, namespace_index
-from test_informer import ScriptedListerWatcher, cache_state, make_informer, pod, wait_until  # noqa: F401
+from test_informer import _GONE, ScriptedListerWatcher, cache_state, make_informer, pod, wait_until  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,7 +60,7 @@ def test_a_transform_failing_on_an_update_keeps_the_cached_version_and_a_relist_
     wait_until(lambda: cache_state(informer)["b"] != "2")
     assert cache_state(informer)["a"] == "1"  # the last version that transformed cleanly
     # A relist that still has the untransformable version: no false deletion of "a".
-    lw.streams[-1].events.put(__import__("test_informer")._GONE)
+    lw.streams[-1].events.put(_GONE)
     wait_until(lambda: lw.lists >= 2 and informer.object_errors().get("transform", 0) >= 2)
     lw.wait_for_watch(2)
     assert "a" in cache_state(informer)
