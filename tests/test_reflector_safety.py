@@ -145,3 +145,13 @@ def test_a_failing_timer_does_not_end_stall_detection():
         reflector.stop()
         runner.join(2)
     assert not runner.is_alive()
+
+
+def test_a_400_says_retrying_cannot_fix_it():
+    from pyinformers.api import BadRequest
+
+    lw = ScriptedLW(lists=[BadRequest('unable to parse requirement: "app in (web"')])
+    reflector, _, _ = make(lw)
+    reflector.step()
+    assert isinstance(reflector.step(), BackingOff)
+    assert "retrying cannot fix" in reflector.last_error and "selector" in reflector.last_error

@@ -686,11 +686,17 @@ def _describe(error: BaseException) -> str:
 def _hint(error: BaseException, resource: Any) -> str:
     """What to check when retrying alone cannot fix ``error`` ("" when there is nothing to add).
 
+    A 400 (or 422) means the request itself is wrong, typically a selector.
     A 404 on a collection means the server does not serve the resource at
     all: for a custom resource (a group with a dot, like ``example.com``) its
     CustomResourceDefinition (or API service) is not installed; for a
     built-in group the version is not served (removed, or not enabled).
     """
+    if isinstance(error, (BadRequest, Invalid)):
+        return (
+            " -- the server refuses the request itself (a label or field selector it does not "
+            "support?): retrying cannot fix that; check the informer's selectors"
+        )
     if not isinstance(error, NotFound) or resource is None:
         return ""
     if "." in resource.group:
