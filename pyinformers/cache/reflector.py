@@ -77,7 +77,7 @@ from pyinformers.api.meta import describe
 from pyinformers.api.watch import WatchStream
 from pyinformers.cache.backoff import Backoff
 from pyinformers.cache.reflector_metrics import ReflectorCollector
-from pyinformers.cache.reflector_options import ReflectorOptions
+from pyinformers.cache.reflector_options import DEFAULT_STALL_TIMEOUT, ReflectorOptions
 from pyinformers.cache.reflector_states import (
     BackingOff,
     Listing,
@@ -100,11 +100,6 @@ log = logging.getLogger("pyinformers.reflector")
 #: The annotation on the bookmark that ends the initial events of a streaming list.
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
 
-#: Seconds without any event (bookmarks included) after which a watch counts as stalled
-#: and is re-opened. Real servers bookmark an idle watch about once a minute (the first
-#: one may take about 120 s), so 150 s rarely fires on a healthy watch and recovers a
-#: stalled one within about two and a half minutes. A false alarm costs one re-watch.
-DEFAULT_STALL_TIMEOUT = 150.0
 
 # A watch that closes normally sooner than this with no event is treated as a failure
 # (a server or proxy that drops watches at once must not be hammered).

@@ -18,7 +18,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
-__all__ = ["ReflectorOptions"]
+__all__ = ["ReflectorOptions", "DEFAULT_STALL_TIMEOUT"]
+
+#: Seconds without any event (bookmarks included) after which a watch counts as stalled
+#: and is re-opened from the last resourceVersion. Real servers bookmark an idle watch
+#: about once a minute (the first one may take about 120 s), so 150 s rarely fires on a
+#: healthy watch and recovers a stalled one within about two and a half minutes. A false
+#: alarm costs one re-watch (see docs/operations.rst).
+DEFAULT_STALL_TIMEOUT = 150.0
 
 
 def _number(name: str, value: Any, *, minimum: float = 0.0, allow_zero: bool = False) -> None:
@@ -42,7 +49,9 @@ class ReflectorOptions:
     :param backoff_initial: first retry delay after a failure (seconds, jittered, doubling) ...
     :param backoff_max: ... up to this.
     :param stall_timeout: a watch with no event (bookmarks included) for this
-        long is closed and re-opened; None relies on the client's read timeout.
+        long is closed and re-opened from the last resourceVersion (default
+        :data:`DEFAULT_STALL_TIMEOUT`, 150 s); None turns detection off and
+        relies on the client's read timeout (server timeout + 60 s).
     :param on_watch_error: called on the reflector's thread with every list or
         watch error (it must not raise; if it does, the error is logged).
     """
@@ -53,7 +62,7 @@ class ReflectorOptions:
     max_watch_timeout: float = 600
     backoff_initial: float = 0.8
     backoff_max: float = 30.0
-    stall_timeout: Optional[float] = None
+    stall_timeout: Optional[float] = DEFAULT_STALL_TIMEOUT
     on_watch_error: Optional[Callable[[BaseException], None]] = None
 
     def __post_init__(self) -> None:
