@@ -12,9 +12,10 @@ import threading
 
 import pytest
 
-from pyinformers.cache import SharedIndexInformer
+from pyinformers.cache import EventHandlerFuncs, SharedIndexInformer
 from pyinformers.cache.store import NAMESPACE_INDEX, namespace_index
-from test_informer import _GONE, ScriptedListerWatcher, cache_state, make_informer, pod, wait_until  # noqa: F401
+from pyinformers.testing import eventually
+from test_informer import _GONE, ScriptedListerWatcher, cache_state, make_informer, pod  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,8 +46,8 @@ def test_a_transform_failing_on_one_watched_object_does_not_stop_the_others(make
     lw.emit("ADDED", "b")
     lw.emit("MODIFIED", "a")
     # Once, a raising transform killed the reflector thread: nothing after it reached the cache.
-    wait_until(lambda: cache_state(informer).keys() == {"a", "b"} and cache_state(informer)["a"] != "1",
-               message="the changes after the bad object")
+    eventually(lambda: cache_state(informer).keys() == {"a", "b"} and cache_state(informer)["a"] != "1",
+               what="the changes after the bad object")
     assert informer.indexer.get_by_key("default/b")["metadata"]["annotations"] == {"transformed": "yes"}
     assert informer.object_errors() == {"transform": 1}
     assert informer.healthy(), informer.health_problem()
@@ -57,11 +58,11 @@ def test_a_transform_failing_on_an_update_keeps_the_cached_version_and_a_relist_
     informer = started(make_informer, lw, transform=fussy_transform)
     lw.emit("MODIFIED", "a", metadata={"name": "a", "namespace": "default", "labels": {"bad": "1"}})
     lw.emit("MODIFIED", "b")
-    wait_until(lambda: cache_state(informer)["b"] != "2")
+    eventually(lambda: cache_state(informer)["b"] != "2")
     assert cache_state(informer)["a"] == "1"  # the last version that transformed cleanly
     # A relist that still has the untransformable version: no false deletion of "a".
     lw.streams[-1].events.put(_GONE)
-    wait_until(lambda: lw.lists >= 2 and informer.object_errors().get("transform", 0) >= 2)
+    eventually(lambda: lw.lists >= 2 and informer.object_errors().get("transform", 0) >= 2)
     lw.wait_for_watch(2)
     assert "a" in cache_state(informer)
     assert informer.healthy()
@@ -71,7 +72,7 @@ def test_a_transform_failing_on_a_deletion_still_deletes(make_informer):
     lw = ScriptedListerWatcher([pod("a", 1), pod("b", 2)])
     informer = started(make_informer, lw, transform=fussy_transform)
     lw.emit("DELETED", "a", metadata={"name": "a", "namespace": "default", "labels": {"bad": "1"}})
-    wait_until(lambda: "a" not in cache_state(informer), message="the deletion of a")
+    eventually(lambda: "a" not in cache_state(informer), what="the deletion of a")
     assert informer.object_errors() == {"transform": 1}
 
 
@@ -83,7 +84,7 @@ def test_a_watch_event_without_metadata_is_a_broken_stream_not_a_crash(make_info
     # resourceVersion, like after a broken connection, and changes flow again.
     lw.wait_for_watch(2)
     lw.emit("ADDED", "b")
-    wait_until(lambda: "b" in cache_state(informer), message="the change after the malformed event")
+    eventually(lambda: "b" in cache_state(informer), what="the change after the malformed event")
     assert informer.reflector.stats.restarts >= 1 and informer.reflector.stats.relists == 0
     assert informer.healthy(), informer.health_problem()
 
@@ -100,9 +101,9 @@ def test_an_index_function_failing_on_one_object_keeps_it_in_the_cache(make_info
     assert [o["metadata"]["name"] for o in informer.indexer.by_index("team", "red")] == ["a"]
     assert len(informer.indexer.by_index(NAMESPACE_INDEX, "default")) == 2
     lw.emit("MODIFIED", "b", metadata={"name": "b", "namespace": "default", "labels": {"team": "blue"}})
-    wait_until(lambda: informer.indexer.by_index("team", "blue"), message="b indexed once it can be")
+    eventually(lambda: informer.indexer.by_index("team", "blue"), what="b indexed once it can be")
     lw.emit("MODIFIED", "b")  # loses its label again: out of the index, still cached
-    wait_until(lambda: not informer.indexer.by_index("team", "blue"))
+    eventually(lambda: not informer.indexer.by_index("team", "blue"))
     assert "b" in cache_state(informer)
     assert informer.object_errors() == {"index": 2}
     assert informer.healthy()
@@ -126,7 +127,7 @@ def test_a_crashed_reflector_thread_makes_the_informer_unhealthy_with_the_reason
 
     lw.watch = crashing_watch
     lw.streams[-1].end()  # the watch closes; re-opening it crashes the reflector thread
-    wait_until(lambda: not informer.healthy(), message="the informer to report the dead reflector")
+    eventually(lambda: not informer.healthy(), what="the informer to report the dead reflector")
     assert "reflector" in informer.health_problem() and "Crash" in informer.health_problem()
     lw.watch = original
 
@@ -138,22 +139,18 @@ def test_a_crashed_handler_thread_makes_the_informer_unhealthy(make_informer):
     def on_update(old, new):
         raise SystemExit("a handler called sys.exit()")
 
-    from pyinformers.cache import EventHandlerFuncs
-
     registration = informer.add_event_handler(EventHandlerFuncs(on_update=on_update))
     informer.start()
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
     lw.emit("MODIFIED", "a")
-    wait_until(lambda: not informer.healthy(), message="the informer to report the dead handler thread")
+    eventually(lambda: not informer.healthy(), what="the informer to report the dead handler thread")
     assert f"handler {registration.name}" in informer.health_problem()
 
 
 def test_an_ordinary_handler_error_is_counted_and_is_no_health_problem(make_informer):
     lw = ScriptedListerWatcher([pod("a", 1)])
     informer = make_informer(lw)
-    from pyinformers.cache import EventHandlerFuncs
-
     def on_add(obj, initial):
         raise RuntimeError("handler bug")
 
@@ -171,14 +168,12 @@ def test_removing_a_registration_through_another_informer_raises_and_keeps_it(ma
     informer_a = started(make_informer, lw_a)
     informer_b = make_informer(lw_b)
     seen = []
-    from pyinformers.cache import EventHandlerFuncs
-
     registration = informer_a.add_event_handler(EventHandlerFuncs(on_update=lambda old, new: seen.append(new)))
     with pytest.raises(ValueError, match="belongs to informer"):
         informer_b.remove_event_handler(registration)
     assert not registration.is_removed()
     lw_a.emit("MODIFIED", "a")
-    wait_until(lambda: seen, message="the registration to keep receiving")
+    eventually(lambda: seen, what="the registration to keep receiving")
     assert informer_a.remove_event_handler(registration)
     assert registration.is_removed()
 
@@ -188,8 +183,6 @@ def test_a_handler_falling_behind_is_warned_about_once_per_interval_and_removal_
     lw = ScriptedListerWatcher([pod("a", 1)])
     informer = make_informer(lw, handler_backlog_warning=5)
     gate = threading.Event()
-    from pyinformers.cache import EventHandlerFuncs
-
     registration = informer.add_event_handler(EventHandlerFuncs(on_update=lambda old, new: gate.wait(30)))
     informer.start()
     assert informer.wait_for_sync(10)
@@ -197,7 +190,7 @@ def test_a_handler_falling_behind_is_warned_about_once_per_interval_and_removal_
     caplog.set_level(logging.WARNING, logger="pyinformers.cache.processor")
     for _ in range(40):
         lw.emit("MODIFIED", "a")
-    wait_until(lambda: registration.backlog() >= 30, message="the backlog to build up")
+    eventually(lambda: registration.backlog() >= 30, what="the backlog to build up")
     warnings = [r for r in caplog.records if "notifications behind" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]  # rate-limited: not one per event
     assert registration.name in warnings[0].getMessage()

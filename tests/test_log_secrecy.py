@@ -14,7 +14,8 @@ import pytest
 
 from pyinformers.cache import EventHandlerFuncs
 from pyinformers.controller import EnqueueMapped
-from test_informer import ScriptedListerWatcher, make_informer, wait_until  # noqa: F401
+from pyinformers.testing import eventually
+from test_informer import ScriptedListerWatcher, make_informer  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,13 +73,13 @@ def test_secret_data_is_absent_from_every_log_record_on_every_failure_path(make_
     # A watch event without a name: the reflector re-watches (and says so in the log).
     stream.push("ADDED", {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "default"},
                           "data": {"password": SECRET_B64}})
-    wait_until(lambda: informer.object_errors().get("transform", 0) >= 2
+    eventually(lambda: informer.object_errors().get("transform", 0) >= 2
                and informer.object_errors().get("index", 0) >= 2
                and informer.object_errors().get("key", 0) >= 1
                and informer.indexer.get_by_key("default/listed") is None
                and informer.reflector.stats.restarts >= 1,
-               message="every failure path to be taken")
-    wait_until(lambda: all(r.backlog() == 0 for r in informer.registrations()))
+               what="every failure path to be taken")
+    eventually(lambda: all(r.backlog() == 0 for r in informer.registrations()))
     informer.stop()
 
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 
-from pyinformers.api import NotFound, WatchEvent
+from pyinformers.api import BadRequest, NotFound, WatchEvent
 from pyinformers.api.client import ListPage
 from pyinformers.api.resource import Resource
 from pyinformers.cache.reflector import DEFAULT_STALL_TIMEOUT
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Watching
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS
-from test_reflector import FakeStream, ScriptedLW, bookmark, make, pod, wait_for
+from pyinformers.testing import eventually
+from test_reflector import FakeStream, RecordingStore, ScriptedLW, bookmark, make, pod
 
 THINGS = Resource("example.com", "v1", "things", "Thing")
 
@@ -35,7 +36,7 @@ def test_a_stalled_watch_is_caught_with_the_default_settings():
         assert not first.closed.wait(0.05)
         clock.step(31)
         assert first.closed.wait(5), "the default settings never noticed the stall"
-        wait_for(lambda: isinstance(reflector.state, BackingOff))
+        eventually(lambda: isinstance(reflector.state, BackingOff))
         clock.step(reflector.state.delay)
         assert second.blocking.wait(5)
         assert lw.watch_calls()[1]["resource_version"] == "11"  # restarted from the last resourceVersion
@@ -129,8 +130,6 @@ def test_a_failing_timer_does_not_end_stall_detection():
     first = FakeStream([bookmark("11")], block=True)
     second = FakeStream(block=True)
     lw = ScriptedLW(lists=[ListPage([], "10")], watches=[first, second])
-    from test_reflector import RecordingStore
-
     store = BrokenResync(RecordingStore())
     reflector, _, clock = make(lw, store=store, resync_period=10)
     runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
@@ -138,7 +137,7 @@ def test_a_failing_timer_does_not_end_stall_detection():
     try:
         assert first.blocking.wait(5)
         clock.step(11)
-        wait_for(lambda: store.calls >= 1)  # the timer raised ...
+        eventually(lambda: store.calls >= 1)  # the timer raised ...
         clock.step(DEFAULT_STALL_TIMEOUT)
         assert first.closed.wait(5), "... and stall detection died with it"
     finally:
@@ -148,8 +147,6 @@ def test_a_failing_timer_does_not_end_stall_detection():
 
 
 def test_a_400_says_retrying_cannot_fix_it():
-    from pyinformers.api import BadRequest
-
     lw = ScriptedLW(lists=[BadRequest('unable to parse requirement: "app in (web"')])
     reflector, _, _ = make(lw)
     reflector.step()

@@ -23,7 +23,8 @@ from pyinformers.cache.reflector import DEFAULT_STALL_TIMEOUT
 from pyinformers.cache.reflector_states import BackingOff
 from pyinformers.clock import FakeClock
 from pyinformers.resources import CONFIGMAPS
-from test_informer_support import EventLog, configmap, make_informer, seed, versions, wait_until
+from pyinformers.testing import eventually
+from test_informer_support import EventLog, configmap, make_informer, seed, versions
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,8 +45,8 @@ def test_a_chaos_run_with_a_stalled_watch_converges_with_library_defaults(api_se
     informer.start()
     assert informer.wait_for_sync(30)
     reflector = informer.reflector
-    wait_until(lambda: reflector.stats.watches >= 1 and api_server.counters.get("watches_open", 0) >= 1,
-               message="the watch to open")
+    eventually(lambda: reflector.stats.watches >= 1 and api_server.counters.get("watches_open", 0) >= 1,
+               what="the watch to open")
     client = ResourceClient(api_client, CONFIGMAPS)
     try:
         for round_ in range(3):
@@ -56,14 +57,14 @@ def test_a_chaos_run_with_a_stalled_watch_converges_with_library_defaults(api_se
             client.delete(f"stall-{round_}", namespace="default")
             stalls = reflector.stats.stalls
             clock.step(DEFAULT_STALL_TIMEOUT + 1)
-            wait_until(lambda: reflector.stats.stalls > stalls, message="the default stall detection")
-            wait_until(lambda: isinstance(reflector.state, BackingOff), message="the backoff before re-watching")
+            eventually(lambda: reflector.stats.stalls > stalls, what="the default stall detection")
+            eventually(lambda: isinstance(reflector.state, BackingOff), what="the backoff before re-watching")
             api_server.faults.stall_watches = False
             clock.step(reflector.state.delay)
             final = versions(api_server.objects("configmaps", namespace="default"))
-            wait_until(lambda: versions(informer.indexer.list()) == final, timeout=30,
-                       message=f"the cache to converge after stall {round_}")
-            wait_until(lambda: log.state() == final, timeout=30, message="the handler to converge")
+            eventually(lambda: versions(informer.indexer.list()) == final, timeout=30,
+                       what=f"the cache to converge after stall {round_}")
+            eventually(lambda: log.state() == final, timeout=30, what="the handler to converge")
     finally:
         api_server.faults.reset()
     assert reflector.stats.stalls == 3
@@ -93,19 +94,19 @@ def test_the_first_list_reads_the_watch_cache_and_a_relist_after_410_reads_consi
     informers.append(informer)
     informer.start()
     assert informer.wait_for_sync(30)
-    wait_until(lambda: informer.reflector.stats.watches >= 1, message="the watch")
+    eventually(lambda: informer.reflector.stats.watches >= 1, what="the watch")
     first = _lists(api_server)[before:]
     assert first[0].query.get("resourceVersion") == "0"
     # Disconnected while the history it would resume from is compacted away: 410, then a relist.
     api_server.faults.error_rate = 1.0
     api_server.faults.drop_watches()
-    wait_until(lambda: informer.reflector.stats.errors >= 1, message="the reflector to notice")
+    eventually(lambda: informer.reflector.stats.errors >= 1, what="the reflector to notice")
     rt = api_server.registry.find("configmaps", "")
     api_server.rest.create(rt, "default", configmap("rv-new"))
     api_server.compact()
     api_server.clear_requests()
     api_server.faults.reset()
-    wait_until(lambda: informer.reflector.stats.relists >= 1 and informer.reflector.stats.lists >= 2,
-               message="a relist after the compaction")
+    eventually(lambda: informer.reflector.stats.relists >= 1 and informer.reflector.stats.lists >= 2,
+               what="a relist after the compaction")
     relist = _lists(api_server)
     assert relist and "resourceVersion" not in relist[0].query, [r.query for r in relist]
