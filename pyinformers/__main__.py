@@ -74,8 +74,12 @@ def rbac(argv: Sequence[str]) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"rbac": rbac}
+    usage = "usage: python -m pyinformers rbac MODULE [--service-account NS:NAME] [operator flags]"
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage + "\n\nrbac: print the RBAC the operator in MODULE needs (python -m pyinformers rbac --help)")
+        return 0
     if not argv or argv[0] not in commands:
-        print("usage: python -m pyinformers rbac MODULE [--service-account NS:NAME] [operator flags]", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     sys.stdout.write(commands[argv[0]](argv[1:]))
     return 0

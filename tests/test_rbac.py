@@ -148,3 +148,10 @@ def test_rules_cover_exactly_the_grants_in_a_stable_order(grants, rnd):
     assert covered == set(grants)
     documents = manifests(grants, name="n", service_account="sa", service_account_namespace="ns")
     assert len(documents) == 2 * len({g.namespace for g in grants})
+
+
+def test_the_command_line_explains_itself(capsys):
+    assert pyinformers_main(["--help"]) == 0
+    assert "rbac MODULE" in capsys.readouterr().out
+    assert pyinformers_main([]) == 2
+    assert "usage" in capsys.readouterr().err
