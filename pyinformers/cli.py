@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from pyinformers.api.permissions import Grant
+from pyinformers.controller.logcontext import reconcile_fields
 
 __all__ = [
     "DEFAULT_HEALTH_PROBE_BIND_ADDRESS",
@@ -48,6 +49,7 @@ __all__ = [
     "FLAGS",
     "Flag",
     "JsonFormatter",
+    "KeyValueFormatter",
     "Operator",
     "configure_logging",
     "parse_bind_address",
@@ -158,8 +160,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("shutdown-timeout", "seconds in-flight reconciles get to finish on SIGTERM (keep it well under the "
          "Pod's terminationGracePeriodSeconds)", None, _positive, metavar="SECONDS"),
     Flag("log-level", "least severe level logged", "info", str.lower, _LOG_LEVELS),
-    Flag("log-format", "text (human) or json (one object a line, for log collectors)", "text", str.lower,
-         ("text", "json")),
+    Flag("log-format", "text (human), json (one object a line) or kv (key=value, logfmt); json and kv add "
+         "controller, key and reconcile_id to the lines of a reconcile", "text", str.lower, ("text", "json", "kv")),
 )
 
 
@@ -217,24 +219,54 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        entry.update(reconcile_fields())  # controller, key, reconcile_id during a reconcile
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
 
+class KeyValueFormatter(logging.Formatter):
+    """One ``key=value`` line per record (logfmt): ``ts level logger msg`` and, during a
+    reconcile, ``controller key reconcile_id``; ``error`` carries an exception on the same line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {
+            "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        fields.update(reconcile_fields())
+        if record.exc_info:
+            fields["error"] = self.formatException(record.exc_info)
+        return " ".join(f"{k}={_logfmt(v)}" for k, v in fields.items())
+
+
+def _logfmt(value: Any) -> str:
+    text = str(value)
+    if text and not any(c in text for c in ' "=\n\t\\'):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
 def configure_logging(level: str = "info", fmt: str = "text", stream: Any = None) -> logging.Handler:
-    """Replace the root logger's handlers with one writing ``fmt`` (text|json) at ``level`` to ``stream``.
+    """Replace the root logger's handlers with one writing ``fmt`` (text|json|kv) at ``level`` to ``stream``.
 
     Returns the handler (tests remove it). ``stream`` defaults to stderr.
     """
     if level not in _LOG_LEVELS:
         raise ValueError(f"log level must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
-    if fmt not in ("text", "json"):
-        raise ValueError(f"log format must be text or json, got {fmt!r}")
+    formatters = {
+        "text": lambda: logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"),
+        "json": JsonFormatter,
+        "kv": KeyValueFormatter,
+    }
+    if fmt not in formatters:
+        raise ValueError(f"log format must be text, json or kv, got {fmt!r}")
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
-    handler.setFormatter(
-        JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    )
+    handler.setFormatter(formatters[fmt]())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

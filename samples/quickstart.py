@@ -1,4 +1,4 @@
-"""Your first controller (docs/quickstart.rst): a ConfigMap summary next to every Deployment.
+"""A small sample controller: a ConfigMap summary next to every Deployment (the quickstart is docs/quickstart/greeter.py).
 
 For each Deployment ``web`` the controller keeps a ConfigMap ``web-summary``
 holding the Deployment's image and replicas, owned by the Deployment. Edit

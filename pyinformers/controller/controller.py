@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, r
 from pyinformers.api.errors import Forbidden
 from pyinformers.api.permissions import UndeclaredVerb
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.controller.logcontext import reconciling
 from pyinformers.controller.handlers import EnqueueForObject, EventHandler
 from pyinformers.controller.metrics import ControllerMetrics
 from pyinformers.controller.predicates import Predicate
@@ -583,7 +584,8 @@ class Controller:
         outcome = "error"
         try:
             try:
-                result = self.reconcile(key)
+                with reconciling(self.name, key):
+                    result = self.reconcile(key)
                 outcome = self._apply(key, result)
             except (Forbidden, UndeclaredVerb) as err:
                 # Retrying cannot grant a permission: say which one is missing, without a traceback.

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from typing import Any, Optional, Union
@@ -92,6 +93,18 @@ __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
 log = logging.getLogger("pyinformers.controller.manager")
 
 _POLL = 0.1  # how often long waits look at the stop event (real seconds)
+
+
+def _no_logging_configured() -> bool:
+    """True when no handler would show our INFO lines (the program never configured logging)."""
+    logger: Optional[logging.Logger] = log
+    while logger is not None:
+        if logger.handlers:
+            return False
+        if not logger.propagate:
+            break
+        logger = logger.parent
+    return True
 _JOIN_SLACK = 1.0  # past the drain deadline, how long stop() still waits for a controller's drain thread
 _INFORMERS_STOP = 5.0  # bound on stopping the informers in stop()
 _SERVER_STOP = 2.0  # bound on stopping one HTTP server in stop()
@@ -561,6 +574,8 @@ class Manager:
         what cannot succeed.
         """
         restore = install_shutdown_handlers(self._stop_requested.set)
+        announce = _no_logging_configured()
+        started = False
         try:
             try:
                 self.start()
@@ -568,6 +583,10 @@ class Manager:
                 raise SystemExit(f"pyinformers: {err}") from None
             except CacheSyncTimeout as err:
                 raise SystemExit(f"pyinformers: {err}") from None
+            started = True
+            if announce:
+                print(f"pyinformers: {self._running_line()} (no logging configured: this line and one at stop)",
+                      file=sys.stderr, flush=True)
             while not self._stop_requested.wait(_POLL):
                 refusal = self._refusal()
                 if refusal is not None:
@@ -575,9 +594,20 @@ class Manager:
                     raise SystemExit(f"pyinformers: {refusal}")
         finally:
             try:
-                self.stop()
+                clean = self.stop()
+                if announce and started:
+                    print("pyinformers: stopped" + ("" if clean else " (some threads did not finish in time)"),
+                          file=sys.stderr, flush=True)
             finally:
                 restore()
+
+    def _running_line(self) -> str:
+        parts = [f"running {len(self.controllers)} controller(s) on {len(self.factory.informers())} informer(s)"]
+        if self.metrics_address:
+            parts.append("metrics on http://%s:%d/metrics" % self.metrics_address[:2])
+        if self.health_address:
+            parts.append("probes on http://%s:%d/healthz" % self.health_address[:2])
+        return ", ".join(parts)
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped.is_set() else ("running" if self._started else "new")
