@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test typecheck bench docs clean
+.PHONY: demo test typecheck test-real envtest bench docs clean
 
 $(STAMP): setup.cfg setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,15 @@ test: $(STAMP) typecheck
 # Zero errors under setup.cfg's [mypy] flags (strict, minus two; see there).
 typecheck: $(STAMP)
 	$(PY) -m mypy
+
+# The real control plane (etcd, kube-apiserver, kube-controller-manager) built from Go
+# modules into a per-user cache; slow the first time, "up to date" afterwards.
+envtest:
+	hack/envtest/build.sh
+
+# The tests that use the k8s fixture, against the real control plane.
+test-real: $(STAMP) envtest
+	$(PY) -m pytest --k8s-server=real -m k8s $(PYTEST_ARGS)
 
 # make bench [BENCH=bench_pipeline] [BENCH_QUICK=1]: runs the benchmarks, writes benchmarks/report/README.md
 bench: $(STAMP)

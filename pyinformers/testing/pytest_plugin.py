@@ -24,21 +24,166 @@ Options for ``api_server`` itself can also be set per test with the
 
     @pytest.mark.apiserver(simulate_workloads=True, bookmark_interval=0.1)
     def test_something(api_server): ...
+
+Either server: the ``k8s`` fixture
+----------------------------------
+
+``k8s``
+    A :class:`~pyinformers.testing.clusters.Cluster` for the test: a fresh
+    embedded server, or the session's one real
+    :class:`~pyinformers.testing.controlplane.ControlPlane` (etcd,
+    kube-apiserver and kube-controller-manager, started on first use and
+    stopped at the end of the run), with a fresh namespace of the test's own
+    either way (``k8s.namespace``). ``k8s.api_client()``,
+    ``k8s.write_kubeconfig()``, ``k8s.client_for_service_account(...)``
+    (real only), ``k8s.simulate_workloads()``.
+``k8s_control_plane``
+    The session's :class:`~pyinformers.testing.controlplane.ControlPlane`
+    (skips the test when the binaries are missing).
+
+Which server a run uses is chosen once: ``--k8s-server=embedded|real|both``
+(or ``PYINFORMERS_TEST_SERVER``; default ``embedded``). With ``both``, every
+test using ``k8s`` runs twice (``[embedded]`` and ``[real]``). A test that
+only makes sense on one server says so with ``@pytest.mark.k8s_server("real")``;
+on a run without that server it is skipped. Without binaries
+(``make envtest``), real-server tests are skipped with one line saying where
+they were looked for.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
+from pyinformers.testing.clusters import EMBEDDED, REAL, Cluster, namespace_for, selected_servers
 from pyinformers.testing.server import ApiServer
 
-__all__ = ["api_server", "api_server_factory", "kubeconfig", "api_client"]
+__all__ = ["api_server", "api_server_factory", "kubeconfig", "api_client", "k8s", "k8s_control_plane"]
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("pyinformers")
+    group.addoption(
+        "--k8s-server", dest="k8s_server", default=None, choices=("embedded", "real", "both"),
+        help="the API server tests using the k8s fixture run against (default: $PYINFORMERS_TEST_SERVER or embedded)",
+    )
 
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "apiserver(**options): options for the api_server fixture's ApiServer")
+    config.addinivalue_line("markers", "k8s_server(*kinds): run this k8s test only on these servers (embedded, real)")
+    config.addinivalue_line("markers", "k8s: uses the k8s fixture (added automatically; `-m k8s` selects them)")
+
+
+def pytest_collection_modifyitems(config: Any, items: list) -> None:
+    for item in items:
+        if {"k8s", "k8s_control_plane"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.k8s)
+
+
+def _servers(config: Any) -> tuple[str, ...]:
+    return selected_servers(config.getoption("k8s_server", None))
+
+
+def pytest_report_header(config: Any) -> Optional[str]:
+    servers = _servers(config)
+    if REAL not in servers:
+        return f"k8s fixture server: {', '.join(servers)}"
+    from pyinformers.testing.envtest_assets import MissingBinaries, find_binaries
+
+    try:
+        where = f"binaries in {find_binaries().directory}"
+    except MissingBinaries as exc:
+        where = f"REAL-SERVER TESTS WILL BE SKIPPED: {exc}"
+    return f"k8s fixture server: {', '.join(servers)} ({where})"
+
+
+def pytest_generate_tests(metafunc: Any) -> None:
+    if "k8s" not in metafunc.fixturenames:
+        return
+    selected = _servers(metafunc.config)
+    marker = metafunc.definition.get_closest_marker("k8s_server")
+    allowed = tuple(marker.args) if marker else selected
+    kinds = [k for k in selected if k in allowed]
+    if kinds:
+        metafunc.parametrize("k8s", kinds, indirect=True, ids=kinds)
+    else:
+        reason = f"runs only on the {' or '.join(allowed)} server (this run: --k8s-server={'/'.join(selected)})"
+        metafunc.parametrize("k8s", [pytest.param(allowed[0], marks=pytest.mark.skip(reason=reason))],
+                             indirect=True, ids=list(allowed[:1]))
+
+
+class _SessionControlPlane:
+    """The run's one ControlPlane, started on first use; a start failure is remembered."""
+
+    def __init__(self) -> None:
+        self.control_plane: Any = None
+        self.failure: Optional[BaseException] = None
+
+    def get(self) -> Any:
+        from pyinformers.testing.controlplane import ControlPlane, MissingBinaries
+        from pyinformers.testing.envtest_assets import find_binaries
+
+        if self.failure is not None:
+            if isinstance(self.failure, MissingBinaries):
+                pytest.skip(str(self.failure))
+            pytest.fail(f"the test control plane failed to start: {self.failure}", pytrace=False)
+        if self.control_plane is None:
+            try:
+                # setup-envtest assets have no kube-controller-manager: run without one then
+                binaries = find_binaries()
+                cp = ControlPlane(binary_dir=binaries.directory, controller_manager=binaries.kube_controller_manager is not None)
+                cp.start()
+            except BaseException as exc:  # remembered: the next test skips or fails the same way, fast
+                self.failure = exc
+                return self.get()
+            self.control_plane = cp
+        self.control_plane.check()
+        return self.control_plane
+
+    def stop(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.stop()
+            self.control_plane = None
+
+
+@pytest.fixture(scope="session")
+def _k8s_session_control_plane() -> Iterator[_SessionControlPlane]:
+    holder = _SessionControlPlane()
+    try:
+        yield holder
+    finally:
+        holder.stop()
+
+
+@pytest.fixture
+def k8s_control_plane(_k8s_session_control_plane: _SessionControlPlane) -> Any:
+    """The session's real ControlPlane (started on first use); skips when the binaries are missing."""
+    return _k8s_session_control_plane.get()
+
+
+@pytest.fixture
+def k8s(request: Any, tmp_path: Any, _k8s_session_control_plane: _SessionControlPlane) -> Iterator[Cluster]:
+    """The server this run tests against, with a fresh namespace for this test."""
+    kind = getattr(request, "param", None) or _servers(request.config)[0]
+    embedded: Optional[ApiServer] = None
+    if kind == REAL:
+        server = _k8s_session_control_plane.get()
+    else:
+        marker = request.node.get_closest_marker("apiserver")
+        embedded = server = ApiServer(**(dict(marker.kwargs) if marker else {}))
+        server.start()
+    cluster = Cluster(kind, server, namespace_for(request.node.name), tmp_path)
+    try:
+        cluster.create_namespace()
+        yield cluster
+    finally:
+        cluster.close()
+        if embedded is not None:
+            embedded.stop()
+    if kind == REAL:
+        server.check()  # a component that died during the test fails it, with its log tail
 
 
 @pytest.fixture

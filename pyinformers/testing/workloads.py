@@ -23,7 +23,7 @@ from pyinformers.testing.objects import now_rfc3339
 from pyinformers.testing.rest import RestApi
 from pyinformers.testing.storage import Change, ChangeType
 
-__all__ = ["WorkloadSimulator"]
+__all__ = ["WorkloadSimulator", "desired_status", "settled"]
 
 _DEPLOYMENTS = "apps/deployments"
 
@@ -55,7 +55,8 @@ def desired_status(deployment: dict, timestamp: str) -> dict:
     }
 
 
-def _settled(deployment: dict) -> bool:
+def settled(deployment: dict) -> bool:
+    """True when ``deployment``'s status already says it is rolled out and available as specified."""
     status = deployment.get("status") or {}
     want = (deployment.get("spec") or {}).get("replicas", 1)
     return (
@@ -81,7 +82,7 @@ class WorkloadSimulator(StoreListenerThread):
     def _on_change(self, change: Change) -> None:
         if change.storage_key != _DEPLOYMENTS or change.type is ChangeType.DELETED:
             return
-        if _settled(change.obj) or (change.obj.get("metadata") or {}).get("deletionTimestamp"):
+        if settled(change.obj) or (change.obj.get("metadata") or {}).get("deletionTimestamp"):
             return
         with self._cond:
             heapq.heappush(self._due, (time.monotonic() + self._delay, change.namespace, change.name))
@@ -103,6 +104,6 @@ class WorkloadSimulator(StoreListenerThread):
                     return
                 _, namespace, name = heapq.heappop(self._due)
             deployment = self._rest.store.get(_DEPLOYMENTS, namespace, name)
-            if rt is None or deployment is None or _settled(deployment):
+            if rt is None or deployment is None or settled(deployment):
                 continue
             self._rest.write_status(rt, namespace, name, desired_status(deployment, now_rfc3339(self._time())))
