@@ -19,7 +19,11 @@ within ``--timeout`` seconds (default 10).
 
 ``--kubeconfig FILE`` runs the same scenario against a real cluster (the
 Foo CRD is installed if missing; pods must really start, so give it a longer
-``--timeout``).
+``--timeout``). A control plane without kubelets (``python -m
+pyinformers.testing.controlplane``, envtest) never makes a Deployment
+available: add ``--simulate-workloads`` to run
+:class:`pyinformers.testing.simulator.DeploymentSimulator` beside the
+controller, which plays scheduler and kubelet for the demo's Pods.
 """
 
 from __future__ import annotations
@@ -260,7 +264,11 @@ def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout) -> i
     parser.add_argument("--namespace", default="default", help="namespace for the demo's objects (default: default)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds each step may take (default 10)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the controller's log")
+    parser.add_argument("--simulate-workloads", action="store_true",
+                        help="with --kubeconfig: make Pods and Deployments become ready (a control plane without kubelets)")
     args = parser.parse_args(argv)
+    if args.simulate_workloads and not args.kubeconfig:
+        parser.error("--simulate-workloads needs --kubeconfig (the embedded server simulates workloads itself)")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, format="    %(levelname)s %(name)s: %(message)s"
     )
@@ -283,6 +291,11 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                 api_client = _api_client_for(args.kubeconfig)
                 stack.callback(api_client.close)
                 print(f"pyinformers demo: the sample-controller port against {api_client.configuration.host}", file=out)
+                if args.simulate_workloads:
+                    from pyinformers.testing.simulator import DeploymentSimulator
+
+                    simulator = stack.enter_context(DeploymentSimulator(api_client, namespace=args.namespace))
+                    print(f"  simulating workloads in namespace {args.namespace!r} ({simulator!r})", file=out)
             else:
                 from pyinformers.testing import ApiServer
 

@@ -11,14 +11,13 @@ from typing import Any
 from pyinformers.api.client import ResourceClient
 from pyinformers.api.resource import Resource
 from pyinformers.cache import SharedInformerFactory
-from pyinformers.testing import ApiServer
 from samples._support import Convergence, install_crd, load_yaml
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 def run_operator_until_it_acts(
-    tmp_path: Path,
+    k8s: Any,
     module: str,
     *,
     crd: Path,
@@ -28,30 +27,29 @@ def run_operator_until_it_acts(
     child_name: str,
     namespace: str,
 ) -> tuple[Any, int, str]:
-    """Run ``python -m <module> --kubeconfig ... --install-crd`` against a fresh server.
+    """Run ``python -m <module> --kubeconfig ... --install-crd`` against the test's server (``k8s`` fixture).
 
-    Creates the example owner, waits (up to 20 s, woken by the informer) for
-    the child the operator makes, then sends SIGTERM. Returns the child (None
-    if it never appeared), the process's exit code and its output.
+    Creates the example owner in ``namespace``, waits (up to 60 s, woken by
+    the informer) for the child the operator makes, then sends SIGTERM.
+    Returns the child (None if it never appeared), the process's exit code
+    and its output.
     """
-    with ApiServer() as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        client = server.api_client()
-        factory = SharedInformerFactory(client, namespace=namespace, metrics_registry=False)
-        process = subprocess.Popen(
-            [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig),
-             "--install-crd", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
-            cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        try:
-            install_crd(client, crd)  # whoever comes first; both tolerate the other
-            with Convergence([factory.informer(child)]) as convergence:
-                factory.start()
-                ResourceClient(client, owner).create(load_yaml(example), namespace=namespace)
-                found, _ = convergence.wait(lambda: factory.lister(child).get(child_name, namespace=namespace), 20)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            output, _ = process.communicate(timeout=20)
-            factory.shutdown(5)
-            client.close()
+    kubeconfig = k8s.write_kubeconfig()
+    client = k8s.api_client()
+    factory = SharedInformerFactory(client, namespace=namespace, metrics_registry=False)
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig),
+         "--install-crd", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
+        cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        install_crd(client, crd)  # whoever comes first; both tolerate the other
+        with Convergence([factory.informer(child)]) as convergence:
+            factory.start()
+            ResourceClient(client, owner).create(load_yaml(example), namespace=namespace)
+            found, _ = convergence.wait(lambda: factory.lister(child).get(child_name, namespace=namespace), 60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=20)
+        factory.shutdown(5)
     return found, process.returncode, output

@@ -61,3 +61,19 @@ def test_the_demo_runs_against_a_kubeconfig(tmp_path):
         while server.objects("deployments", "apps", namespace="kube-system") or not server.gc_idle():
             assert time.monotonic() < deadline, server.objects("deployments", "apps", namespace="kube-system")
             threading.Event().wait(0.02)
+
+
+def test_the_demo_runs_from_a_kubeconfig_with_simulated_workloads(k8s):
+    """``python -m samples.demo --kubeconfig F --simulate-workloads``: on a real control plane, no kubelet needed."""
+    out = io.StringIO()
+    status = demo.main(["--kubeconfig", k8s.write_kubeconfig(), "--namespace", k8s.namespace,
+                        "--simulate-workloads", "--timeout", "60"], out=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert text.count("converged in") == 5 and "simulating workloads" in text
+
+
+def test_simulating_workloads_needs_a_kubeconfig(capsys):
+    with pytest.raises(SystemExit):
+        demo.main(["--simulate-workloads"])
+    assert "--simulate-workloads needs --kubeconfig" in capsys.readouterr().err

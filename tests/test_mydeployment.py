@@ -14,30 +14,27 @@ from pyinformers.api.resource import Resource
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS, SERVICES
-from pyinformers.testing import ApiServer
 from sample_cli_support import run_operator_until_it_acts
 from samples._support import Convergence, install_crd
 from samples.mydeployment import ARTIFACTS, COMPONENT, MYDEPLOYMENTS, MyDeploymentController
 from samples.mydeployment.controller import INSTANCE_LABEL, MANAGED_BY_LABEL
 
 NS = "default"
-TIMEOUT = 10.0
+TIMEOUT = 30.0  # a cap: on the embedded server steps take milliseconds
 #: Reconciles one change may cost: the change, the reconcile of our own repair, status progress.
 MAX_RECONCILES_PER_CHANGE = 6
 
 
 @pytest.fixture
-def api_client():
-    with ApiServer(simulate_workloads=True, workload_delay=0.05) as server:
-        client = server.api_client()
-        try:
-            yield client
-        finally:
-            client.close()
+def api_client(k8s):
+    """An admin client of the run's server (see the k8s fixture), where Deployments become available."""
+    k8s.simulate_workloads(delay=0.05)
+    return k8s.api_client()
 
 
 @dataclasses.dataclass
 class Harness:
+    ns: str
     api_client: Any
     controller: MyDeploymentController
     recorder: EventRecorder
@@ -48,13 +45,13 @@ class Harness:
     markers: int = 0
 
     def owner(self, name: str = "web") -> Optional[dict]:
-        return self.controller.owners.get(name, namespace=NS)
+        return self.controller.owners.get(name, namespace=self.ns)
 
     def deployment(self, name: str = "web") -> Optional[dict]:
-        return self.controller.deployments.get(name, namespace=NS)
+        return self.controller.deployments.get(name, namespace=self.ns)
 
     def service(self, name: str = "web") -> Optional[dict]:
-        return self.controller.services.get(name, namespace=NS)
+        return self.controller.services.get(name, namespace=self.ns)
 
     def wait(self, condition: Callable[[], Any], what: str) -> Any:
         value, _ = self.convergence.wait(condition, TIMEOUT)
@@ -69,7 +66,7 @@ class Harness:
                 "metadata": {"name": name},
                 "spec": {"image": image, "replicas": replicas, "port": port},
             },
-            namespace=NS,
+            namespace=self.ns,
         )
 
     def wait_ready(self, name: str = "web") -> dict:
@@ -104,10 +101,10 @@ def container(deployment: dict) -> dict:
 
 
 @pytest.fixture
-def harness(api_client):
+def harness(api_client, k8s):
     install_crd(api_client, ARTIFACTS / "crd.yaml")
     with contextlib.ExitStack() as stack:
-        factory = SharedInformerFactory(api_client, namespace=NS, metrics_registry=False)
+        factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
         stack.callback(factory.shutdown, 5.0)
         recorder = EventRecorder(api_client, COMPONENT)
         stack.callback(recorder.close, 5.0)
@@ -119,7 +116,7 @@ def harness(api_client):
         controller.start()
         stack.callback(controller.stop, 5.0)
         yield Harness(
-            api_client, controller, recorder, convergence,
+            k8s.namespace, api_client, controller, recorder, convergence,
             ResourceClient(api_client, MYDEPLOYMENTS),
             ResourceClient(api_client, DEPLOYMENTS),
             ResourceClient(api_client, SERVICES),
@@ -150,7 +147,7 @@ def test_a_mydeployment_gets_an_owned_deployment_and_service_and_becomes_ready(h
 def test_a_spec_change_rolls_out_and_observed_generation_follows(harness):
     harness.create(replicas=1)
     first = harness.wait_ready()
-    harness.owners.patch("web", {"spec": {"replicas": 3, "image": "nginx:1.28"}}, namespace=NS)
+    harness.owners.patch("web", {"spec": {"replicas": 3, "image": "nginx:1.28"}}, namespace=harness.ns)
     harness.wait(
         lambda: (d := harness.deployment()) and d["spec"]["replicas"] == 3 and container(d)["image"] == "nginx:1.28",
         "the rollout",
@@ -173,9 +170,9 @@ def test_a_spec_change_rolls_out_and_observed_generation_follows(harness):
 def test_drift_of_the_deployment_is_reverted(harness, edit, what):
     harness.create(replicas=2)
     harness.wait_ready()
-    edited = harness.deployments.patch("web", edit, namespace=NS)
+    edited = harness.deployments.patch("web", edit, namespace=harness.ns)
     reverted = harness.wait(
-        lambda: harness.convergence.seen("Deployment", f"{NS}/web", meta.resource_version(edited))
+        lambda: harness.convergence.seen("Deployment", f"{harness.ns}/web", meta.resource_version(edited))
         and (d := harness.deployment())
         and meta.resource_version(d) != meta.resource_version(edited)
         and d["spec"]["replicas"] == 2
@@ -194,10 +191,10 @@ def test_drift_of_the_service_is_reverted_and_its_cluster_ip_kept(harness):
     harness.wait_ready()
     before = harness.wait(lambda: harness.service(), "the service")
     edited = harness.services.patch(
-        "web", {"spec": {"selector": {"app": "hijacked"}, "ports": [{"name": "http", "port": 9999}]}}, namespace=NS
+        "web", {"spec": {"selector": {"app": "hijacked"}, "ports": [{"name": "http", "port": 9999}]}}, namespace=harness.ns
     )
     after = harness.wait(
-        lambda: harness.convergence.seen("Service", f"{NS}/web", meta.resource_version(edited))
+        lambda: harness.convergence.seen("Service", f"{harness.ns}/web", meta.resource_version(edited))
         and (s := harness.service())
         and s["spec"]["selector"] == {INSTANCE_LABEL: "web"}
         and [p["port"] for p in s["spec"]["ports"]] == [8080]
@@ -214,7 +211,7 @@ def test_a_deleted_child_is_recreated(harness, kind):
     get = harness.deployment if kind == "Deployment" else harness.service
     client = harness.deployments if kind == "Deployment" else harness.services
     old = harness.wait(get, kind)
-    client.delete("web", NS)
+    client.delete("web", harness.ns)
     new = harness.wait(lambda: (c := get()) is not None and meta.uid(c) != meta.uid(old) and c, f"a new {kind}")
     assert meta.is_controlled_by(new, harness.owner())
 
@@ -222,7 +219,7 @@ def test_a_deleted_child_is_recreated(harness, kind):
 def test_deleting_the_mydeployment_garbage_collects_its_children(harness):
     harness.create()
     harness.wait_ready()
-    harness.owners.delete("web", NS)
+    harness.owners.delete("web", harness.ns)
     harness.wait(
         lambda: harness.owner() is None and harness.deployment() is None and harness.service() is None, "all gone"
     )
@@ -238,7 +235,7 @@ def test_a_deployment_owned_by_someone_else_is_not_touched_and_ready_says_why(ha
                 "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "x", "image": "x"}]}},
             },
         },
-        namespace=NS,
+        namespace=harness.ns,
     )
     harness.create()
     owner = harness.wait(
@@ -249,15 +246,15 @@ def test_a_deployment_owned_by_someone_else_is_not_touched_and_ready_says_why(ha
     )
     cond = [c for c in owner["status"]["conditions"] if c["type"] == "Ready"][0]
     assert cond["status"] == "False" and "already exists" in cond["message"]
-    assert harness.deployments.get("web", namespace=NS)["spec"] == created["spec"]
+    assert harness.deployments.get("web", namespace=harness.ns)["spec"] == created["spec"]
     assert harness.service() is None  # blocked before the service
     assert harness.recorder.flush(TIMEOUT)
-    warnings = [e for e in ResourceClient(harness.api_client, EVENTS).list(NS).items if e["reason"] == "ResourceExists"]
+    warnings = [e for e in ResourceClient(harness.api_client, EVENTS).list(harness.ns).items if e["reason"] == "ResourceExists"]
     assert warnings and warnings[0]["type"] == "Warning"
 
 
 def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controller_is_quiet(harness):
-    key = f"{NS}/web"
+    key = f"{harness.ns}/web"
     harness.create(replicas=2)
     harness.wait_ready()
     harness.settle()
@@ -272,19 +269,19 @@ def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controlle
 
     measure(
         "scale the MyDeployment",
-        lambda: harness.owners.patch("web", {"spec": {"replicas": 3}}, namespace=NS),
+        lambda: harness.owners.patch("web", {"spec": {"replicas": 3}}, namespace=harness.ns),
         lambda: ready(o := harness.owner()) and o["status"]["availableReplicas"] == 3,
     )
     measure(
         "edit the image by hand",
         lambda: harness.deployments.patch(
-            "web", {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "evil"}]}}}}, namespace=NS
+            "web", {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "evil"}]}}}}, namespace=harness.ns
         ),
         lambda: container(harness.deployment())["image"] == "nginx:1.27",
     )
     measure(
         "delete the Service",
-        lambda: harness.services.delete("web", NS),
+        lambda: harness.services.delete("web", harness.ns),
         lambda: harness.service() is not None,
     )
     measure("nothing", lambda: None, lambda: True)
@@ -294,10 +291,10 @@ def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controlle
             assert 1 <= cost <= MAX_RECONCILES_PER_CHANGE, costs
 
 
-def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(tmp_path):
+def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(k8s):
     service, code, output = run_operator_until_it_acts(
-        tmp_path, "samples.mydeployment", crd=ARTIFACTS / "crd.yaml", owner=MYDEPLOYMENTS,
-        example=ARTIFACTS / "example.yaml", child=SERVICES, child_name="web", namespace=NS,
+        k8s, "samples.mydeployment", crd=ARTIFACTS / "crd.yaml", owner=MYDEPLOYMENTS,
+        example=ARTIFACTS / "example.yaml", child=SERVICES, child_name="web", namespace=k8s.namespace,
     )
     assert service, "the operator process did not create the service"
     assert meta.controller_of(service)["kind"] == "MyDeployment"
@@ -308,14 +305,14 @@ def test_an_invalid_spec_is_reported_in_ready_and_not_retried(harness):
     harness.owners.create(
         {"apiVersion": MYDEPLOYMENTS.api_version, "kind": MYDEPLOYMENTS.kind,
          "metadata": {"name": "bad"}, "spec": {"replicas": 1, "image": ""}},  # the schema lets "" through
-        namespace=NS,
+        namespace=harness.ns,
     )
     owner = harness.wait(
         lambda: (o := harness.owner("bad")) and (o.get("status") or {}).get("conditions") and o, "a status"
     )
     [cond] = owner["status"]["conditions"]
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "InvalidSpec", "spec.image is required")
-    assert harness.controller.queue.num_requeues(f"{NS}/bad") == 0
+    assert harness.controller.queue.num_requeues(f"{harness.ns}/bad") == 0
     assert harness.deployment("bad") is None
-    harness.owners.patch("bad", {"spec": {"image": "nginx"}}, namespace=NS)
+    harness.owners.patch("bad", {"spec": {"image": "nginx"}}, namespace=harness.ns)
     harness.wait_ready("bad")

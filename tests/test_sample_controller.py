@@ -14,7 +14,6 @@ from pyinformers.api.resource import Resource
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS
-from pyinformers.testing import ApiServer
 from sample_cli_support import run_operator_until_it_acts
 from samples._support import Convergence, install_crd, load_yaml
 from samples.sample_controller import (
@@ -29,22 +28,19 @@ from samples.sample_controller import (
 )
 
 NS = "default"
-TIMEOUT = 10.0
+TIMEOUT = 30.0  # a cap: on the embedded server steps take milliseconds
 
 
 @pytest.fixture
-def api_client():
-    """A client of a fresh in-process API server whose Deployments become available after 50 ms."""
-    with ApiServer(simulate_workloads=True, workload_delay=0.05) as server:
-        client = server.api_client()
-        try:
-            yield client
-        finally:
-            client.close()
+def api_client(k8s):
+    """An admin client of the run's server (see the k8s fixture), where Deployments become available."""
+    k8s.simulate_workloads(delay=0.05)
+    return k8s.api_client()
 
 
 @dataclasses.dataclass
 class Harness:
+    ns: str
     api_client: Any
     controller: FooController
     recorder: EventRecorder
@@ -53,10 +49,10 @@ class Harness:
     deployments: ResourceClient
 
     def foo(self, name: str = "example-foo"):
-        return self.controller.foos.get(name, namespace=NS)
+        return self.controller.foos.get(name, namespace=self.ns)
 
     def deployment(self, name: str = "example-foo"):
-        return self.controller.deployments.get(name, namespace=NS)
+        return self.controller.deployments.get(name, namespace=self.ns)
 
     def wait(self, condition: Callable[[], Any], what: str) -> Any:
         value, _ = self.convergence.wait(condition, TIMEOUT)
@@ -71,19 +67,19 @@ class Harness:
                 "metadata": {"name": name},
                 "spec": {"deploymentName": deployment_name, "replicas": replicas},
             },
-            namespace=NS,
+            namespace=self.ns,
         )
 
     def events(self, reason: str) -> list[dict]:
         assert self.recorder.flush(TIMEOUT)
-        return [e for e in ResourceClient(self.api_client, EVENTS).list(NS).items if e.get("reason") == reason]
+        return [e for e in ResourceClient(self.api_client, EVENTS).list(self.ns).items if e.get("reason") == reason]
 
 
 @pytest.fixture
-def harness(api_client):
+def harness(api_client, k8s):
     install_crd(api_client, ARTIFACTS / "crd.yaml")
     with contextlib.ExitStack() as stack:
-        factory = SharedInformerFactory(api_client, namespace=NS, metrics_registry=False)
+        factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
         stack.callback(factory.shutdown, 5.0)
         recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
         stack.callback(recorder.close, 5.0)
@@ -93,7 +89,7 @@ def harness(api_client):
         controller.start()
         stack.callback(controller.stop, 5.0)
         yield Harness(
-            api_client, controller, recorder, convergence,
+            k8s.namespace, api_client, controller, recorder, convergence,
             ResourceClient(api_client, FOOS), ResourceClient(api_client, DEPLOYMENTS),
         )
 
@@ -144,7 +140,7 @@ def test_creating_a_foo_creates_its_owned_deployment_and_reports_availability(ha
 def test_scaling_the_foo_scales_the_deployment_and_the_status_follows(harness):
     harness.create_foo(replicas=1)
     harness.wait(lambda: available(harness.foo()) == 1, "first sync")
-    harness.foos.patch("example-foo", {"spec": {"replicas": 3}}, namespace=NS)
+    harness.foos.patch("example-foo", {"spec": {"replicas": 3}}, namespace=harness.ns)
     harness.wait(lambda: replicas(harness.deployment()) == 3, "deployment replicas 3")
     harness.wait(lambda: available(harness.foo()) == 3, "status.availableReplicas == 3")
 
@@ -152,9 +148,9 @@ def test_scaling_the_foo_scales_the_deployment_and_the_status_follows(harness):
 def test_a_deployment_scaled_by_hand_is_scaled_back(harness):
     harness.create_foo(replicas=2)
     harness.wait(lambda: available(harness.foo()) == 2, "first sync")
-    edited = harness.deployments.patch("example-foo", {"spec": {"replicas": 7}}, namespace=NS)
+    edited = harness.deployments.patch("example-foo", {"spec": {"replicas": 7}}, namespace=harness.ns)
     harness.wait(
-        lambda: harness.convergence.seen("Deployment", f"{NS}/example-foo", meta.resource_version(edited))
+        lambda: harness.convergence.seen("Deployment", f"{harness.ns}/example-foo", meta.resource_version(edited))
         and meta.resource_version(harness.deployment()) != meta.resource_version(edited)
         and replicas(harness.deployment()) == 2,
         "the deployment reverted to 2",
@@ -164,7 +160,7 @@ def test_a_deployment_scaled_by_hand_is_scaled_back(harness):
 def test_a_deleted_deployment_is_recreated(harness):
     harness.create_foo(replicas=1)
     old = harness.wait(lambda: harness.deployment(), "the deployment")
-    harness.deployments.delete("example-foo", NS)
+    harness.deployments.delete("example-foo", harness.ns)
     new = harness.wait(
         lambda: (d := harness.deployment()) is not None and meta.uid(d) != meta.uid(old) and d, "a new deployment"
     )
@@ -174,18 +170,18 @@ def test_a_deleted_deployment_is_recreated(harness):
 def test_deleting_the_foo_garbage_collects_its_deployment(harness):
     harness.create_foo()
     harness.wait(lambda: harness.deployment(), "the deployment")
-    harness.foos.delete("example-foo", NS)
+    harness.foos.delete("example-foo", harness.ns)
     harness.wait(lambda: harness.foo() is None and harness.deployment() is None, "both gone")
 
 
 def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(harness):
     stranger = new_deployment({
         "apiVersion": FOOS.api_version, "kind": "Foo",
-        "metadata": {"name": "someone-else", "namespace": NS, "uid": "not-a-real-uid"},
+        "metadata": {"name": "someone-else", "namespace": harness.ns, "uid": "not-a-real-uid"},
         "spec": {"deploymentName": "taken", "replicas": 4},
     })
     stranger["metadata"].pop("ownerReferences")
-    created = harness.deployments.create(stranger, namespace=NS)
+    created = harness.deployments.create(stranger, namespace=harness.ns)
     harness.create_foo("intruder", deployment_name="taken", replicas=1)
     warning = harness.wait(
         lambda: harness.recorder.flush(TIMEOUT) and harness.events(ERR_RESOURCE_EXISTS), "the warning event"
@@ -194,29 +190,29 @@ def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(ha
     assert warning["message"] == "Resource 'taken' already exists and is not managed by Foo"
     assert warning["involvedObject"]["name"] == "intruder"
     # nothing changed: same object, same replicas, still unowned; the Foo's status untouched
-    current = harness.deployments.get("taken", namespace=NS)
+    current = harness.deployments.get("taken", namespace=harness.ns)
     assert current["spec"] == created["spec"] and not meta.owner_references(current)
-    assert "availableReplicas" not in (harness.foos.get("intruder", namespace=NS).get("status") or {})
+    assert "availableReplicas" not in (harness.foos.get("intruder", namespace=harness.ns).get("status") or {})
     # the sync failed, so the key is being retried with backoff
-    assert harness.controller.queue.num_requeues(f"{NS}/intruder") >= 1
+    assert harness.controller.queue.num_requeues(f"{harness.ns}/intruder") >= 1
 
 
 def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     harness.foos.create(
         # the CRD requires deploymentName; "" passes the schema but names nothing
         {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "nameless"}, "spec": {"replicas": 1, "deploymentName": ""}},
-        namespace=NS,
+        namespace=harness.ns,
     )
     harness.create_foo("marker", deployment_name="marker")
     harness.wait(lambda: harness.deployment("marker"), "the marker's deployment")
-    assert harness.controller.queue.num_requeues(f"{NS}/nameless") == 0
-    assert [meta.name(d) for d in harness.controller.deployments.list(namespace=NS)] == ["marker"]
+    assert harness.controller.queue.num_requeues(f"{harness.ns}/nameless") == 0
+    assert [meta.name(d) for d in harness.controller.deployments.list(namespace=harness.ns)] == ["marker"]
 
 
-def test_the_command_line_runs_the_controller_from_a_kubeconfig_until_sigterm(tmp_path):
+def test_the_command_line_runs_the_controller_from_a_kubeconfig_until_sigterm(k8s):
     deployment, code, output = run_operator_until_it_acts(
-        tmp_path, "samples.sample_controller", crd=ARTIFACTS / "crd.yaml", owner=FOOS,
-        example=ARTIFACTS / "example-foo.yaml", child=DEPLOYMENTS, child_name="example-foo", namespace=NS,
+        k8s, "samples.sample_controller", crd=ARTIFACTS / "crd.yaml", owner=FOOS,
+        example=ARTIFACTS / "example-foo.yaml", child=DEPLOYMENTS, child_name="example-foo", namespace=k8s.namespace,
     )
     assert deployment, "the controller process did not create the deployment"
     assert meta.controller_of(deployment)["kind"] == "Foo"

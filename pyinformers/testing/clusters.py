@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from pyinformers.api import ResourceClient
 from pyinformers.api.errors import ApiError
-from pyinformers.resources import NAMESPACES
+from pyinformers.resources import NAMESPACES, SECRETS
 
 __all__ = ["Cluster", "EMBEDDED", "REAL", "SERVER_KINDS", "selected_servers", "namespace_for"]
 
@@ -135,6 +135,34 @@ class Cluster:
             namespace or self.namespace, name, rules=rules, cluster_rules=cluster_rules)
         self._clients.append(client)
         return client
+
+    def expire_watches(self) -> None:
+        """End every open watch so that re-watching from a resourceVersion seen so far gets 410 Gone.
+
+        Embedded: stall and cut the watches, write a throwaway Secret, compact
+        the history and cut them again. Real: write a
+        throwaway Secret in this test's namespace (so the current
+        resourceVersion is newer than anything a ConfigMap watcher has seen)
+        and restart kube-apiserver, whose watch caches then start after it.
+        """
+        with self.server.api_client() as admin:
+            secrets_client = ResourceClient(admin, SECRETS)
+            throwaway = {"apiVersion": "v1", "kind": "Secret", "metadata": {"generateName": "expire-watches-", "namespace": self.namespace}}
+            if self.real:
+                secrets_client.create(throwaway)
+                self.server.restart_apiserver()
+                return
+            # Watchers re-watch into a stall (no events, no bookmarks) while history moves
+            # past them and is compacted; cut again, and their next watch gets 410.
+            faults = self.server.faults
+            faults.stall_watches = True
+            try:
+                faults.drop_watches()
+                secrets_client.create(throwaway)
+                self.server.compact()
+                faults.drop_watches()
+            finally:
+                faults.stall_watches = False
 
     def simulate_workloads(self, *, delay: float = 0.2) -> Any:
         """Start a :class:`~pyinformers.testing.simulator.DeploymentSimulator` for this test's namespace."""

@@ -76,10 +76,56 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "k8s: uses the k8s fixture (added automatically; `-m k8s` selects them)")
 
 
+def _kind_of(item: Any) -> Optional[str]:
+    """The server an item runs on: its k8s parameter, "real" for k8s_control_plane users, else None."""
+    callspec = getattr(item, "callspec", None)
+    param = callspec.params.get("k8s") if callspec is not None else None
+    if isinstance(param, tuple):
+        return "other"
+    if param is not None:
+        return param
+    return REAL if "k8s_control_plane" in getattr(item, "fixturenames", ()) else None
+
+
+_UNRUNNABLE = pytest.StashKey[list]()
+
+
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
+    """Mark k8s tests; leave out (in one summary line each) those this run cannot serve."""
+    missing: Optional[str] = None
+    if REAL in _servers(config):
+        from pyinformers.testing.envtest_assets import MissingBinaries, find_binaries
+
+        try:
+            find_binaries()
+        except MissingBinaries as exc:
+            missing = str(exc)
+    keep, real_skipped, other_server = [], [], []
     for item in items:
-        if {"k8s", "k8s_control_plane"} & set(getattr(item, "fixturenames", ())):
+        kind = _kind_of(item)
+        if kind is not None:
             item.add_marker(pytest.mark.k8s)
+        if kind == REAL and missing:
+            real_skipped.append(item)
+        elif kind == "other":
+            other_server.append(item)
+        else:
+            keep.append(item)
+    if real_skipped or other_server:
+        config.hook.pytest_deselected(items=real_skipped + other_server)
+        items[:] = keep
+    lines = []
+    if real_skipped:
+        lines.append(f"{len(real_skipped)} real-server tests skipped: {missing}")
+    if other_server:
+        lines.append(f"{len(other_server)} tests marked k8s_server(...) for a server this run does not use "
+                     f"(--k8s-server={'/'.join(_servers(config))}) left out")
+    config.stash[_UNRUNNABLE] = lines
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
+    for line in config.stash.get(_UNRUNNABLE, []):
+        terminalreporter.write_line(line, yellow=True)
 
 
 def _servers(config: Any) -> tuple[str, ...]:
@@ -95,7 +141,7 @@ def pytest_report_header(config: Any) -> Optional[str]:
     try:
         where = f"binaries in {find_binaries().directory}"
     except MissingBinaries as exc:
-        where = f"REAL-SERVER TESTS WILL BE SKIPPED: {exc}"
+        where = f"real-server tests will be skipped: {exc}"
     return f"k8s fixture server: {', '.join(servers)} ({where})"
 
 
@@ -109,9 +155,8 @@ def pytest_generate_tests(metafunc: Any) -> None:
     if kinds:
         metafunc.parametrize("k8s", kinds, indirect=True, ids=kinds)
     else:
-        reason = f"runs only on the {' or '.join(allowed)} server (this run: --k8s-server={'/'.join(selected)})"
-        metafunc.parametrize("k8s", [pytest.param(allowed[0], marks=pytest.mark.skip(reason=reason))],
-                             indirect=True, ids=list(allowed[:1]))
+        # skipped by the fixture (one place), so the summary groups them into one line
+        metafunc.parametrize("k8s", [("skip", tuple(allowed))], indirect=True, ids=list(allowed[:1]))
 
 
 class _SessionControlPlane:
@@ -167,6 +212,8 @@ def k8s_control_plane(_k8s_session_control_plane: _SessionControlPlane) -> Any:
 def k8s(request: Any, tmp_path: Any, _k8s_session_control_plane: _SessionControlPlane) -> Iterator[Cluster]:
     """The server this run tests against, with a fresh namespace for this test."""
     kind = getattr(request, "param", None) or _servers(request.config)[0]
+    if isinstance(kind, tuple):
+        pytest.skip(f"k8s_server marker: test runs only on other servers than this run's --k8s-server={'/'.join(_servers(request.config))}")
     embedded: Optional[ApiServer] = None
     if kind == REAL:
         server = _k8s_session_control_plane.get()

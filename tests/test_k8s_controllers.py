@@ -1,0 +1,159 @@
+"""Controllers, the Events recorder and the Manager against either server (the ``k8s`` fixture).
+
+With ``--k8s-server=real`` the garbage collection here is kube-controller-manager's,
+the Events are validated by kube-apiserver, and the RBAC tests run a controller
+with a ServiceAccount that holds only the permissions it documents.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from pyinformers.api import meta
+from pyinformers.api.client import ResourceClient
+from pyinformers.cache.factory import SharedInformerFactory
+from pyinformers.controller import ANY_PORT, CacheSyncTimeout, Manager
+from pyinformers.record import EventRecorder
+from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS
+from test_controller_integration import ConfigOwner, eventually
+
+pytestmark = pytest.mark.timeout(180)
+
+WAIT = 60.0
+
+#: What ConfigOwner needs, as RBAC rules in its namespace.
+CONFIG_OWNER_RULES = [
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update"]},
+]
+
+
+def deployment(name, namespace, replicas=1):
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+        },
+    }
+
+
+@pytest.fixture
+def config_owner(k8s):
+    """start(api_client=None) -> (factory, controller): ConfigOwner on the test's namespace; stopped after."""
+    started = []
+
+    def start(api_client=None, **options):
+        factory = SharedInformerFactory(api_client or k8s.api_client(), namespace=k8s.namespace,
+                                        metrics_registry=CollectorRegistry())
+        options.setdefault("sync_timeout", WAIT)
+        controller = ConfigOwner(factory, metrics_registry=CollectorRegistry(), **options)
+        factory.start()
+        started.append((factory, controller))
+        controller.start()
+        return factory, controller
+
+    yield start
+    for factory, controller in started:
+        controller.stop(5)
+        factory.shutdown(5)
+
+
+def child(client, name, namespace):
+    try:
+        return client.get(f"{name}-config", namespace)
+    except Exception:
+        return None
+
+
+def test_owned_children_are_made_repaired_recreated_and_garbage_collected(k8s, config_owner):
+    factory, _ = config_owner(workers=2)
+    ns = k8s.namespace
+    deployments, configmaps = factory.client(DEPLOYMENTS), factory.client(CONFIGMAPS)
+    owner = deployments.create(deployment("web", ns, replicas=3))
+
+    cm = eventually(lambda: child(configmaps, "web", ns), WAIT, "the child ConfigMap")
+    assert cm["data"] == {"replicas": "3"} and meta.is_controlled_by(cm, owner)
+
+    edited = meta.deep_copy(cm)
+    edited["data"] = {"replicas": "99"}
+    edited_rv = configmaps.replace(edited)["metadata"]["resourceVersion"]
+    eventually(lambda: (c := child(configmaps, "web", ns)) and c["metadata"]["resourceVersion"] != edited_rv
+               and c["data"] == {"replicas": "3"}, WAIT, "the edit reverted")
+
+    configmaps.delete("web-config", ns)
+    recreated = eventually(lambda: (c := child(configmaps, "web", ns)) and c["metadata"]["uid"] != cm["metadata"]["uid"] and c,
+                           WAIT, "the child recreated")
+    assert recreated["data"] == {"replicas": "3"}
+
+    deployments.patch("web", {"spec": {"replicas": 5}}, ns)
+    eventually(lambda: (c := child(configmaps, "web", ns)) and c["data"] == {"replicas": "5"}, WAIT, "spec followed")
+
+    if not k8s.garbage_collection:
+        pytest.skip("no kube-controller-manager (setup-envtest assets): garbage collection not checked")
+    deployments.delete("web", ns, propagation_policy="Background")
+    eventually(lambda: child(configmaps, "web", ns) is None, WAIT, "the child collected")
+
+
+def test_events_are_created_then_aggregated(k8s):
+    api = k8s.api_client()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": k8s.namespace, "uid": "u-7"}}
+    with EventRecorder(api, "recorder-test") as recorder:
+        recorder.event(pod, "Warning", "BackOff", "Back-off restarting failed container")
+        assert recorder.flush(WAIT)
+        recorder.event(pod, "Warning", "BackOff", "Back-off restarting failed container")
+        assert recorder.flush(WAIT)
+        assert recorder.stats.failed == 0
+    events = [e for e in ResourceClient(api, EVENTS).list(k8s.namespace).items if e.get("reason") == "BackOff"]
+    assert len(events) == 1, events
+    [event] = events
+    assert event["count"] == 2 and event["type"] == "Warning"
+    assert event["involvedObject"]["name"] == "web-1" and event["source"]["component"] == "recorder-test"
+
+
+def test_a_manager_from_a_kubeconfig_syncs_reconciles_and_reports_ready(k8s):
+    registry = CollectorRegistry()
+    manager = Manager(k8s.write_kubeconfig(), namespace=k8s.namespace, metrics_port=ANY_PORT, health_port=ANY_PORT,
+                      bind_address="127.0.0.1", registry=registry)
+    owner = ConfigOwner(manager.factory, metrics_registry=registry)
+    manager.add(owner)
+    manager.start()
+    try:
+        address = manager.health_address
+        eventually(lambda: _status(address, "/readyz") == 200, WAIT, "readyz")
+        manager.factory.client(DEPLOYMENTS).create(deployment("managed", k8s.namespace))
+        eventually(lambda: child(manager.factory.client(CONFIGMAPS), "managed", k8s.namespace), WAIT, "the child")
+    finally:
+        assert manager.stop(10)
+
+
+def _status(address, path):
+    try:
+        with urllib.request.urlopen(f"http://{address[0]}:{address[1]}{path}", timeout=5) as response:
+            return response.status
+    except OSError:
+        return None
+
+
+@pytest.mark.k8s_server("real")
+def test_a_controller_works_with_exactly_the_permissions_it_documents(k8s, config_owner):
+    sa = k8s.client_for_service_account("config-owner", rules=CONFIG_OWNER_RULES)
+    config_owner(api_client=sa)
+    with k8s.api_client() as admin:
+        ResourceClient(admin, DEPLOYMENTS).create(deployment("rbac", k8s.namespace))
+        eventually(lambda: child(ResourceClient(admin, CONFIGMAPS), "rbac", k8s.namespace), WAIT, "the child")
+
+
+@pytest.mark.k8s_server("real")
+def test_without_watch_permission_the_controller_does_not_sync(k8s, config_owner):
+    rules = [dict(r) for r in CONFIG_OWNER_RULES]
+    rules[1] = {**rules[1], "verbs": ["get", "list", "create", "update"]}  # no watch on ConfigMaps
+    sa = k8s.client_for_service_account("config-owner-no-watch", rules=rules)
+    with pytest.raises(CacheSyncTimeout):
+        config_owner(api_client=sa, sync_timeout=5)
