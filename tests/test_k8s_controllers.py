@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from pyinformers.api import meta
 from pyinformers.api.client import ResourceClient
 from pyinformers.cache.factory import SharedInformerFactory
-from pyinformers.controller import ANY_PORT, CacheSyncTimeout, Manager
+from pyinformers.controller import ANY_PORT, ConfigurationError, Manager
 from pyinformers.record import EventRecorder
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS
 from test_controller_integration import ConfigOwner, eventually
@@ -151,9 +151,28 @@ def test_a_controller_works_with_exactly_the_permissions_it_documents(k8s, confi
 
 
 @pytest.mark.k8s_server("real")
-def test_without_watch_permission_the_controller_does_not_sync(k8s, config_owner):
+def test_without_list_permission_a_manager_fails_fast_naming_what_is_refused(k8s):
+    rules = [dict(r) for r in CONFIG_OWNER_RULES]
+    rules[1] = {**rules[1], "verbs": ["get", "watch", "create", "update"]}  # no list on ConfigMaps
+    sa = k8s.client_for_service_account("config-owner-no-list", rules=rules)
+    registry = CollectorRegistry()
+    manager = Manager(api_client=sa, namespace=k8s.namespace, metrics_port=0, health_port=0, registry=registry)
+    manager.add(ConfigOwner(manager.factory, metrics_registry=registry))
+    try:
+        with pytest.raises(ConfigurationError, match="configmaps"):
+            manager.start()
+    finally:
+        manager.stop(5)
+
+
+@pytest.mark.k8s_server("real")
+def test_without_watch_permission_the_cache_syncs_but_the_informer_reports_unhealthy(k8s, config_owner):
+    # The list is allowed, so the cache fills and syncs; every watch is then refused (403),
+    # and the informer's health (what a Manager's /healthz reports) says so.
     rules = [dict(r) for r in CONFIG_OWNER_RULES]
     rules[1] = {**rules[1], "verbs": ["get", "list", "create", "update"]}  # no watch on ConfigMaps
     sa = k8s.client_for_service_account("config-owner-no-watch", rules=rules)
-    with pytest.raises(CacheSyncTimeout):
-        config_owner(api_client=sa, sync_timeout=5)
+    factory, _ = config_owner(api_client=sa)
+    informer = factory.informer(CONFIGMAPS)
+    eventually(lambda: not informer.healthy(), WAIT, "the informer to report its failing watch")
+    assert factory.informer(DEPLOYMENTS).healthy()
