@@ -129,11 +129,11 @@ class _DeploymentStatus(Controller):
     def _managed_elsewhere(self, deployment: dict) -> bool:
         """True when a ReplicaSet controlled by ``deployment`` exists: a real Deployment controller runs."""
         namespace = deployment["metadata"].get("namespace")
-        return any(meta.is_controlled_by(rs, deployment) for rs in self._replicasets.list(namespace))
+        return any(meta.is_controlled_by(rs, deployment) for rs in self._replicasets.list(namespace=namespace))
 
     def reconcile(self, key: str) -> Optional[Result]:
         namespace, name = meta.split_key(key)
-        deployment = self._deployments.get(name, namespace)
+        deployment = self._deployments.get(name, namespace=namespace)
         if deployment is None or deployment["metadata"].get("deletionTimestamp") or settled(deployment):
             self._delayed.forget(key)
             return None
@@ -176,7 +176,7 @@ class _PodReadiness(Controller):
 
     def reconcile(self, key: str) -> Optional[Result]:
         namespace, name = meta.split_key(key)
-        pod = self._pods.get(name, namespace)
+        pod = self._pods.get(name, namespace=namespace)
         if pod is None or pod["metadata"].get("deletionTimestamp") or _ready(pod) or meta.controller_of(pod) is None:
             self._delayed.forget(key)
             return None
