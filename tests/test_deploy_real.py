@@ -298,9 +298,9 @@ def test_without_update_on_deployments_each_retry_logs_the_missing_permission(de
             with Convergence([manager.factory.informer(DEPLOYMENTS)]) as convergence:
                 foos.create(foo, namespace="default")
                 assert convergence.wait(lambda: manager.factory.lister(DEPLOYMENTS).get("no-update", namespace="default"), 30)[0]
-            live = foos.get("no-update", namespace="default")
-            live["spec"]["replicas"] = 2
-            foos.replace(live)  # the reconcile now needs update on the Deployment, which is refused
+            # a patch, not get + replace: on a real server the controller-manager moves the Deployment's
+            # status, the controller copies it into the Foo's, and a replace would race that (409)
+            foos.patch("no-update", {"spec": {"replicas": 2}}, namespace="default")  # the reconcile now needs update on the Deployment, which is refused
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and not any("permission missing" in r.getMessage() for r in caplog.records):
                 time.sleep(0.05)

@@ -93,7 +93,8 @@ _UNRUNNABLE = pytest.StashKey[list]()
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
     """Mark k8s tests; leave out (in one summary line each) those this run cannot serve."""
     missing: Optional[str] = None
-    if REAL in _servers(config):
+    servers = _servers(config)
+    if REAL in servers:
         from pyinformers.testing.envtest_assets import MissingBinaries, find_binaries
 
         try:
@@ -107,7 +108,8 @@ def pytest_collection_modifyitems(config: Any, items: list) -> None:
             item.add_marker(pytest.mark.k8s)
         if kind == REAL and missing:
             real_skipped.append(item)
-        elif kind == "other":
+        elif kind == "other" or (kind == REAL and REAL not in servers):
+            # k8s_control_plane users need the real server, which this run does not use
             other_server.append(item)
         else:
             keep.append(item)
@@ -118,8 +120,8 @@ def pytest_collection_modifyitems(config: Any, items: list) -> None:
     if real_skipped:
         lines.append(f"{len(real_skipped)} real-server tests skipped: {missing}")
     if other_server:
-        lines.append(f"{len(other_server)} tests marked k8s_server(...) for a server this run does not use "
-                     f"(--k8s-server={'/'.join(_servers(config))}) left out")
+        lines.append(f"{len(other_server)} tests for a server this run does not use (k8s_server(...) marker or "
+                     f"k8s_control_plane fixture; --k8s-server={'/'.join(servers)}) left out")
     config.stash[_UNRUNNABLE] = lines
 
 
