@@ -10,6 +10,7 @@ import pytest
 
 from pyinformers.api import meta
 from pyinformers.api.client import ResourceClient
+from pyinformers.api.errors import Invalid
 from pyinformers.api.resource import Resource
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
@@ -301,6 +302,7 @@ def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(k8s)
     assert code == 0, output
 
 
+@pytest.mark.k8s_server("embedded")  # a real API server refuses the object (the CRD schema): see below
 def test_an_invalid_spec_is_reported_in_ready_and_not_retried(harness):
     harness.owners.create(
         {"apiVersion": MYDEPLOYMENTS.api_version, "kind": MYDEPLOYMENTS.kind,
@@ -316,3 +318,14 @@ def test_an_invalid_spec_is_reported_in_ready_and_not_retried(harness):
     assert harness.deployment("bad") is None
     harness.owners.patch("bad", {"spec": {"image": "nginx"}}, namespace=harness.ns)
     harness.wait_ready("bad")
+
+
+@pytest.mark.k8s_server("real")
+def test_a_real_server_refuses_a_spec_the_crd_schema_forbids(harness):
+    """What the controller's own spec check defends against never gets past a real server's schema."""
+    with pytest.raises(Invalid, match="spec.image"):
+        harness.owners.create(
+            {"apiVersion": MYDEPLOYMENTS.api_version, "kind": MYDEPLOYMENTS.kind,
+             "metadata": {"name": "bad"}, "spec": {"replicas": 1}},
+            namespace=harness.ns,
+        )

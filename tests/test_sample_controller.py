@@ -10,6 +10,7 @@ import pytest
 
 from pyinformers.api import meta
 from pyinformers.api.client import ResourceClient
+from pyinformers.api.errors import Invalid
 from pyinformers.api.resource import Resource
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
@@ -197,6 +198,7 @@ def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(ha
     assert harness.controller.queue.num_requeues(f"{harness.ns}/intruder") >= 1
 
 
+@pytest.mark.k8s_server("embedded")  # a real API server refuses the object (the CRD schema): see below
 def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     harness.foos.create(
         # the CRD requires deploymentName; "" passes the schema but names nothing
@@ -207,6 +209,15 @@ def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     harness.wait(lambda: harness.deployment("marker"), "the marker's deployment")
     assert harness.controller.queue.num_requeues(f"{harness.ns}/nameless") == 0
     assert [meta.name(d) for d in harness.controller.deployments.list(namespace=harness.ns)] == ["marker"]
+
+
+@pytest.mark.k8s_server("real")
+def test_a_real_server_refuses_a_foo_without_a_deployment_name(harness):
+    with pytest.raises(Invalid, match="spec.deploymentName"):
+        harness.foos.create(
+            {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "nameless"}, "spec": {"replicas": 1}},
+            namespace=harness.ns,
+        )
 
 
 def test_the_command_line_runs_the_controller_from_a_kubeconfig_until_sigterm(k8s):
