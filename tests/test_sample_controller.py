@@ -198,7 +198,6 @@ def test_a_deployment_not_owned_by_the_foo_is_left_alone_with_a_warning_event(ha
     assert harness.controller.queue.num_requeues(f"{harness.ns}/intruder") >= 1
 
 
-@pytest.mark.k8s_server("embedded")  # a real API server refuses the object (the CRD schema): see below
 def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     harness.foos.create(
         # the CRD requires deploymentName; "" passes the schema but names nothing
@@ -211,8 +210,8 @@ def test_a_foo_without_a_deployment_name_is_absorbed_without_retries(harness):
     assert [meta.name(d) for d in harness.controller.deployments.list(namespace=harness.ns)] == ["marker"]
 
 
-@pytest.mark.k8s_server("real")
-def test_a_real_server_refuses_a_foo_without_a_deployment_name(harness):
+def test_the_server_refuses_a_foo_without_a_deployment_name(harness):
+    """The CRD's schema requires deploymentName (422), on either server."""
     with pytest.raises(Invalid, match="spec.deploymentName"):
         harness.foos.create(
             {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "nameless"}, "spec": {"replicas": 1}},
