@@ -18,7 +18,8 @@ from pyinformers.cache.factory import SharedInformerFactory
 from pyinformers.controller import ANY_PORT, ConfigurationError, Manager
 from pyinformers.record import EventRecorder
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS
-from test_controller_integration import ConfigOwner, eventually
+from pyinformers.testing import eventually
+from test_controller_integration import ConfigOwner
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -78,27 +79,27 @@ def test_owned_children_are_made_repaired_recreated_and_garbage_collected(k8s, c
     deployments, configmaps = factory.client(DEPLOYMENTS), factory.client(CONFIGMAPS)
     owner = deployments.create(deployment("web", ns, replicas=3))
 
-    cm = eventually(lambda: child(configmaps, "web", ns), WAIT, "the child ConfigMap")
+    cm = eventually(lambda: child(configmaps, "web", ns), WAIT, what="the child ConfigMap")
     assert cm["data"] == {"replicas": "3"} and meta.is_controlled_by(cm, owner)
 
     edited = meta.deep_copy(cm)
     edited["data"] = {"replicas": "99"}
     edited_rv = configmaps.replace(edited)["metadata"]["resourceVersion"]
     eventually(lambda: (c := child(configmaps, "web", ns)) and c["metadata"]["resourceVersion"] != edited_rv
-               and c["data"] == {"replicas": "3"}, WAIT, "the edit reverted")
+               and c["data"] == {"replicas": "3"}, WAIT, what="the edit reverted")
 
     configmaps.delete("web-config", ns)
     recreated = eventually(lambda: (c := child(configmaps, "web", ns)) and c["metadata"]["uid"] != cm["metadata"]["uid"] and c,
-                           WAIT, "the child recreated")
+                           WAIT, what="the child recreated")
     assert recreated["data"] == {"replicas": "3"}
 
     deployments.patch("web", {"spec": {"replicas": 5}}, ns)
-    eventually(lambda: (c := child(configmaps, "web", ns)) and c["data"] == {"replicas": "5"}, WAIT, "spec followed")
+    eventually(lambda: (c := child(configmaps, "web", ns)) and c["data"] == {"replicas": "5"}, WAIT, what="spec followed")
 
     if not k8s.garbage_collection:
         pytest.skip("no kube-controller-manager (setup-envtest assets): garbage collection not checked")
     deployments.delete("web", ns, propagation_policy="Background")
-    eventually(lambda: child(configmaps, "web", ns) is None, WAIT, "the child collected")
+    eventually(lambda: child(configmaps, "web", ns) is None, WAIT, what="the child collected")
 
 
 def test_events_are_created_then_aggregated(k8s):
@@ -126,9 +127,9 @@ def test_a_manager_from_a_kubeconfig_syncs_reconciles_and_reports_ready(k8s):
     manager.start()
     try:
         address = manager.health_address
-        eventually(lambda: _status(address, "/readyz") == 200, WAIT, "readyz")
+        eventually(lambda: _status(address, "/readyz") == 200, WAIT, what="readyz")
         manager.factory.client(DEPLOYMENTS).create(deployment("managed", k8s.namespace))
-        eventually(lambda: child(manager.factory.client(CONFIGMAPS), "managed", k8s.namespace), WAIT, "the child")
+        eventually(lambda: child(manager.factory.client(CONFIGMAPS), "managed", k8s.namespace), WAIT, what="the child")
     finally:
         assert manager.stop(10)
 
@@ -147,7 +148,7 @@ def test_a_controller_works_with_exactly_the_permissions_it_documents(k8s, confi
     config_owner(api_client=sa)
     with k8s.api_client() as admin:
         ResourceClient(admin, DEPLOYMENTS).create(deployment("rbac", k8s.namespace))
-        eventually(lambda: child(ResourceClient(admin, CONFIGMAPS), "rbac", k8s.namespace), WAIT, "the child")
+        eventually(lambda: child(ResourceClient(admin, CONFIGMAPS), "rbac", k8s.namespace), WAIT, what="the child")
 
 
 @pytest.mark.k8s_server("real")
@@ -174,5 +175,5 @@ def test_without_watch_permission_the_cache_syncs_but_the_informer_reports_unhea
     sa = k8s.client_for_service_account("config-owner-no-watch", rules=rules)
     factory, _ = config_owner(api_client=sa)
     informer = factory.informer(CONFIGMAPS)
-    eventually(lambda: not informer.healthy(), WAIT, "the informer to report its failing watch")
+    eventually(lambda: not informer.healthy(), WAIT, what="the informer to report its failing watch")
     assert factory.informer(DEPLOYMENTS).healthy()

@@ -12,7 +12,8 @@ import pytest
 
 from pyinformers.api.client import ResourceClient
 from pyinformers.resources import CONFIGMAPS
-from test_informer_support import EventLog, configmap, make_informer, versions, wait_until
+from pyinformers.testing import eventually
+from test_informer_support import EventLog, configmap, make_informer, versions
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -55,7 +56,7 @@ def test_a_streaming_list_fills_the_cache_then_keeps_watching(k8s, informers):
     assert not informer.reflector._watch_list_rejected, "the server refused the streaming list"
     client.create(configmap("after", k8s.namespace))
     client.delete("cm-00", k8s.namespace)
-    wait_until(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, "the cache follows the watch")
+    eventually(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, what="the cache follows the watch")
     assert informer.reflector.stats.lists == 1
 
 
@@ -73,8 +74,8 @@ def test_short_watches_end_resume_from_the_last_version_and_miss_nothing(k8s, in
     for i in range(6):
         client.create(configmap(f"cm-{i}", k8s.namespace))
         watches = informer.reflector.stats.watches
-        wait_until(lambda: informer.reflector.stats.watches > watches, WAIT, "the next watch")
-    wait_until(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, "every change seen")
+        eventually(lambda: informer.reflector.stats.watches > watches, WAIT, what="the next watch")
+    eventually(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, what="every change seen")
     stats = informer.reflector.stats
     assert stats.relists == 0 and stats.lists == 1
     assert stats.restarts >= 5
@@ -94,6 +95,6 @@ def test_after_watches_expire_the_informer_relists_and_catches_up(k8s, informers
     k8s.expire_watches()
     client.create(configmap("after-expiry", k8s.namespace))
     client.delete("cm-0", k8s.namespace)
-    wait_until(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, "the cache caught up")
+    eventually(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, what="the cache caught up")
     stats = informer.reflector.stats
     assert stats.relists == 1 and stats.lists == 2, stats
