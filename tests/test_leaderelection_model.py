@@ -17,7 +17,7 @@ import random
 import threading
 
 from hypothesis import event, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pyinformers.api.errors import Conflict, NotFound, ServerError
 from pyinformers.clock import FakeClock
@@ -125,6 +125,13 @@ class ElectionModel(RuleBasedStateMachine):
         self.serial = 0
         for _ in range(2):
             self._add(False)
+
+    @initialize(settle=st.booleans())
+    def elect(self, settle):
+        """Most runs start from the interesting place: a leader, and a follower that observed it."""
+        if settle:
+            self.electors[0].step()
+            self.electors[1].step()
 
     def _add(self, release: bool) -> None:
         identity = f"c{self.serial}"
