@@ -232,3 +232,25 @@ def test_the_interval_check_catches_reconciles_longer_than_the_safety_margin(api
     fleet.frozen.add("r2")
     fleet.run_for(40)
     assert fleet.overlaps() != []
+
+
+def test_member_leases_of_departed_replicas_are_deleted_once_no_shard_names_them(api_client):
+    from pyinformers.api.client import ResourceClient
+    from pyinformers.leaderelection.shards import member_lease_name
+    from pyinformers.resources import LEASES
+
+    fleet = Fleet(api_client)
+    for name in ("r1", "r2", "r3"):
+        fleet.join(name)
+    fleet.run_until_converged(["r1", "r2", "r3"])
+    fleet.leave("r2")  # released member Lease
+    fleet.frozen.add("r3")  # expired member Lease
+    fleet.run_until_converged(["r1"], limit=120)
+    leases = ResourceClient(api_client, LEASES)
+    names = {lease["metadata"]["name"] for lease in leases.list_all(NS).items}
+    assert member_lease_name("items", "r2") in names
+    fleet.run_for(ShardCoordinator.GC_AFTER * fleet.timing.lease_duration + 10)
+    names = {lease["metadata"]["name"] for lease in leases.list_all(NS).items}
+    assert member_lease_name("items", "r2") not in names and member_lease_name("items", "r3") not in names
+    assert member_lease_name("items", "r1") in names
+    assert sum(1 for n in names if "-shard-" in n) == fleet.shards

@@ -93,6 +93,9 @@ class _Seen:
 class ShardCoordinator:
     """One replica's side of the sharding protocol (see the module docstring)."""
 
+    #: Member Leases unchanged for this many lease durations, and named by no shard, are deleted.
+    GC_AFTER = 4
+
     def __init__(
         self,
         api_client: Any,
@@ -201,6 +204,7 @@ class ShardCoordinator:
         now = self.clock.now()
         leases = list(self._view())
         self.live = self._live_members(leases, now)
+        self._collect_departed(leases, now)
         owner = assign(self.shards, self.live)
         desired = {s for s, member in owner.items() if member == self.identity}
         held = self.held()
@@ -242,6 +246,43 @@ class ShardCoordinator:
             if record.holder and now < seen.since + max(record.lease_duration, 1):
                 live.add(record.holder)
         return sorted(live)
+
+    def _collect_departed(self, leases: list[dict], now: float) -> None:
+        """Delete member Leases of replicas long gone, so restarts do not pile Leases up.
+
+        A member Lease is deleted when we have seen the same version of it for
+        ``GC_AFTER`` lease durations and no shard Lease names its holder. The
+        delete carries that resourceVersion as a precondition, so a member that
+        renewed meanwhile (our view was stale) keeps its Lease. Any replica may
+        do it; a lost race is a harmless Conflict or NotFound.
+        """
+        named = set()
+        members = []
+        for lease in leases:
+            md = lease.get("metadata") or {}
+            labels = md.get("labels") or {}
+            if labels.get(GROUP_LABEL) != self.group:
+                continue
+            holder = (lease.get("spec") or {}).get("holderIdentity") or ""
+            if labels.get(ROLE_LABEL) == "shard":
+                named.add(holder)
+            elif labels.get(ROLE_LABEL) == "member":
+                members.append((md, holder, lease.get("spec") or {}))
+        client: Optional[ResourceClient] = None
+        for md, holder, spec in members:
+            seen = self._seen.get(md.get("name", ""))
+            duration = max(int(spec.get("leaseDurationSeconds") or 0), 1)
+            if holder == self.identity or holder in named or seen is None or seen.rv != md.get("resourceVersion"):
+                continue
+            if now < seen.since + self.GC_AFTER * max(duration, self.timing.lease_duration):
+                continue
+            client = client or ResourceClient(self.api_client, LEASES, request_timeout=self.timing.renew_deadline)
+            try:
+                client.delete(md["name"], self.namespace, preconditions={"resourceVersion": md["resourceVersion"]})
+                log.info("%s: deleted the member Lease of departed replica %r", self.identity, holder)
+            except Exception as err:  # Conflict (it renewed), NotFound (someone else deleted it)
+                log.debug("%s: not deleting member Lease %s: %s", self.identity, md.get("name"), err)
+            self._seen.pop(md.get("name", ""), None)
 
     def _gone(self, holder: str) -> bool:
         """Whether member ``holder`` provably does no work: a fresh read of its Lease proves it."""
