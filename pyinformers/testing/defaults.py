@@ -83,7 +83,7 @@ _CONTAINER_DEFAULTS = {
     "terminationMessagePath": "/dev/termination-log",
     "terminationMessagePolicy": "File",
 }
-_WORKLOAD_DEFAULTS = {
+_WORKLOAD_DEFAULTS: dict[str, dict[str, object]] = {
     "apps/deployments": {
         "replicas": 1,
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},

@@ -28,8 +28,10 @@ is a normal write with a resourceVersion and watch events.
 from __future__ import annotations
 
 from collections import deque
+from typing import Optional
 
 from pyinformers.testing.background import StoreListenerThread
+from pyinformers.testing.registry import ResourceType
 from pyinformers.testing.objects import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER
 from pyinformers.testing.rest import RestApi
 from pyinformers.testing.status import StatusError
@@ -84,7 +86,7 @@ class GarbageCollector(StoreListenerThread):
 
     # -- the rules ---------------------------------------------------------------------------
 
-    def _type(self, storage_key: str):
+    def _type(self, storage_key: str) -> Optional[ResourceType]:
         types = self._rest.registry.types_for_storage_key(storage_key)
         return types[0] if types else None
 
@@ -125,7 +127,7 @@ class GarbageCollector(StoreListenerThread):
         if change.storage_key == "/namespaces":
             self._recheck_namespace(change.name)
 
-    def _delete(self, rt, ns: str, name: str, policy: str) -> None:
+    def _delete(self, rt: ResourceType, ns: str, name: str, policy: str) -> None:
         try:
             self._rest.delete(rt, ns, name, {"propagationPolicy": policy})
         except StatusError as exc:

@@ -123,13 +123,15 @@ def _smp_map(target: dict, patch: Any, keys: dict) -> Any:
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = _smp_map(result.get(key) if isinstance(result.get(key), dict) else {}, value, keys)
+            current = result.get(key)
+            merged = _smp_map(current if isinstance(current, dict) else {}, value, keys)
             if merged is None:
                 result.pop(key, None)
             else:
                 result[key] = merged
         elif isinstance(value, list) and key in keys:
-            result[key] = _smp_list(result.get(key) if isinstance(result.get(key), list) else [], value, keys[key], keys)
+            existing = result.get(key)
+            result[key] = _smp_list(existing if isinstance(existing, list) else [], value, keys[key], keys)
         else:
             result[key] = copy.deepcopy(value)
     for field, order in orders.items():
@@ -173,7 +175,7 @@ def _apply_order(items: list, order: list, merge_key: Optional[str]) -> list:
     def ident(item: Any) -> Any:
         return item.get(merge_key) if merge_key and isinstance(item, dict) else item
 
-    position = {}
+    position: dict[str, int] = {}
     for i, entry in enumerate(order):
         position.setdefault(repr(ident(entry)), i)
     named = sorted((i for i in items if repr(ident(i)) in position), key=lambda i: position[repr(ident(i))])

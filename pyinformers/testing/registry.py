@@ -101,7 +101,18 @@ class ResourceType:
         return entries
 
 
-def _rt(group, version, plural, kind, *, namespaced=True, short=(), status=False, generation=False, all_category=False) -> ResourceType:
+def _rt(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    *,
+    namespaced: bool = True,
+    short: tuple[str, ...] = (),
+    status: bool = False,
+    generation: bool = False,
+    all_category: bool = False,
+) -> ResourceType:
     return ResourceType(
         group,
         version,
@@ -247,7 +258,7 @@ class Registry:
         with a resource of another kind or scope.
         """
         types = resource_types_from_crd(crd)
-        name = types[0].crd_name if types else (crd.get("metadata") or {}).get("name")
+        name = str(types[0].crd_name if types else (crd.get("metadata") or {}).get("name"))
         with self._lock:
             for rt in types:
                 existing = self._by_gvr.get((rt.group, rt.version, rt.plural))

@@ -34,6 +34,7 @@ requests serialise per write and conflicts are detected exactly.
 from __future__ import annotations
 
 import bisect
+import builtins
 import random
 import threading
 import uuid
@@ -148,7 +149,7 @@ class RestApi:
             raise not_found("namespaces", "", namespace)
         if for_create and meta_of(ns).get("deletionTimestamp"):
             subject = f'{rt.plural} "{name}"' if name else rt.plural
-            details = {"name": name, "kind": rt.plural} if name else {"kind": rt.plural}
+            details: dict[str, Any] = {"name": name, "kind": rt.plural} if name else {"kind": rt.plural}
             if rt.group:
                 details["group"] = rt.group
             details["causes"] = [
@@ -196,7 +197,7 @@ class RestApi:
         *,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[list] = None,
+        warnings: Optional[builtins.list] = None,
     ) -> dict:
         """Create an object from ``body`` (which is consumed: completed and stored as is); returns it.
 
@@ -255,7 +256,7 @@ class RestApi:
                 raise invalid(rt.kind, rt.group, str(meta_of(obj).get("name") or ""), causes)
 
     def _check_schema(
-        self, rt: ResourceType, obj: dict, field_validation: str, warnings: Optional[list], *, status_only: bool = False
+        self, rt: ResourceType, obj: dict, field_validation: str, warnings: Optional[builtins.list], *, status_only: bool = False
     ) -> dict:
         """A custom resource checked against its schema and pruned of unknown fields (422, or 400 if Strict)."""
         if not rt.is_custom:
@@ -288,6 +289,7 @@ class RestApi:
         ns = self._ns(rt, namespace) if namespace else None
         check_field_selector(rt.storage_key, options.field_selector)
         start = ""
+        at_rv: Optional[int]
         if options.continue_:
             at_rv, start = decode_continue(options.continue_)
             if at_rv < self.store.compacted_rv:
@@ -302,10 +304,10 @@ class RestApi:
                     metadata={"continue": fresh},
                 )
         else:
-            rv = rv_param(options.resource_version)
-            at_rv = rv if options.resource_version_match == "Exact" else None
-            if rv and options.resource_version_match != "Exact" and rv > self.store.current_rv:
-                self.store.snapshot(rt.storage_key, ns, at_rv=rv)  # raises "Too large resource version"
+            requested = rv_param(options.resource_version)
+            at_rv = requested if options.resource_version_match == "Exact" else None
+            if requested and options.resource_version_match != "Exact" and requested > self.store.current_rv:
+                self.store.snapshot(rt.storage_key, ns, at_rv=requested)  # raises "Too large resource version"
         snap = self.store.list_snapshot(rt.storage_key, ns, at_rv=at_rv)
         keys, objects, list_rv = snap.keys, snap.objects, snap.rv
         first = bisect.bisect_right(keys, start) if start else 0
@@ -333,7 +335,7 @@ class RestApi:
                 last = i
         return self._list_object(rt, metadata, page)
 
-    def _list_object(self, rt: ResourceType, metadata: dict, objects: list) -> dict:
+    def _list_object(self, rt: ResourceType, metadata: dict, objects: "builtins.list[dict]") -> dict:
         if rt.is_custom:
             # Custom resource lists keep each item's kind and apiVersion and always say continue.
             metadata.setdefault("continue", "")
@@ -353,7 +355,7 @@ class RestApi:
 
     def open_watch(
         self, rt: ResourceType, namespace: Optional[str], options: WatchOptions, *, max_queue: int
-    ) -> tuple[Watcher, list[dict], int, bool]:
+    ) -> "tuple[Watcher, builtins.list[dict], int, bool]":
         """Register a watcher; returns (watcher, initial objects, start rv, send initial-events-end bookmark)."""
         ns = self._ns(rt, namespace) if namespace else None
         check_field_selector(rt.storage_key, options.field_selector)
@@ -384,7 +386,7 @@ class RestApi:
         subresource: Optional[str] = None,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[list] = None,
+        warnings: Optional[builtins.list] = None,
     ) -> dict:
         """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
@@ -410,7 +412,7 @@ class RestApi:
         subresource: Optional[str],
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[list] = None,
+        warnings: Optional[builtins.list] = None,
     ) -> dict:
         """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call."""
         expected = new["metadata"].get("resourceVersion")
@@ -513,7 +515,7 @@ class RestApi:
         subresource: Optional[str] = None,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[list] = None,
+        warnings: Optional[builtins.list] = None,
     ) -> dict:
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
@@ -612,8 +614,8 @@ class RestApi:
         """Write the API server's identity Lease in kube-system (what a starting kube-apiserver does)."""
         name = "apiserver-pyinformers-testing"
         renew = now_rfc3339(epoch).replace("Z", ".000000Z")
-        body = {"metadata": {"name": name, "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}},
-                "spec": {"holderIdentity": name, "leaseDurationSeconds": 3600, "renewTime": renew}}
+        spec = {"holderIdentity": name, "leaseDurationSeconds": 3600, "renewTime": renew}
+        body = {"metadata": {"name": name, "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}}, "spec": spec}
         with self.store.lock:
             if self.store.get("/namespaces", "", "kube-system") is None:
                 return
@@ -621,7 +623,7 @@ class RestApi:
             if existing is None:
                 self.create(rt, "kube-system", body)
             else:
-                self.write_spec(rt, "kube-system", name, body["spec"])
+                self.write_spec(rt, "kube-system", name, spec)
 
     def write_spec(self, rt: ResourceType, ns: str, name: str, spec: dict) -> None:
         """Replace ``.spec`` of a stored object (server-internal writers)."""
@@ -794,7 +796,7 @@ class RestApi:
             stored = self.store.put(rt.storage_key, ns, name, new)
             self._maybe_finish_deletion(rt, ns, name, stored)
 
-    def set_owner_references(self, rt: ResourceType, ns: str, name: str, refs: list[dict]) -> None:
+    def set_owner_references(self, rt: ResourceType, ns: str, name: str, refs: "builtins.list[dict]") -> None:
         with self.store.lock:
             obj = self.store.get(rt.storage_key, ns, name)
             if obj is None:

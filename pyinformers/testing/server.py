@@ -121,6 +121,7 @@ class ApiServer:
         self._accept_thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
         namespaces = self.registry.lookup("", "v1", "namespaces")
+        assert namespaces is not None  # a built-in resource
         for name in _INITIAL_NAMESPACES:
             self.rest.create(namespaces, None, {"metadata": {"name": name}})
 

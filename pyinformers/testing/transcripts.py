@@ -232,7 +232,9 @@ def _match_string(expected: str, actual: Any, bindings: Bindings, weak: bool = F
         return f"expected a string like {expected!r}, got {actual!r}"
     if "<" not in expected or not _PLACEHOLDER.search(expected):
         return None if expected == actual else f"expected {expected!r}, got {actual!r}"
-    pattern, groups, pos = [], [], 0
+    pattern: list[str] = []
+    groups: list[tuple[str, str]] = []
+    pos = 0
     for m in _PLACEHOLDER.finditer(expected):
         pattern.append(re.escape(expected[pos : m.start()]))
         if m.group(3) is not None:
@@ -240,7 +242,7 @@ def _match_string(expected: str, actual: Any, bindings: Bindings, weak: bool = F
             groups.append(("free", m.group(3)))
         else:
             pattern.append(r"(\d+)" if m.group(1) == "rv" else r"(.+?)")
-            groups.append((m.group(1), int(m.group(2))))
+            groups.append((m.group(1), m.group(2)))
         pos = m.end()
     pattern.append(re.escape(expected[pos:]))
     found = re.fullmatch("".join(pattern), actual)
@@ -250,7 +252,7 @@ def _match_string(expected: str, actual: Any, bindings: Bindings, weak: bool = F
         if kind == "free":
             bindings.free.setdefault(number, value)
             continue
-        problem = bindings.bind(kind, number, value, weak=weak)
+        problem = bindings.bind(kind, int(number), value, weak=weak)
         if problem:
             return problem
     return None

@@ -112,8 +112,9 @@ def check_body(registry: Registry, rt: ResourceType, body: Any, namespace: str, 
                     f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
                 )
         if kind and kind != rt.kind:
-            meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-            raise invalid(kind, rt.group, str(meta.get("name") or ""), [("FieldValueInvalid", "kind", f'Invalid value: "{kind}": must be {rt.kind}')])
+            body_meta = body.get("metadata")
+            named = body_meta.get("name") if isinstance(body_meta, dict) else None
+            raise invalid(kind, rt.group, str(named or ""), [("FieldValueInvalid", "kind", f'Invalid value: "{kind}": must be {rt.kind}')])
     else:
         version = (api_version or rt.api_version).rsplit("/", 1)[-1]
         if kind and kind != rt.kind:
@@ -319,7 +320,9 @@ def normalize_times(rt: ResourceType, obj: dict) -> None:
 def _lease_causes(rt: ResourceType, obj: dict) -> list[tuple[str, str, str]]:
     if rt.storage_key != "coordination.k8s.io/leases":
         return []
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
     causes = []
     duration = spec.get("leaseDurationSeconds")
     if isinstance(duration, int) and duration <= 0:

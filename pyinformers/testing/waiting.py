@@ -67,8 +67,11 @@ class Convergence:
         self._generation = 0
         # (kind, namespace/name) -> resourceVersions seen in events, oldest first (bounded)
         self._seen: dict[tuple[str, str], "collections.deque[str]"] = {}
+        def on_add(obj: Any, is_in_initial_list: bool = False) -> None:
+            self._wake(obj)
+
         handlers = EventHandlerFuncs(
-            on_add=lambda obj, is_in_initial_list=False: self._wake(obj),
+            on_add=on_add,
             on_update=lambda old, new: self._wake(new),
             on_delete=lambda obj: self._wake(None),
         )
@@ -78,7 +81,7 @@ class Convergence:
         with self._cond:
             if isinstance(obj, dict) and obj.get("metadata"):
                 key = (str(obj.get("kind")), meta.object_key(obj))
-                self._seen.setdefault(key, collections.deque(maxlen=256)).append(meta.resource_version(obj))
+                self._seen.setdefault(key, collections.deque(maxlen=256)).append(meta.resource_version(obj) or "")
             self._generation += 1
             self._cond.notify_all()
 
