@@ -202,6 +202,45 @@ IndexerMachine.TestCase.settings = settings(max_examples=50, stateful_step_count
 test_indexer_against_brute_force = IndexerMachine.TestCase
 
 
+def fussy(obj):
+    """An index function with bugs: it raises for node "y" and returns a bare string without a node."""
+    node = obj["spec"].get("nodeName")
+    if node == "y":
+        raise KeyError("nodeName")
+    if node is None:
+        return "no-node"
+    return [node]
+
+
+def fussy_as_filed(obj):
+    """Where a tolerant store files an object under ``fussy``: under no value when it failed."""
+    node = obj["spec"].get("nodeName")
+    return [node] if node == "x" else []
+
+
+class TolerantIndexerMachine(IndexerMachine):
+    """With ``on_index_error`` (as an informer builds it), an index function failing on an object
+    leaves the object stored and filed under no value of that index; everything else stays exact."""
+
+    def __init__(self):
+        RuleBasedStateMachine.__init__(self)
+        self.reported: list[str] = []
+        self.store = Indexer(
+            {NAMESPACE_INDEX: namespace_index, "fussy": fussy},
+            on_index_error=lambda index, obj, error: self.reported.append(index),
+        )
+        self.indexers = {NAMESPACE_INDEX: namespace_index, "fussy": fussy_as_filed}
+        self.model = {}
+
+    @invariant()
+    def only_fussy_failures_are_reported(self):
+        assert set(self.reported) <= {"fussy"}
+
+
+TolerantIndexerMachine.TestCase.settings = settings(max_examples=50, stateful_step_count=25, deadline=None)
+test_a_tolerant_indexer_against_brute_force = TolerantIndexerMachine.TestCase
+
+
 # ---------------------------------------------------------------- concurrency
 
 
