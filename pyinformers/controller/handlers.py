@@ -112,7 +112,7 @@ class BoundHandler:
         try:
             event = Event.from_delete(obj)
         except TypeError:
-            _log.error("%r: dropping a delete notification that carries no object: %r", self, obj)
+            _log.error("%r: dropping a delete notification that carries no object: %s", self, meta.describe(obj))
             return
         self.dispatch(event)
 
