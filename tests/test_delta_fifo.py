@@ -427,3 +427,65 @@ def test_concurrent_producers_and_consumers_lose_nothing_and_never_share_a_key()
     assert total == 2 * per_producer
     for (key, pid), seqs in seen.items():
         assert seqs == sorted(seqs), f"{key} from producer {pid} out of order"
+
+
+# -- the bounded hand-off (max_pending) ------------------------------------------------------
+def _blocked(target, *args):
+    """Run target(*args) on a thread; return (thread, done event)."""
+    done = threading.Event()
+
+    def run():
+        target(*args)
+        done.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, done
+
+
+def test_a_bounded_fifo_makes_the_producer_wait_until_half_the_pending_deltas_are_popped():
+    fifo = DeltaFIFO(max_pending=4)
+    for i in range(4):
+        fifo.add(obj(f"p{i}"))
+    _thread, done = _blocked(fifo.update, obj("p9", rv=2))
+    assert not done.wait(0.05)  # full: the producer waits
+    assert fifo.pop(lambda deltas, initial: None, timeout=0)
+    assert not done.wait(0.05)  # 3 pending: still above half
+    assert fifo.pop(lambda deltas, initial: None, timeout=0)
+    assert done.wait(5)  # 2 pending: room again
+    assert fifo.list_keys() == ["default/p2", "default/p3", "default/p9"]
+
+
+def test_deltas_of_one_key_count_towards_the_bound_and_collapsed_deletes_do_not():
+    store = Indexer()
+    store.add(obj("a"))
+    fifo = DeltaFIFO(known_objects=store, max_pending=3)
+    fifo.update(obj("a", rv=2))
+    fifo.delete(obj("a", rv=3))
+    fifo.delete(obj("a", rv=3))  # collapses into the previous delete: still 2 pending
+    _thread, done = _blocked(fifo.update, obj("b"))
+    assert done.wait(5)
+    _thread, done = _blocked(fifo.update, obj("c"))
+    assert not done.wait(0.05)  # 3 pending
+    fifo.pop(lambda deltas, initial: None, timeout=0)  # a's two deltas
+    assert done.wait(5)
+
+
+def test_replace_and_resync_never_wait_and_close_releases_a_waiting_producer():
+    store = Indexer()
+    for i in range(5):
+        store.add(obj(f"k{i}"))
+    fifo = DeltaFIFO(known_objects=store, max_pending=2)
+    fifo.replace([obj(f"n{i}") for i in range(10)], "7")  # 10 deltas + 5 tombstones, no wait
+    fifo.resync()
+    _thread, done = _blocked(fifo.add, obj("late"))
+    assert not done.wait(0.05)
+    fifo.close()
+    assert done.wait(5)
+    with pytest.raises(FIFOClosedError):
+        fifo.pop(lambda deltas, initial: None, timeout=0)
+
+
+def test_max_pending_must_be_positive():
+    with pytest.raises(ValueError):
+        DeltaFIFO(max_pending=0)

@@ -125,6 +125,16 @@ class DeltaFIFO:
     function (stage ``"key"``) raises: it reports the failure and goes on
     (see :mod:`pyinformers.cache.object_errors` for what happens to that
     object). Without it such an error propagates to the producer.
+
+    ``max_pending`` bounds the hand-off: :meth:`add`, :meth:`update` and
+    :meth:`delete` wait while that many deltas are pending, until
+    :meth:`pop` has drained half of them (or the FIFO closes). A producer
+    that decodes far ahead of the consumer keeps every decoded object alive
+    meanwhile, and that is what drifts CPython's young generation into
+    collections that promote the cache into the oldest generation (see
+    :mod:`pyinformers.gc_policy`). :meth:`replace` and :meth:`resync` never
+    wait. Only a thread that does not pop may call the waiting methods of a
+    bounded FIFO. None (the default) is unbounded.
     """
 
     def __init__(
@@ -136,7 +146,10 @@ class DeltaFIFO:
         clock: Clock | None = None,
         requeue_on_error: bool = False,
         on_error: Callable[[str, Any, BaseException, str], None] | None = None,
+        max_pending: int | None = None,
     ) -> None:
+        if max_pending is not None and max_pending < 1:
+            raise ValueError(f"max_pending must be None or >= 1, got {max_pending!r}")
         self._key_func = key_func
         self._on_error = on_error
         self._known = known_objects
@@ -145,6 +158,12 @@ class DeltaFIFO:
         self._requeue_on_error = requeue_on_error
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
+        # Producers waiting for room (bounded FIFOs only) wait here.
+        self._room = threading.Condition(self._lock)
+        self._max_pending = max_pending
+        self._producers_waiting = 0
+        # Deltas in _items (all keys), maintained only for a bounded FIFO's waits.
+        self._pending = 0
         # pops blocked in a wait: notifications are skipped when nobody waits (the hot path)
         self._waiters = 0
         # key -> deltas not yet popped (never empty); a key is here iff it is in _queue
@@ -171,6 +190,7 @@ class DeltaFIFO:
 
     def _queue_locked(self, key: str, delta: Delta) -> None:
         deltas = self._items.get(key)
+        self._pending += 1  # undone below when a delete collapses
         if deltas is None:
             self._items[key] = [delta]
             self._queue.append(key)
@@ -181,8 +201,21 @@ class DeltaFIFO:
             # Consecutive deletes collapse: keep the newer unless it is only a tombstone.
             if not isinstance(delta.object, DeletedFinalStateUnknown):
                 deltas[-1] = delta
+            self._pending -= 1
             return
         deltas.append(delta)
+
+    def _wait_for_room_locked(self) -> None:
+        """Block (lock held) while a bounded FIFO is full; see ``max_pending``."""
+        limit = self._max_pending
+        if limit is None or self._pending < limit:
+            return
+        self._producers_waiting += 1
+        try:
+            while self._pending >= limit and not self._closed:
+                self._room.wait()
+        finally:
+            self._producers_waiting -= 1
 
     def _failed(self, stage: str, obj: Any, error: Exception) -> None:
         """Hand a transform or key failure to ``on_error`` (re-raise it without one)."""
@@ -209,6 +242,7 @@ class DeltaFIFO:
             self._failed(stage, obj, error)
             return
         with self._lock:
+            self._wait_for_room_locked()
             self._populated = True
             self._queue_locked(key, Delta(delta_type, obj))
 
@@ -253,6 +287,7 @@ class DeltaFIFO:
             self._on_error("key", obj, error, _NO_KEY)
             return
         with self._lock:
+            self._wait_for_room_locked()
             if fallback:
                 exists, last = self._downstream_state(key)
                 if exists:
@@ -301,6 +336,7 @@ class DeltaFIFO:
                 if deltas is None:  # the common case: append without the per-key notify
                     items[key] = [delta]
                     queue.append(key)
+                    self._pending += 1
                 else:
                     self._queue_locked(key, delta)
             if self._waiters and keyed:
@@ -424,6 +460,9 @@ class DeltaFIFO:
                 finally:
                     self._waiters -= 1
             deltas = tuple(self._items.pop(key))
+            self._pending -= len(deltas)
+            if self._producers_waiting and self._pending <= self._max_pending // 2:  # type: ignore[operator]
+                self._room.notify_all()
             self._processing[key] = deltas
             in_initial = not self._has_synced_locked()
         requeued = False
@@ -447,6 +486,7 @@ class DeltaFIFO:
 
     def _requeue_locked(self, key: str, deltas: tuple[Delta, ...]) -> None:
         newer = self._items.get(key)
+        self._pending += len(deltas)
         if newer is None:
             self._items[key] = list(deltas)
             self._queue.appendleft(key)
@@ -456,6 +496,7 @@ class DeltaFIFO:
             if d.type is _DELETED and merged and merged[-1].type is _DELETED:
                 if not isinstance(d.object, DeletedFinalStateUnknown):
                     merged[-1] = d
+                self._pending -= 1
                 continue
             merged.append(d)
         self._items[key] = merged
@@ -471,10 +512,15 @@ class DeltaFIFO:
             return self._has_synced_locked()
 
     def close(self) -> None:
-        """Close the FIFO: every blocked and future :meth:`pop` raises :class:`FIFOClosedError`."""
+        """Close the FIFO: every blocked and future :meth:`pop` raises :class:`FIFOClosedError`.
+
+        Producers waiting for room in a bounded FIFO return (their delta is
+        queued, and never popped).
+        """
         with self._lock:
             self._closed = True
             self._cond.notify_all()
+            self._room.notify_all()
 
     @property
     def closed(self) -> bool:
