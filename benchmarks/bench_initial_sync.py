@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import os
 import multiprocessing
 import resource
 import sys
@@ -37,6 +38,7 @@ from benchmarks.server_process import ServerProcess
 
 RESULTS = Path(__file__).resolve().parent / "report" / "results"
 
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 SMALL, LARGE = 10_000, 100_000
 NS_SMALL, NS_LARGE = "sync-10k", "sync-100k"
 SMALL_PAGE, LARGE_PAGE = 500, 500  # the informer's default page size
@@ -176,7 +178,8 @@ def server_ceiling(kubeconfig: dict, namespace: str, page_size: int) -> float:
 
 # --------------------------------------------------------------------------- main
 def main() -> None:
-    plan = {"history_limit": 1000, "namespaces": {NS_SMALL: {"pods": SMALL}, NS_LARGE: {"pods": LARGE}}}
+    namespaces = {NS_SMALL: {"pods": SMALL}} if QUICK else {NS_SMALL: {"pods": SMALL}, NS_LARGE: {"pods": LARGE}}
+    plan = {"history_limit": 1000, "namespaces": namespaces}
     started = time.perf_counter()
     with ServerProcess(plan) as server:
         print(f"server seeded with {SMALL + LARGE:,} Pods in {time.perf_counter() - started:.1f}s "
@@ -189,15 +192,16 @@ def main() -> None:
             ("pyinformers informer, default, GC running during the fill", NS_LARGE, "gc-running", LARGE,
              LARGE_PAGE),
         ]
+        if QUICK:  # BENCH_QUICK=1: the 10,000-Pod runs only
+            runs = [run for run in runs if run[3] == SMALL]
         results = []
         for label, namespace, variant, count, page_size in runs:
             result = _run(server.kubeconfig, namespace, variant, count, page_size)
             results.append((label, count, result))
             print(f"  measured {label} ({count:,}): {result['seconds']:.2f}s", flush=True)
-        ceilings = {
-            SMALL: server_ceiling(server.kubeconfig, NS_SMALL, SMALL_PAGE),
-            LARGE: server_ceiling(server.kubeconfig, NS_LARGE, LARGE_PAGE),
-        }
+        ceilings = {SMALL: server_ceiling(server.kubeconfig, NS_SMALL, SMALL_PAGE)}
+        if not QUICK:
+            ceilings[LARGE] = server_ceiling(server.kubeconfig, NS_LARGE, LARGE_PAGE)
     typed = results[0][2]
     typed_rate = SMALL / typed["seconds"]
     typed_bytes = typed["bytes_per_object"]
@@ -218,14 +222,15 @@ def main() -> None:
         print(f"{label:<58}  {count:>7,}  {result['seconds']:>7.2f}  {rate:>9,.0f}  {rate / typed_rate:>6.1f}x  "
               f"{result['bytes_per_object']:>10,.0f}  {result['bytes_per_object'] / typed_bytes:>6.2f}x  "
               f"{rss_kb:>10.1f}  {peak_ratio:>9.2f}x")
-    large = results[3][2]
-    gc_running = results[4][2]
-    print()
-    print(f"GC pause during the fill: 100,000 Pods sync in {large['seconds']:.1f}s with it, "
-          f"{gc_running['seconds']:.1f}s without ({gc_running['seconds'] / large['seconds']:.1f}x slower).")
-    print(f"After the sync ({large['tracked_objects']:,} GC-tracked objects): a full gc.collect() takes "
-          f"{large['collect_seconds'] * 1000:.0f} ms; after gc.freeze() {large['collect_frozen_seconds'] * 1000:.0f} ms.")
-    for count, page in ((SMALL, SMALL_PAGE), (LARGE, LARGE_PAGE)):
+    large = results[3][2] if not QUICK else {}
+    gc_running = results[4][2] if not QUICK else {}
+    if not QUICK:
+        print()
+        print(f"GC pause during the fill: 100,000 Pods sync in {large['seconds']:.1f}s with it, "
+              f"{gc_running['seconds']:.1f}s without ({gc_running['seconds'] / large['seconds']:.1f}x slower).")
+        print(f"After the sync ({large['tracked_objects']:,} GC-tracked objects): a full gc.collect() takes "
+              f"{large['collect_seconds'] * 1000:.0f} ms; after gc.freeze() {large['collect_frozen_seconds'] * 1000:.0f} ms.")
+    for count, page in ((SMALL, SMALL_PAGE), (LARGE, LARGE_PAGE))[: len(ceilings)]:
         print(f"Server ceiling, {count:,} Pods in pages of {page:,} fetched as raw bytes (nothing decoded): "
               f"{ceilings[count]:.2f}s = {count / ceilings[count]:,.0f} objects/s.")
     print("The test server sorts a collection once per list (later pages are a slice of that snapshot), "
@@ -237,8 +242,9 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "initial_sync.json").write_text(json.dumps({
         "rows": rows, "ceilings": {str(k): k / v for k, v in ceilings.items()},
-        "collect_ms": large["collect_seconds"] * 1000, "collect_frozen_ms": large["collect_frozen_seconds"] * 1000,
-        "gc_running_seconds": gc_running["seconds"],
+        "collect_ms": large.get("collect_seconds", 0) * 1000,
+        "collect_frozen_ms": large.get("collect_frozen_seconds", 0) * 1000,
+        "gc_running_seconds": gc_running.get("seconds"),
     }, indent=1))
 
 

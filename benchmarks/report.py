@@ -210,8 +210,10 @@ def write() -> Path:
             out.append(f"| {r['label']} | {r['objects']:,} | {r['seconds']:.2f} | {r['objects_per_s']:,.0f} | "
                        f"{r['x_typed']:.1f} | {r['live_bytes_per_object']:,.0f} | {r['rss_kb_per_object']:.1f} | "
                        f"{r['peak_over_final']:.2f} |")
-        out += ["", f"A full `gc.collect()` after syncing 100,000 Pods: {sync['collect_ms']:.0f} ms; after "
-                f"`gc.freeze()`: {sync['collect_frozen_ms']:.0f} ms.", ""]
+        out.append("")
+        if sync.get("collect_ms"):
+            out += [f"A full `gc.collect()` after syncing 100,000 Pods: {sync['collect_ms']:.0f} ms; after "
+                    f"`gc.freeze()`: {sync['collect_frozen_ms']:.0f} ms.", ""]
         if plt is not None:
             _sync_chart(plt, sync, pipeline, REPORT / "sync.png")
             out += ["![sync time and RSS per object](sync.png)", ""]
