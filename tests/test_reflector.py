@@ -549,3 +549,34 @@ def test_gc_paused_nests_and_restores_the_collector_state():
         assert not gc.isenabled()  # it was off before: it stays off
     finally:
         gc.enable()
+
+
+# --------------------------------------------------------------------------- transform
+
+
+def test_the_list_transform_runs_on_each_page_as_it_arrives_and_keeps_an_object_it_fails_on():
+    from pyinformers.cache.transforms import drop_managed_fields
+
+    def heavy(name, rv):
+        obj = pod(name, rv)
+        obj["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+        return obj
+
+    first = [heavy("a", "1"), heavy("b", "2")]
+    seen: list[str] = []
+
+    def transform(obj):
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("cannot transform")
+        return drop_managed_fields(obj)
+
+    lw = ScriptedLW(lists=[ListPage(first, "9", "tok1"), ListPage([heavy("c", "3"), heavy("bad", "4")], "9", None)])
+    reflector, store, _ = make(lw, page_size=2, list_transform=transform)
+    assert reflector.step() == Listing(None, resource_version="0")
+    assert reflector.step() == Listing("tok1", resource_version="0")
+    # The first page is transformed before the second is fetched: its managedFields are gone already.
+    assert seen == ["a", "b"] and all("managedFields" not in o["metadata"] for o in first)
+    assert reflector.step() == Watching("9")
+    assert seen == ["a", "b", "c", "bad"]
+    assert store.ops == [("replace", ["a", "b", "c", "bad"], "9")]  # the failed one as decoded

@@ -139,7 +139,8 @@ class SharedIndexInformer:
         ``on_update(obj, obj)``; it does not talk to the API server.
     :param indexers: extra indexes ``{name: obj -> list[str]}`` for the cache.
     :param transform: ``obj -> obj`` applied to every object before it is
-        stored (e.g. :func:`~pyinformers.cache.transforms.drop_managed_fields`).
+        stored (e.g. :func:`~pyinformers.cache.transforms.drop_managed_fields`). The reflector
+        applies it to each list page and each watch event as soon as they are decoded.
         It receives freshly decoded objects and may modify them in place.
     :param clock: time for resync scheduling and the reflector's backoff.
     :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions`
@@ -209,6 +210,10 @@ class SharedIndexInformer:
                 "index", obj, error, f"cached, but missing from index {index!r}"
             ),
         )
+        # The FIFO transforms each watched object as the reflector hands it over; the reflector
+        # also transforms each list page as soon as it is decoded (the FIFO's second pass over
+        # a listed object is then a cheap no-op for an idempotent transform).
+        self._transform = transform
         self._fifo = DeltaFIFO(
             known_objects=self._indexer, transform=transform, on_error=report, max_pending=HANDOFF_BOUND
         )
@@ -477,6 +482,7 @@ class SharedIndexInformer:
                 name=self._name,
                 resync_period=self._resync_check_period,
                 should_resync=self._handlers.should_resync,
+                list_transform=self._transform,
                 clock=self._clock,
                 metrics_registry=self._metrics_registry,
                 **options,

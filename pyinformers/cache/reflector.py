@@ -141,6 +141,12 @@ class Reflector:
     * ``on_watch_error`` -- called (on the reflector's thread) with every list/watch error.
     * ``metrics_registry`` -- prometheus registry (default: the global one; ``False``: none).
     * ``rng`` -- the random source for jitter and watch timeouts (tests pass a seeded one).
+    * ``list_transform`` -- ``obj -> obj`` applied to each listed object as soon as its list
+      page (or, for a streaming list, its event) is decoded, never to the whole list at once,
+      so what it drops (``managedFields``) is freed while the list is still being read and
+      its memory is reused by the next page. An object it raises on is kept as decoded: the
+      store sees it as listed (an informer's FIFO transforms it again and reports the error).
+      Watched objects are the store's to transform.
 
     Thread-safety: :meth:`step`/:meth:`run` belong to one thread; :meth:`stop`,
     :meth:`tick`, :attr:`stats`, :meth:`healthy` and the getters may be called
@@ -166,6 +172,7 @@ class Reflector:
         on_watch_error: Optional[Callable[[BaseException], None]] = None,
         metrics_registry: Any = None,
         rng: Optional[random.Random] = None,
+        list_transform: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         if not name:
             raise ValueError("a reflector needs a name (it labels its thread and metrics)")
@@ -190,6 +197,8 @@ class Reflector:
         self.max_watch_timeout = max_watch_timeout
         self.stall_timeout = stall_timeout
         self._on_watch_error = on_watch_error
+        # Applied to each listed object as soon as its page is decoded (see the class doc).
+        self._list_transform = list_transform
         self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng)
 
         # _lock guards: _state, _stream, _stopping, _stalled, _running (and is _cond's lock).
@@ -468,7 +477,10 @@ class Reflector:
         except Exception as error:  # ApiError or network: retry this same page after a backoff
             return self._fail(error, state, "list")
         self._last_activity = self._clock.now()
-        self._pending.extend(page.items)
+        if self._list_transform is None:
+            self._pending.extend(page.items)
+        else:  # per page: what the transform drops is freed before the next page is decoded
+            self._pending.extend([self._transform_listed(obj) for obj in page.items])
         if page.continue_:
             return Listing(page.continue_, paged=state.paged, resource_version=state.resource_version)
         items, self._pending = self._pending, []
@@ -580,7 +592,7 @@ class Reflector:
                 elif etype == "DELETED":
                     initial.pop(_object_key(obj), None)
                 elif etype in ("ADDED", "MODIFIED"):
-                    initial[_object_key(obj)] = obj
+                    initial[_object_key(obj)] = obj if self._list_transform is None else self._transform_listed(obj)
                 if new_rv:
                     rv = new_rv
                 continue
@@ -641,6 +653,12 @@ class Reflector:
             self._malformed_streak = 0
             return self._fail(error, NeedList(consistent=True), "watch (a malformed event again; relisting)")
         return self._fail(error, Watching(rv), "watch")
+
+    def _transform_listed(self, obj: Any) -> Any:
+        try:
+            return self._list_transform(obj)  # type: ignore[misc]
+        except Exception:  # kept as decoded: the store transforms it again and reports the failure
+            return obj
 
     def _relist(self, error: ApiError) -> State:
         """410: the resourceVersion left the server's history; the cache must be rebuilt from a list.
