@@ -152,6 +152,8 @@ def _latency() -> dict:
 
 # -- throughput ------------------------------------------------------------------------------
 class _Noop(Controller):
+    watches_optional = True  # its keys are pre-loaded into the queue
+
     def reconcile(self, key):
         return None
 

@@ -26,8 +26,8 @@ A program that runs controllers looks like this::
 Garbage collection: unless ``tune_gc=False``, the manager applies
 :mod:`pyinformers.gc_policy` for the process it runs: full collections become
 rare when it starts, the synced caches are frozen out of the collector's reach
-once they sync, and both are undone when it stops. Measured by ``make bench``
-(``bench_informer``), this roughly doubles the watch pipeline's throughput.
+once they sync, and both are undone when it stops. ``make bench`` measures what
+it changes (docs/performance.rst).
 
 Probes: ``/healthz`` fails (503) when an informer's reflector keeps failing
 or a controller lost a worker thread; ``/readyz`` fails (503) until every
