@@ -577,3 +577,24 @@ def test_metrics_registry_false_keeps_a_named_queue_silent():
     q.add("a")
     assert q._metrics is None
     assert repr(q) == "<Queue 'foos' queued=1 processing=0>"
+
+
+def test_histograms_stay_exact_across_bulk_folds_of_their_buffered_observations():
+    from pyinformers.workqueue import metrics as queue_metrics
+
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    q = Queue("folding", clock=clock, metrics_registry=registry)
+    cycles = queue_metrics._FOLD_AT * 2 + 7  # two bulk folds on the hot path, the rest folded at scrape
+    for i in range(cycles):
+        q.add(i)
+        clock.step(0.5 if i % 2 else 0.005)
+        item, _ = q.get(0)
+        q.done(item)
+    assert sample(registry, "workqueue_queue_duration_seconds_count", "folding") == cycles
+    slow = cycles // 2
+    assert sample(registry, "workqueue_queue_duration_seconds_sum", "folding") == pytest.approx(
+        slow * 0.5 + (cycles - slow) * 0.005)
+    bucket = "workqueue_queue_duration_seconds_bucket"
+    assert registry.get_sample_value(bucket, {"name": "folding", "le": "0.01"}) == cycles - slow
+    assert registry.get_sample_value(bucket, {"name": "folding", "le": "1.0"}) == cycles

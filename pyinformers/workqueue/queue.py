@@ -114,8 +114,10 @@ class Queue:
             dirty = self._dirty
             if item in dirty:
                 return
-            if self._metrics is not None:
-                self._metrics.add(item)
+            metrics = self._metrics
+            if metrics is not None:  # recorded inline: see QueueMetrics
+                metrics.counts.adds += 1
+                metrics.add_times[item] = metrics.now()
             dirty.add(item)
             if item in self._processing:
                 return
@@ -144,8 +146,13 @@ class Queue:
             item = queue.popleft()
             self._dirty.remove(item)
             self._processing.add(item)
-            if self._metrics is not None:
-                self._metrics.get(item)
+            metrics = self._metrics
+            if metrics is not None:
+                now = metrics.now()
+                added = metrics.add_times.pop(item, None)
+                if added is not None:
+                    metrics.queue_duration.observe(now - added)
+                metrics.starts[item] = now
             return item, False
 
     def done(self, item: Hashable) -> None:
@@ -157,8 +164,11 @@ class Queue:
             processing = self._processing
             if item not in processing:
                 return
-            if self._metrics is not None:
-                self._metrics.done(item)
+            metrics = self._metrics
+            if metrics is not None:
+                started = metrics.starts.pop(item, None)
+                if started is not None:
+                    metrics.work_duration.observe(metrics.now() - started)
             processing.remove(item)
             if item in self._dirty:
                 self._queue.append(item)

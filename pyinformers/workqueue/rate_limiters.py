@@ -77,6 +77,11 @@ class _PerItemFailures:
         return earlier
 
     def forget(self, item: Hashable) -> None:
+        # Every successful reconcile forgets its key, and almost none has failures: a lock-free
+        # membership test first (a dict lookup is atomic). A when() racing with it for the same
+        # item is ordered as if it came after the forget, which is what it is.
+        if item not in self._failures:
+            return
         with self._lock:
             self._failures.pop(item, None)
 
@@ -207,9 +212,12 @@ class MaxOfRateLimiter:
             if not isinstance(limiter, RateLimiter):
                 raise ValueError(f"not a rate limiter (needs when, forget, num_requeues): {limiter!r}")
         self._limiters: tuple[RateLimiter, ...] = limiters
-        # Bound once: when() and forget() run for every retry and every success.
+        # Bound once: when() and forget() run for every retry and every success. A bucket
+        # tracks no item, so forgetting in it is skipped.
         self._whens = tuple(limiter.when for limiter in limiters)
-        self._forgets = tuple(limiter.forget for limiter in limiters)
+        self._forgets = tuple(limiter.forget for limiter in limiters if not isinstance(limiter, BucketRateLimiter))
+        if len(self._forgets) == 1:  # the default limiter: forget is the one per-item limiter's
+            self.forget = self._forgets[0]  # type: ignore[method-assign]
 
     @property
     def limiters(self) -> tuple[RateLimiter, ...]:

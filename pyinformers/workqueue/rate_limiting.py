@@ -47,6 +47,9 @@ class RateLimitingQueue(DelayingQueue):
         self._rate_limiter: RateLimiter = (
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock=self._clock)
         )
+        if type(self).forget is RateLimitingQueue.forget:
+            # A worker forgets every key it finished: skip this method's own call.
+            self.forget = self._rate_limiter.forget  # type: ignore[method-assign]
 
     @property
     def rate_limiter(self) -> RateLimiter:
