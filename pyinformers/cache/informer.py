@@ -140,7 +140,8 @@ class SharedIndexInformer:
     :param indexers: extra indexes ``{name: obj -> list[str]}`` for the cache.
     :param transform: ``obj -> obj`` applied to every object before it is
         stored (e.g. :func:`~pyinformers.cache.transforms.drop_managed_fields`). The reflector
-        applies it to each list page and each watch event as soon as they are decoded.
+        applies it to each list page as soon as the page is decoded, the FIFO to each
+        watched object as the reflector hands it over.
         It receives freshly decoded objects and may modify them in place.
     :param clock: time for resync scheduling and the reflector's backoff.
     :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions`
