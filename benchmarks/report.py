@@ -112,19 +112,19 @@ def _latency_chart(plt: Any, latency: dict, path: Path) -> None:
 
 def _throughput_table(data: dict) -> list[str]:
     lines = [
-        "| consumer | events/s (range) | × typed watch | CPU µs/event (range) | cores | longest GC pause | "
-        "full GCs per run | RSS KB/Pod after sync |",
-        "|---|---|---|---|---|---|---|---|",
+        "| consumer | events read | events/s (range) | × typed watch | CPU µs/event (range) | cores | "
+        "longest GC pause | full GCs per run | RSS KB/Pod after sync |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         if r.get("skipped"):
-            lines.append(f"| {r['label']} | skipped | | | | | | |")
+            lines.append(f"| {r['label']} | skipped | | | | | | | |")
             continue
         e, c, x = r["events_per_s"], r["cpu_us_per_event"], r["x_baseline"]
         gc_ms = f"{r['gc_max_pause_ms']:.0f} ms" if r["gc_full_collections"] else "n/a"
         full = ", ".join(map(str, r["gc_full_collections"])) or "n/a"
         rss = f"{r['rss_kb_per_object']:.1f}" if r.get("rss_kb_per_object") else "n/a"
-        lines.append(f"| {r['label']} | {e['median']:,.0f} ({e['min']:,.0f}-{e['max']:,.0f}) | "
+        lines.append(f"| {r['label']} | {r.get('events', 0):,} | {e['median']:,.0f} ({e['min']:,.0f}-{e['max']:,.0f}) | "
                      f"{x['median']:.2f} ({x['min']:.2f}-{x['max']:.2f}) | {c['median']:.0f} "
                      f"({c['min']:.0f}-{c['max']:.0f}) | {r['cores']['median']:.2f} | {gc_ms} | {full} | {rss} |")
     return lines
