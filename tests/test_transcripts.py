@@ -63,10 +63,6 @@ DIFFERENCES: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("*", "*invalid-selector"): (_SELECTOR, ("body.message",)),
     ("errors", "label-selector-bad-value"): (_SELECTOR, ("body.message",)),
     ("lists-and-selectors", "continue-garbage"): ("a malformed continue token's message names a different decoding error", ("body.message",)),
-    ("errors", "terminating-ns-*"): (
-        "the namespace controller's status conditions on a Terminating namespace are not modelled (nor the resourceVersions of its writes)",
-        ("body.status.conditions", "body.metadata.resourceVersion"),
-    ),
     ("crd-validation", "cr-unserved-version"): (
         "a custom resource sent in a version its CRD does not serve gets the 400 without the real server's pruning warning",
         ("warnings",),

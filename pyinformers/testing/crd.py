@@ -34,6 +34,7 @@ __all__ = [
     "terminating_status",
     "schema_for",
     "check_custom_object",
+    "json_type",
 ]
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -318,7 +319,8 @@ def schema_for(crd: Optional[dict], version: str) -> Optional[dict]:
     return None
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """A JSON value's type as OpenAPI names it (``integer``, ``number``, ``object`` ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -335,7 +337,7 @@ def _json_type(value: Any) -> str:
 
 
 def _type_matches(expected: str, value: Any) -> bool:
-    actual = _json_type(value)
+    actual = json_type(value)
     return actual == expected or (expected == "number" and actual == "integer")
 
 
@@ -356,7 +358,7 @@ class _Checker:
             return value
         kind = schema.get("type")
         if isinstance(kind, str) and value is not None and not _type_matches(kind, value):
-            actual = _json_type(value)
+            actual = json_type(value)
             self.causes.append(("FieldValueTypeInvalid", path, f'Invalid value: "{actual}": {self._label(path)} in body must be of type {kind}: "{actual}"'))
             return value
         enum = schema.get("enum")

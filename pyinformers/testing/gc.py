@@ -187,6 +187,56 @@ class GarbageCollector(StoreListenerThread):
             obj = store.get(key, ns, name)
             if rt is not None and obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp"):
                 self._delete(rt, ns, name, "Background")
-        if not store.keys_in_namespace(namespace):
-            ns_rt = self._type("/namespaces")
+        left = store.keys_in_namespace(namespace)
+        ns_rt = self._type("/namespaces")
+        if ns_rt is None:
+            return
+        if not left:
             self._rest.remove_finalizer(ns_rt, "", namespace, NAMESPACE_FINALIZER, spec=True)
+            return
+        # Content held by finalizers: report it in the namespace's conditions, as the namespace controller does.
+        current = store.get("/namespaces", "", namespace)
+        if current is not None:
+            status = dict(current.get("status") or {}, conditions=self._namespace_conditions(left, current))
+            self._rest.write_status(ns_rt, "", namespace, status)
+
+    def _namespace_conditions(self, left: list, namespace: dict) -> list[dict]:
+        """The namespace controller's five conditions for a namespace whose content is not gone yet."""
+        counts: dict[str, int] = {}
+        finalizers: dict[str, int] = {}
+        for key, ns, name in left:
+            rt = self._type(key)
+            obj = self._rest.store.get(key, ns, name)
+            if rt is None or obj is None:
+                continue
+            resource = f"{rt.plural}.{rt.group}"
+            counts[resource] = counts.get(resource, 0) + 1
+            for finalizer in (obj.get("metadata") or {}).get("finalizers") or ():
+                finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
+        previous = {c.get("type"): c for c in (namespace.get("status") or {}).get("conditions") or () if isinstance(c, dict)}
+        now = self._rest.timestamp()
+
+        def condition(kind: str, status: str, reason: str, message: str) -> dict:
+            old = previous.get(kind)
+            same = old is not None and old.get("status") == status
+            when = old.get("lastTransitionTime") if same and old is not None else now
+            return {"type": kind, "status": status, "lastTransitionTime": when, "reason": reason, "message": message}
+
+        remaining = ", ".join(f"{r} has {n} resource instances" for r, n in sorted(counts.items()))
+        held = ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items()))
+        conditions = [
+            condition("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered", "All resources successfully discovered"),
+            condition("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+            condition("NamespaceDeletionContentFailure", "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization"),
+            condition("NamespaceContentRemaining", "True", "SomeResourcesRemain", f"Some resources are remaining: {remaining}"),
+        ]
+        if finalizers:
+            conditions.append(
+                condition(
+                    "NamespaceFinalizersRemaining",
+                    "True",
+                    "SomeFinalizersRemain",
+                    f"Some content in the namespace has finalizers remaining: {held}",
+                )
+            )
+        return conditions

@@ -46,6 +46,7 @@ from pyinformers.testing.crd import (
     CLEANUP_FINALIZER,
     check_custom_object,
     established_status,
+    json_type,
     schema_for,
     terminating_status,
     validate_crd,
@@ -97,15 +98,8 @@ _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what the real server uses for 
 
 def _json_kind(value: Any) -> str:
     """How Go's JSON decoder names a JSON value's type in its errors."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    return "number" if value is not None else "null"
+    kind = json_type(value)
+    return {"boolean": "bool", "integer": "number"}.get(kind, kind)
 
 
 class RestApi:
@@ -135,6 +129,10 @@ class RestApi:
 
     def _timestamp(self) -> str:
         return now_rfc3339(self._time())
+
+    def timestamp(self) -> str:
+        """The server's current time as an RFC 3339 timestamp (for its background writers)."""
+        return self._timestamp()
 
     def _ns(self, rt: ResourceType, namespace: Optional[str]) -> str:
         return (namespace or "") if rt.namespaced else ""
