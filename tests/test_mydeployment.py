@@ -24,6 +24,10 @@ NS = "default"
 TIMEOUT = 30.0  # a cap: on the embedded server steps take milliseconds
 #: Reconciles one change may cost: the change, the reconcile of our own repair, status progress.
 MAX_RECONCILES_PER_CHANGE = 6
+#: On a real control plane a Deployment's status moves in several writes (replicas, then updated,
+#: ready and available ones as simulated Pods come up, then the Progressing condition), each an
+#: event the owner reacts to; measured up to 8 for a scale from 2 to 3.
+MAX_RECONCILES_PER_CHANGE_REAL = 14
 
 
 @pytest.fixture
@@ -266,7 +270,8 @@ def test_a_deployment_owned_by_someone_else_is_not_touched_and_ready_says_why(ha
     assert warnings and warnings[0]["type"] == "Warning"
 
 
-def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controller_is_quiet(harness):
+def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controller_is_quiet(harness, k8s):
+    bound = MAX_RECONCILES_PER_CHANGE_REAL if k8s.real else MAX_RECONCILES_PER_CHANGE
     key = f"{harness.ns}/web"
     harness.create(replicas=2)
     harness.wait_ready()
@@ -306,7 +311,7 @@ def test_each_change_costs_a_bounded_number_of_reconciles_and_then_the_controlle
     assert costs["nothing"] == 0, costs  # quiet when nothing changes: no self-triggered loop
     for name, cost in costs.items():
         if name != "nothing":
-            assert 1 <= cost <= MAX_RECONCILES_PER_CHANGE, costs
+            assert 1 <= cost <= bound, costs
 
 
 def test_the_command_line_runs_the_operator_from_a_kubeconfig_until_sigterm(k8s):
