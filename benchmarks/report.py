@@ -204,12 +204,13 @@ def write() -> Path:
                     f"{big['gc_max_pause_ms']:.0f} ms** (goal <= 50 ms).", ""]
     if sync is not None:
         out += ["## Initial sync and memory", "",
-                "| initial sync | objects | seconds | objects/s | × typed | live bytes/object | RSS KB/object | "
-                "peak/final RSS |", "|---|---|---|---|---|---|---|---|"]
+                "| initial sync | objects | seconds | objects/s | × typed | CPU s | × typed (CPU) | live bytes/object | "
+                "RSS KB/object | peak/final RSS |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in sync["rows"]:
+            cpu = f"{r['cpu_seconds']:.2f} | {r['x_typed_cpu']:.1f}" if "cpu_seconds" in r else "n/a | n/a"
             out.append(f"| {r['label']} | {r['objects']:,} | {r['seconds']:.2f} | {r['objects_per_s']:,.0f} | "
-                       f"{r['x_typed']:.1f} | {r['live_bytes_per_object']:,.0f} | {r['rss_kb_per_object']:.1f} | "
-                       f"{r['peak_over_final']:.2f} |")
+                       f"{r['x_typed']:.1f} | {cpu} | {r['live_bytes_per_object']:,.0f} | "
+                       f"{r['rss_kb_per_object']:.1f} | {r['peak_over_final']:.2f} |")
         out.append("")
         if sync.get("collect_ms"):
             out += [f"A full `gc.collect()` after syncing 100,000 Pods: {sync['collect_ms']:.0f} ms; after "
