@@ -113,6 +113,10 @@ def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(a
         wait_until(lambda: b.elector is not None and b.elector.leader == "replica-a", "b to see a lead")
         status, body = readyz(b)
         assert status == 200 and "[+]leader election ok" in body  # a standby is ready (to lead)
+        from prometheus_client import generate_latest
+
+        assert b'leader_election_master_status{name="stamp-operator"} 1.0' in generate_latest(a.registry)
+        assert b'leader_election_master_status{name="stamp-operator"} 0.0' in generate_latest(b.registry)
         assert not b.elector.is_leader() and not stamp_b.is_running() and stamp_b.writes == []
         configmaps.create({"metadata": {"name": "late", "namespace": "default"}})
         wait_until(lambda: stamped_by(api_server).get("late") == "replica-a", "a to stamp a new ConfigMap")

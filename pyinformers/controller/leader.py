@@ -21,14 +21,22 @@ worker threads and only reads the elector's thread-safe state.
 from __future__ import annotations
 
 import socket
+import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from pyinformers.api.config import ConfigurationError
 from pyinformers.leaderelection import ElectionTiming, LeaderElector
 
-__all__ = ["SERVICEACCOUNT_NAMESPACE", "LeaderAdmission", "LeaderElectionConfig", "default_identity", "resolve_namespace"]
+__all__ = [
+    "SERVICEACCOUNT_NAMESPACE",
+    "LeaderAdmission",
+    "LeaderElectionConfig",
+    "LeaderElectionMetrics",
+    "default_identity",
+    "resolve_namespace",
+]
 
 #: Where a Pod finds its own namespace.
 SERVICEACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -94,3 +102,34 @@ class LeaderAdmission:
     def exit(self, key: Any) -> None:
         pass
 
+
+
+class LeaderElectionMetrics:
+    """``leader_election_master_status{name}``: 1 while this replica leads the Lease ``name``, else 0.
+
+    client-go's metric name, so existing dashboards and alerts apply. One
+    collector per registry (:func:`pyinformers.metrics.collector_for`); each
+    Manager adds its elector, read at scrape time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._electors: dict[str, LeaderElector] = {}
+
+    def track(self, name: str, elector: LeaderElector) -> None:
+        with self._lock:
+            self._electors[name] = elector
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(
+            "leader_election_master_status",
+            "1 while this replica holds the leader election Lease, 0 otherwise",
+            labels=["name"],
+        )
+        with self._lock:
+            electors = dict(self._electors)
+        for name, elector in sorted(electors.items()):
+            family.add_metric([name], 1.0 if elector.is_leader() else 0.0)
+        yield family

@@ -71,6 +71,7 @@ from typing import Any, Optional, Union
 from prometheus_client import REGISTRY
 
 from pyinformers import gc_policy
+from pyinformers.metrics import collector_for
 from pyinformers.api.config import ConfigurationError, build_api_client, check_server, one_line
 from pyinformers.api.errors import Forbidden, Unauthorized
 from pyinformers.cache.factory import SharedInformerFactory
@@ -78,7 +79,13 @@ from pyinformers.cache.reflector_options import ReflectorOptions
 from pyinformers.controller.checks import health_checks as _health_checks
 from pyinformers.controller.checks import ready_checks as _ready_checks
 from pyinformers.controller.controller import DEFAULT_SHUTDOWN_TIMEOUT, CacheSyncTimeout, Controller
-from pyinformers.controller.leader import LeaderAdmission, LeaderElectionConfig, default_identity, resolve_namespace
+from pyinformers.controller.leader import (
+    LeaderAdmission,
+    LeaderElectionConfig,
+    LeaderElectionMetrics,
+    default_identity,
+    resolve_namespace,
+)
 from pyinformers.controller.sharding import ShardAdmission, ShardingConfig, requeue_shards
 from pyinformers.controller.metrics_auth import ApiServerAuth
 from pyinformers.controller.probes import ANY_PORT, Guard, TLSFiles
@@ -442,6 +449,8 @@ class Manager:
             if self._stop_requested.is_set():
                 return
             self.elector = elector
+        if self.registry is not None:
+            collector_for(self.registry, LeaderElectionMetrics).track(self.leader_election_id or "", elector)
         log.info("caches synced; campaigning for the Lease %s as %s", lock.describe(), lock.identity)
         elector.start()
 
