@@ -87,7 +87,7 @@ def test_a_missing_crd_is_named_in_readyz_and_in_the_sync_timeout(api_server):
         manager.stop(5)
         starter.join(WAIT)
 
-    manager, registry = make_manager(api_server, sync_timeout=1.5)
+    manager, registry = make_manager(api_server, sync_timeout=5)
     manager.add(WatchThings(manager.factory, registry))
     with pytest.raises(CacheSyncTimeout, match="is the CRD installed"):
         manager.start()
