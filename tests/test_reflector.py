@@ -6,7 +6,6 @@ import gc
 import random
 import threading
 import time
-from collections import deque
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -17,7 +16,7 @@ from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
 from pyinformers.clock import REAL_CLOCK, FakeClock
 from pyinformers.gc_policy import gc_paused
-from pyinformers.testing import eventually
+from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch, eventually
 
 # --------------------------------------------------------------------------- fakes
 
@@ -31,60 +30,6 @@ def bookmark(rv: str, *, initial_end: bool = False) -> WatchEvent:
     if initial_end:
         md["annotations"] = {INITIAL_EVENTS_END_ANNOTATION: "true"}
     return WatchEvent("BOOKMARK", {"kind": "Pod", "apiVersion": "v1", "metadata": md})
-
-
-class FakeStream:
-    """A scripted watch stream: yields its events, then raises ``error`` or (``block``) waits for close()."""
-
-    def __init__(self, events=(), *, error: BaseException | None = None, block: bool = False) -> None:
-        self.events = list(events)
-        self.error = error
-        self.block = block
-        self.closed = threading.Event()
-        self.blocking = threading.Event()
-
-    def __iter__(self):
-        for event in self.events:
-            if self.closed.is_set():
-                return
-            yield event
-        if self.error is not None:
-            raise self.error
-        if self.block:
-            self.blocking.set()
-            assert self.closed.wait(10), "a blocked fake stream was never closed"
-
-    def close(self) -> None:
-        self.closed.set()
-
-
-class ScriptedLW:
-    """Answers list() and watch() from queues of results (an exception in the queue is raised)."""
-
-    def __init__(self, lists=(), watches=()) -> None:
-        self.lists = deque(lists)
-        self.watches = deque(watches)
-        self.calls: list[tuple[str, dict]] = []
-
-    def list(self, **kwargs):
-        self.calls.append(("list", kwargs))
-        result = self.lists.popleft()
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def watch(self, **kwargs):
-        self.calls.append(("watch", kwargs))
-        result = self.watches.popleft()
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def watch_calls(self) -> list[dict]:
-        return [kw for what, kw in self.calls if what == "watch"]
-
-    def list_calls(self) -> list[dict]:
-        return [kw for what, kw in self.calls if what == "list"]
 
 
 class RecordingStore:
@@ -117,7 +62,7 @@ def make(lw, store=None, **options) -> tuple[Reflector, RecordingStore, FakeCloc
     return reflector, store, clock
 
 
-def synced(lw: ScriptedLW, **options):
+def synced(lw: ScriptedListerWatcher, **options):
     """A reflector that has listed one page (rv 10) and is about to watch."""
     lw.lists.appendleft(ListPage([pod("a", "5")], "10"))
     reflector, store, clock = make(lw, **options)
@@ -130,7 +75,7 @@ def synced(lw: ScriptedLW, **options):
 
 
 def test_lists_in_pages_then_replaces_once_and_watches_from_the_list_resource_version():
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "1"), pod("b", "2")], "9", "tok1"), ListPage([pod("c", "3")], "9", None)]
     )
     reflector, store, _ = make(lw, page_size=2)
@@ -151,7 +96,7 @@ def test_lists_in_pages_then_replaces_once_and_watches_from_the_list_resource_ve
 
 
 def test_an_expired_continue_token_restarts_with_one_unpaged_list():
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[
             ListPage([pod("a", "1")], "9", "tok1"),
             Gone("continue expired", reason="Expired"),
@@ -170,7 +115,7 @@ def test_an_expired_continue_token_restarts_with_one_unpaged_list():
 
 
 def test_a_failed_list_page_is_retried_after_a_backoff():
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "1")], "9", "tok1"), ServerError("boom"), ListPage([pod("b", "2")], "9")]
     )
     reflector, store, clock = make(lw, page_size=1)
@@ -187,7 +132,7 @@ def test_a_failed_list_page_is_retried_after_a_backoff():
 
 
 def test_list_throttled_with_retry_after_waits_at_least_that_long():
-    lw = ScriptedLW(lists=[TooManyRequests("slow down", retry_after=7.0)])
+    lw = ScriptedListerWatcher(lists=[TooManyRequests("slow down", retry_after=7.0)])
     reflector, _, _ = make(lw)
     reflector.step()
     state = reflector.step()
@@ -198,7 +143,7 @@ def test_list_throttled_with_retry_after_waits_at_least_that_long():
 
 
 def test_watch_events_reach_the_store_and_bookmarks_advance_the_resource_version():
-    stream = FakeStream(
+    stream = ScriptedWatch(
         [
             WatchEvent("ADDED", pod("b", "11")),
             WatchEvent("MODIFIED", pod("a", "12")),
@@ -206,7 +151,7 @@ def test_watch_events_reach_the_store_and_bookmarks_advance_the_resource_version
             bookmark("20"),
         ]
     )
-    lw = ScriptedLW(watches=[stream])
+    lw = ScriptedListerWatcher(watches=[stream])
     reflector, store, _ = synced(lw)
     assert reflector.step() == Watching("20")  # a healthy watch that closed normally: re-watch at once
     assert store.ops[1:] == [("add", "b"), ("update", "a"), ("delete", "b")]
@@ -218,7 +163,7 @@ def test_watch_events_reach_the_store_and_bookmarks_advance_the_resource_version
 
 
 def test_each_watch_asks_for_a_random_server_timeout_within_the_bounds():
-    lw = ScriptedLW(watches=[FakeStream([bookmark("11")]) for _ in range(20)])
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch([bookmark("11")]) for _ in range(20)])
     reflector, _, _ = synced(lw, min_watch_timeout=300, max_watch_timeout=600)
     for _ in range(20):
         reflector.step()
@@ -228,8 +173,8 @@ def test_each_watch_asks_for_a_random_server_timeout_within_the_bounds():
 
 
 def test_a_network_error_backs_off_then_rewatches_from_the_last_resource_version():
-    lw = ScriptedLW(
-        watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))], error=ConnectionResetError("reset")), FakeStream()]
+    lw = ScriptedListerWatcher(
+        watches=[ScriptedWatch([WatchEvent("ADDED", pod("b", "11"))], error=ConnectionResetError("reset")), ScriptedWatch()]
     )
     reflector, store, clock = synced(lw)
     state = reflector.step()
@@ -244,7 +189,7 @@ def test_a_network_error_backs_off_then_rewatches_from_the_last_resource_version
 
 
 def test_consecutive_watch_failures_double_the_backoff_up_to_the_maximum():
-    lw = ScriptedLW(watches=[ServerError("down")] * 12)
+    lw = ScriptedListerWatcher(watches=[ServerError("down")] * 12)
     reflector, _, clock = synced(lw, backoff_max=30.0)
     delays = []
     for _ in range(12):
@@ -259,9 +204,9 @@ def test_consecutive_watch_failures_double_the_backoff_up_to_the_maximum():
 
 
 def test_gone_inside_the_watch_stream_relists():
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "30")], "30")],
-        watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))], error=Gone("too old", reason="Expired"))],
+        watches=[ScriptedWatch([WatchEvent("ADDED", pod("b", "11"))], error=Gone("too old", reason="Expired"))],
     )
     reflector, store, _ = synced(lw)
     assert reflector.step() == NeedList(consistent=True)
@@ -274,16 +219,16 @@ def test_gone_inside_the_watch_stream_relists():
 
 
 def test_gone_when_opening_the_watch_relists():
-    lw = ScriptedLW(watches=[Gone("too old", reason="Gone")])
+    lw = ScriptedListerWatcher(watches=[Gone("too old", reason="Gone")])
     reflector, _, _ = synced(lw)
     assert reflector.step() == NeedList(consistent=True)
     assert reflector.stats.relists == 1
 
 
 def test_a_second_410_right_after_a_relist_backs_off_before_listing_again():
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "20")], "20"), ListPage([pod("a", "30")], "30")],
-        watches=[Gone("old"), Gone("old again"), FakeStream([bookmark("31")]), Gone("later")],
+        watches=[Gone("old"), Gone("old again"), ScriptedWatch([bookmark("31")]), Gone("later")],
     )
     reflector, _, clock = synced(lw)
     assert reflector.step() == NeedList(consistent=True)  # the first relist is immediate
@@ -301,21 +246,21 @@ def test_a_second_410_right_after_a_relist_backs_off_before_listing_again():
 
 
 def test_a_throttled_watch_waits_at_least_retry_after():
-    lw = ScriptedLW(watches=[TooManyRequests("slow", retry_after=12.0)])
+    lw = ScriptedListerWatcher(watches=[TooManyRequests("slow", retry_after=12.0)])
     reflector, _, _ = synced(lw)
     state = reflector.step()
     assert isinstance(state, BackingOff) and state.delay == 12.0 and state.then == Watching("10")
 
 
 def test_a_watch_that_closes_at_once_with_nothing_is_backed_off_not_hammered():
-    lw = ScriptedLW(watches=[FakeStream(), FakeStream()])
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch(), ScriptedWatch()])
     reflector, _, _ = synced(lw)
     state = reflector.step()
     assert isinstance(state, BackingOff) and state.then == Watching("10")
 
 
 def test_an_unknown_event_type_is_ignored():
-    lw = ScriptedLW(watches=[FakeStream([WatchEvent("WEIRD", pod("x", "11")), WatchEvent("ADDED", pod("y", "12"))])])
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("WEIRD", pod("x", "11")), WatchEvent("ADDED", pod("y", "12"))])])
     reflector, store, _ = synced(lw)
     assert reflector.step() == Watching("12")
     assert store.ops[1:] == [("add", "y")]
@@ -325,7 +270,7 @@ def test_an_unknown_event_type_is_ignored():
 
 
 def test_a_streaming_list_collects_the_initial_events_then_replaces_and_keeps_watching():
-    stream = FakeStream(
+    stream = ScriptedWatch(
         [
             WatchEvent("ADDED", pod("a", "3")),
             WatchEvent("ADDED", pod("b", "4")),
@@ -335,7 +280,7 @@ def test_a_streaming_list_collects_the_initial_events_then_replaces_and_keeps_wa
             WatchEvent("MODIFIED", pod("b", "9")),
         ]
     )
-    lw = ScriptedLW(watches=[stream])
+    lw = ScriptedListerWatcher(watches=[stream])
     reflector, store, _ = make(lw, use_watch_list=True)
     assert reflector.state == WatchListing()
     assert not reflector.has_synced_once()
@@ -348,7 +293,7 @@ def test_a_streaming_list_collects_the_initial_events_then_replaces_and_keeps_wa
 
 
 def test_a_streaming_list_falls_back_to_a_paged_list_when_the_server_rejects_it():
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "1")], "5"), ListPage([pod("a", "1")], "7")],
         watches=[BadRequest("sendInitialEvents is not supported"), Gone("old")],
     )
@@ -361,7 +306,7 @@ def test_a_streaming_list_falls_back_to_a_paged_list_when_the_server_rejects_it(
 
 
 def test_a_streaming_list_that_ends_before_the_end_bookmark_is_retried():
-    lw = ScriptedLW(watches=[FakeStream([WatchEvent("ADDED", pod("a", "3"))])])
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("ADDED", pod("a", "3"))])])
     reflector, store, _ = make(lw, use_watch_list=True)
     state = reflector.step()
     assert isinstance(state, BackingOff) and state.then == WatchListing()
@@ -379,7 +324,7 @@ def test_on_watch_error_sees_every_error_and_a_failing_callback_is_contained():
         raise RuntimeError("callback bug")
 
     errors = [ServerError("a"), ConnectionError("b")]
-    lw = ScriptedLW(watches=list(errors))
+    lw = ScriptedListerWatcher(watches=list(errors))
     reflector, _, clock = synced(lw, on_watch_error=callback)
     for _ in errors:
         state = reflector.step()
@@ -389,7 +334,7 @@ def test_on_watch_error_sees_every_error_and_a_failing_callback_is_contained():
 
 
 def test_healthy_turns_false_after_repeated_failures_and_back_after_a_good_watch():
-    lw = ScriptedLW(watches=[ServerError("x")] * 3 + [FakeStream([bookmark("11")])])
+    lw = ScriptedListerWatcher(watches=[ServerError("x")] * 3 + [ScriptedWatch([bookmark("11")])])
     reflector, _, clock = synced(lw)
     assert reflector.healthy()
     for _ in range(3):
@@ -403,7 +348,7 @@ def test_healthy_turns_false_after_repeated_failures_and_back_after_a_good_watch
 
 def test_counters_are_exposed_as_prometheus_metrics():
     registry = CollectorRegistry()
-    lw = ScriptedLW(watches=[FakeStream([WatchEvent("ADDED", pod("b", "11")), bookmark("12")])])
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("ADDED", pod("b", "11")), bookmark("12")])])
     reflector, _, _ = synced(lw, metrics_registry=registry)
     reflector.step()
     labels = {"name": "test/pods"}
@@ -413,11 +358,11 @@ def test_counters_are_exposed_as_prometheus_metrics():
     assert registry.get_sample_value("pyinformers_reflector_bookmarks_total", labels) == 1
     assert registry.get_sample_value("pyinformers_reflector_healthy", labels) == 1
     assert registry.get_sample_value("pyinformers_reflector_last_sync_age_seconds", labels) == 0
-    make(ScriptedLW(), metrics_registry=registry)  # a second reflector on one registry: no clash
+    make(ScriptedListerWatcher(), metrics_registry=registry)  # a second reflector on one registry: no clash
 
 
 def test_metrics_registry_false_records_nothing_but_stats_still_count():
-    lw = ScriptedLW(watches=[FakeStream([WatchEvent("ADDED", pod("b", "11"))])])
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("ADDED", pod("b", "11"))])])
     reflector, _, _ = synced(lw, metrics_registry=False)
     reflector.step()
     assert reflector.stats.events == 1
@@ -428,7 +373,7 @@ def test_metrics_registry_false_records_nothing_but_stats_still_count():
 
 def test_resync_runs_every_period_after_sync_when_should_resync_agrees():
     allow = [True]
-    lw = ScriptedLW()
+    lw = ScriptedListerWatcher()
     reflector, store, clock = synced(lw, resync_period=30, should_resync=lambda: allow[0])
     assert reflector.tick() == 30
     clock.step(30)
@@ -441,7 +386,7 @@ def test_resync_runs_every_period_after_sync_when_should_resync_agrees():
 
 
 def test_no_resync_before_the_first_list():
-    reflector, store, clock = make(ScriptedLW(), resync_period=5)
+    reflector, store, clock = make(ScriptedListerWatcher(), resync_period=5)
     reflector.tick()
     clock.step(5)
     reflector.tick()
@@ -452,8 +397,8 @@ def test_no_resync_before_the_first_list():
 
 
 def test_stop_returns_at_once_and_run_ends_promptly_even_while_a_watch_is_blocked():
-    stream = FakeStream(block=True)
-    lw = ScriptedLW(lists=[ListPage([], "3")], watches=[stream])
+    stream = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([], "3")], watches=[stream])
     reflector, _, _ = make(lw)
     runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
     runner.start()
@@ -467,8 +412,8 @@ def test_stop_returns_at_once_and_run_ends_promptly_even_while_a_watch_is_blocke
 
 
 def test_setting_the_run_stop_event_closes_a_blocked_watch():
-    stream = FakeStream(block=True)
-    lw = ScriptedLW(lists=[ListPage([], "3")], watches=[stream])
+    stream = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([], "3")], watches=[stream])
     reflector, _, _ = make(lw, clock=REAL_CLOCK)  # the watchdog's real-time stop poll
     stop = threading.Event()
     runner = threading.Thread(target=reflector.run, args=(stop,), name="pyinformers-test-reflector", daemon=True)
@@ -480,7 +425,7 @@ def test_setting_the_run_stop_event_closes_a_blocked_watch():
 
 
 def test_stop_wakes_a_backoff_wait():
-    lw = ScriptedLW(lists=[ServerError("down")])
+    lw = ScriptedListerWatcher(lists=[ServerError("down")])
     reflector, _, clock = make(lw)
     runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
     runner.start()
@@ -491,9 +436,9 @@ def test_stop_wakes_a_backoff_wait():
 
 
 def test_a_stalled_watch_is_closed_and_reopened_from_the_same_resource_version():
-    first = FakeStream([bookmark("11")], block=True)
-    second = FakeStream(block=True)
-    lw = ScriptedLW(lists=[ListPage([], "10")], watches=[first, second])
+    first = ScriptedWatch([bookmark("11")], block=True)
+    second = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[first, second])
     reflector, _, clock = make(lw, stall_timeout=60)
     runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
     runner.start()
@@ -515,7 +460,7 @@ def test_a_stalled_watch_is_closed_and_reopened_from_the_same_resource_version()
 
 
 def test_step_after_stop_is_stopped_and_run_refuses_a_stopped_reflector():
-    reflector, _, _ = make(ScriptedLW())
+    reflector, _, _ = make(ScriptedListerWatcher())
     reflector.stop()
     assert reflector.step() == Stopped()
     with pytest.raises(RuntimeError):
@@ -524,11 +469,11 @@ def test_step_after_stop_is_stopped_and_run_refuses_a_stopped_reflector():
 
 def test_bad_options_are_rejected():
     with pytest.raises(ValueError):
-        Reflector(ScriptedLW(), RecordingStore(), name="")
+        Reflector(ScriptedListerWatcher(), RecordingStore(), name="")
     with pytest.raises(ValueError):
-        make(ScriptedLW(), min_watch_timeout=10, max_watch_timeout=5)
+        make(ScriptedListerWatcher(), min_watch_timeout=10, max_watch_timeout=5)
     with pytest.raises(ValueError):
-        make(ScriptedLW(), stall_timeout=0)
+        make(ScriptedListerWatcher(), stall_timeout=0)
 
 
 # --------------------------------------------------------------------------- gc pause

@@ -13,6 +13,9 @@ Pytest fixtures live in :mod:`pyinformers.testing.pytest_plugin`
 pyinformers.testing --port 8001 --kubeconfig kubeconfig.yaml`` runs the server
 from the command line.
 
+Without a server: :class:`ScriptedListerWatcher` and :class:`ScriptedWatch`
+feed a Reflector scripted pages and events.
+
 Waiting: :func:`eventually` (a condition, with a deadline) and
 :class:`Convergence` (woken by informers' events).
 """
@@ -20,7 +23,17 @@ Waiting: :func:`eventually` (a condition, with a deadline) and
 from pyinformers.clock import FakeClock
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.httpd import RequestRecord
+from pyinformers.testing.listwatch import ScriptedListerWatcher, ScriptedWatch
 from pyinformers.testing.server import ApiServer
 from pyinformers.testing.waiting import Convergence, eventually
 
-__all__ = ["ApiServer", "Convergence", "Faults", "FakeClock", "RequestRecord", "eventually"]
+__all__ = [
+    "ApiServer",
+    "Convergence",
+    "Faults",
+    "FakeClock",
+    "RequestRecord",
+    "ScriptedListerWatcher",
+    "ScriptedWatch",
+    "eventually",
+]
