@@ -17,16 +17,17 @@ from pyinformers.cache.reflector import DEFAULT_STALL_TIMEOUT
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Watching
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS
 from pyinformers.testing import eventually
-from test_reflector import FakeStream, RecordingStore, ScriptedLW, bookmark, make, pod
+from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch
+from test_reflector import RecordingStore, bookmark, make, pod
 
 THINGS = Resource("example.com", "v1", "things", "Thing")
 
 
 def test_a_stalled_watch_is_caught_with_the_default_settings():
     assert 120 < DEFAULT_STALL_TIMEOUT <= 180  # above real bookmark gaps, recovers within about 3 minutes
-    first = FakeStream([bookmark("11")], block=True)
-    second = FakeStream(block=True)
-    lw = ScriptedLW(lists=[ListPage([], "10")], watches=[first, second])
+    first = ScriptedWatch([bookmark("11")], block=True)
+    second = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[first, second])
     reflector, _, clock = make(lw)  # no stall_timeout given
     runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
     runner.start()
@@ -48,7 +49,7 @@ def test_a_stalled_watch_is_caught_with_the_default_settings():
 
 
 def test_every_watch_asks_for_bookmarks():
-    lw = ScriptedLW(lists=[ListPage([], "10")], watches=[FakeStream([bookmark("12")]), FakeStream([])])
+    lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[ScriptedWatch([bookmark("12")]), ScriptedWatch([])])
     reflector, _, _ = make(lw)
     for _ in range(4):
         reflector.step()
@@ -58,12 +59,12 @@ def test_every_watch_asks_for_bookmarks():
 
 def test_a_malformed_event_rewatches_from_the_last_good_version_and_twice_relists():
     malformed = WatchEvent("ADDED", {"apiVersion": "v1", "kind": "Pod"})  # no metadata
-    lw = ScriptedLW(
+    lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "10")], "10"), ListPage([pod("a", "10"), pod("b", "13")], "13")],
         watches=[
-            FakeStream([WatchEvent("ADDED", pod("b", "11")), malformed]),
-            FakeStream([WatchEvent("MODIFIED", {"metadata": {"namespace": "default"}})]),  # no name
-            FakeStream(block=False),
+            ScriptedWatch([WatchEvent("ADDED", pod("b", "11")), malformed]),
+            ScriptedWatch([WatchEvent("MODIFIED", {"metadata": {"namespace": "default"}})]),  # no name
+            ScriptedWatch(block=False),
         ],
     )
     reflector, store, clock = make(lw)
@@ -86,7 +87,7 @@ def test_a_malformed_event_rewatches_from_the_last_good_version_and_twice_relist
 
 
 def _list_fails_with_404(resource):
-    lw = ScriptedLW(lists=[NotFound("the server could not find the requested resource"),
+    lw = ScriptedListerWatcher(lists=[NotFound("the server could not find the requested resource"),
                            ListPage([], "5")])
     lw.resource = resource
     reflector, _, clock = make(lw)
@@ -127,9 +128,9 @@ def test_a_failing_timer_does_not_end_stall_detection():
             self.calls += 1
             raise RuntimeError("resync broke")
 
-    first = FakeStream([bookmark("11")], block=True)
-    second = FakeStream(block=True)
-    lw = ScriptedLW(lists=[ListPage([], "10")], watches=[first, second])
+    first = ScriptedWatch([bookmark("11")], block=True)
+    second = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[first, second])
     store = BrokenResync(RecordingStore())
     reflector, _, clock = make(lw, store=store, resync_period=10)
     runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
@@ -147,7 +148,7 @@ def test_a_failing_timer_does_not_end_stall_detection():
 
 
 def test_a_400_says_retrying_cannot_fix_it():
-    lw = ScriptedLW(lists=[BadRequest('unable to parse requirement: "app in (web"')])
+    lw = ScriptedListerWatcher(lists=[BadRequest('unable to parse requirement: "app in (web"')])
     reflector, _, _ = make(lw)
     reflector.step()
     assert isinstance(reflector.step(), BackingOff)
