@@ -20,6 +20,9 @@ from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch, eventually
 
 # --------------------------------------------------------------------------- fakes
 
+# The scripted lister-watcher moved to pyinformers.testing; the old names stay for branches in flight.
+ScriptedLW, FakeStream = ScriptedListerWatcher, ScriptedWatch
+
 
 def pod(name: str, rv: str, ns: str = "default") -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "resourceVersion": rv}}
@@ -516,7 +519,7 @@ def test_the_list_transform_runs_on_each_page_as_it_arrives_and_keeps_an_object_
             raise ValueError("cannot transform")
         return drop_managed_fields(obj)
 
-    lw = ScriptedLW(lists=[ListPage(first, "9", "tok1"), ListPage([heavy("c", "3"), heavy("bad", "4")], "9", None)])
+    lw = ScriptedListerWatcher(lists=[ListPage(first, "9", "tok1"), ListPage([heavy("c", "3"), heavy("bad", "4")], "9", None)])
     reflector, store, _ = make(lw, page_size=2, list_transform=transform)
     assert reflector.step() == Listing(None, resource_version="0")
     assert reflector.step() == Listing("tok1", resource_version="0")
