@@ -420,6 +420,7 @@ class Operator:
 
     def main(self, argv: Optional[Sequence[str]] = None) -> int:
         """Parse flags, log, run the Manager with the built controllers until SIGTERM; 0 on a clean exit."""
+        from pyinformers.api.config import ConfigurationError
         from pyinformers.controller import Manager
         from pyinformers.record import EventRecorder
 
@@ -430,7 +431,10 @@ class Operator:
                 "/metrics is authenticated but served over plain HTTP: scrapers' tokens cross the network in "
                 "clear; give --metrics-cert-file and --metrics-key-file"
             )
-        manager = Manager(**self.manager_options(options))
+        try:
+            manager = Manager(**self.manager_options(options))
+        except ConfigurationError as err:  # no or bad kubeconfig, no Lease namespace outside a Pod: one line
+            raise SystemExit(f"pyinformers: {err}") from None
         if self._setup is not None:
             self._setup(manager, options)
         recorder = EventRecorder(manager.api_client, self.event_component) if self.event_component else None

@@ -122,3 +122,20 @@ def test_leader_election_flags_map_onto_the_managers_leader_election():
     assert (kwargs["leader_election"], kwargs["leader_election_id"], kwargs["leader_election_namespace"]) == (
         True, "demo-op", "ops")
     assert "leader_election" not in operator.manager_options(operator.parse([], environ={}))
+
+
+def test_a_configuration_problem_ends_main_with_one_line(tmp_path):
+    missing = tmp_path / "nope"
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        with pytest.raises(SystemExit) as caught:
+            _operator().main(["--kubeconfig", str(missing), "--metrics-bind-address=0", "--health-probe-bind-address=0"])
+    finally:  # main() configured the root logger: put pytest's back
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    assert str(caught.value).startswith("pyinformers: ") and str(missing) in str(caught.value)
+    assert "\n" not in str(caught.value)
