@@ -70,11 +70,16 @@ PATHS = [p for p in _paths(VALID) if p]
 
 
 def _replace(doc, path, value):
+    """``doc`` with ``value`` at ``path``; TypeError/KeyError/IndexError when the path is no longer there."""
     doc = copy.deepcopy(doc)
     node = doc
-    for part in path[:-1]:
-        node = node[part]
-    node[path[-1]] = value
+    for depth, part in enumerate(path):
+        if isinstance(node, dict) != isinstance(part, str):
+            raise TypeError(f"{part!r} does not index a {type(node).__name__}")
+        if depth == len(path) - 1:
+            node[part] = value
+        else:
+            node = node[part]
     return doc
 
 
