@@ -18,20 +18,34 @@ feed a Reflector scripted pages and events.
 
 Waiting: :func:`eventually` (a condition, with a deadline) and
 :class:`Convergence` (woken by informers' events).
+
+The real thing: :class:`ControlPlane` runs etcd, kube-apiserver and
+kube-controller-manager from local binaries (``make envtest``), envtest-style;
+the ``k8s`` fixture hands a test a :class:`Cluster` on either server
+(``--k8s-server=embedded|real|both``); :class:`DeploymentSimulator` makes
+Deployments become available where no kubelet runs. See docs/testing.rst.
 """
 
 from pyinformers.clock import FakeClock
+from pyinformers.testing.clusters import Cluster
+from pyinformers.testing.controlplane import ComponentExited, ControlPlane, MissingBinaries
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.httpd import RequestRecord
 from pyinformers.testing.listwatch import ScriptedListerWatcher, ScriptedWatch
 from pyinformers.testing.server import ApiServer
+from pyinformers.testing.simulator import DeploymentSimulator
 from pyinformers.testing.waiting import Convergence, eventually
 
 __all__ = [
     "ApiServer",
+    "Cluster",
+    "ComponentExited",
+    "ControlPlane",
     "Convergence",
+    "DeploymentSimulator",
     "Faults",
     "FakeClock",
+    "MissingBinaries",
     "RequestRecord",
     "ScriptedListerWatcher",
     "ScriptedWatch",
