@@ -26,15 +26,24 @@ the ``k8s`` fixture hands a test a :class:`Cluster` on either server
 Deployments become available where no kubelet runs. See docs/testing.rst.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from pyinformers.clock import FakeClock
 from pyinformers.testing.clusters import Cluster
-from pyinformers.testing.controlplane import ComponentExited, ControlPlane, MissingBinaries
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.httpd import RequestRecord
 from pyinformers.testing.listwatch import ScriptedListerWatcher, ScriptedWatch
 from pyinformers.testing.server import ApiServer
 from pyinformers.testing.simulator import DeploymentSimulator
 from pyinformers.testing.waiting import Convergence, eventually
+
+if TYPE_CHECKING:
+    from pyinformers.testing.controlplane import ComponentExited, ControlPlane, MissingBinaries
+
+# Imported on first use, so that ``python -m pyinformers.testing.controlplane`` (the CLI)
+# does not find its own module already imported by this package.
+_LAZY = {name: "pyinformers.testing.controlplane" for name in ("ComponentExited", "ControlPlane", "MissingBinaries")}
 
 __all__ = [
     "ApiServer",
@@ -51,3 +60,16 @@ __all__ = [
     "ScriptedWatch",
     "eventually",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
