@@ -58,10 +58,8 @@ from pyinformers.cache.delta_fifo import (
 from pyinformers.api.meta import describe
 from pyinformers.cache.lister import Lister
 from pyinformers.cache.object_errors import ObjectErrors, one_line
+from pyinformers.cache.notification import NotificationKind
 from pyinformers.cache.processor import (
-    _ADD,
-    _DELETE,
-    _UPDATE,
     DEFAULT_BACKLOG_WARNING,
     EventHandlerFuncs,
     HandlerRegistration,
@@ -82,6 +80,7 @@ log = logging.getLogger(__name__)
 _REPLACED = DeltaType.REPLACED
 _SYNC = DeltaType.SYNC
 _DELETED = DeltaType.DELETED
+_ADD, _UPDATE, _DELETE = NotificationKind.ADD, NotificationKind.UPDATE, NotificationKind.DELETE
 
 #: Watch deltas the reflector may hand ahead of the informer thread (it waits beyond that,
 #: until half are processed). Small on purpose: every pending delta keeps a freshly decoded

@@ -58,6 +58,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Protocol, runtim
 
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.metrics import collector_for, resolve_registry
+from pyinformers.cache.notification import Notification, NotificationKind
 
 __all__ = [
     "BACKLOG_WARNING_INTERVAL",
@@ -81,11 +82,10 @@ DEFAULT_BACKLOG_WARNING = 10_000
 #: Seconds between two backlog warnings about one handler.
 BACKLOG_WARNING_INTERVAL = 30.0
 
-# Notification kinds. A notification is a 3-tuple (kind, a, b):
-#   (_ADD, obj, is_in_initial_list), (_UPDATE, old, new), (_DELETE, obj_or_tombstone, None)
-_ADD = 0
-_UPDATE = 1
-_DELETE = 2
+# Local names for the kinds (a global lookup on the hot path); see pyinformers.cache.notification.
+_ADD = NotificationKind.ADD
+_UPDATE = NotificationKind.UPDATE
+_DELETE = NotificationKind.DELETE
 
 
 @runtime_checkable
@@ -270,7 +270,7 @@ class HandlerRegistration:
         thread.join(timeout)
         return not thread.is_alive()
 
-    def add(self, notification: tuple) -> None:
+    def add(self, notification: Notification) -> None:
         """Buffer one notification (informer side; caller holds the delivery lock)."""
         buffer = self._buffer
         buffer.append(notification)
@@ -389,7 +389,7 @@ class _InlineRegistration(HandlerRegistration):
         self._stopped = True
         return True
 
-    def add(self, notification: tuple) -> None:
+    def add(self, notification: Notification) -> None:
         if self._stopped:
             return
         kind, a, b = notification
@@ -520,7 +520,7 @@ class HandlerSet:
         return ok
 
     # -- fan-out (caller holds lock) --------------------------------------------------
-    def distribute(self, notification: tuple, sync: bool = False) -> None:
+    def distribute(self, notification: Notification, sync: bool = False) -> None:
         """Buffer ``notification`` for every handler, or only the syncing ones."""
         for registration in self._syncing if sync else self._all:
             registration.add(notification)

@@ -18,6 +18,7 @@ Thread-safety: the queues are deques (appends and pops are atomic); a
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections import deque
 from typing import Any, Iterable, Iterator, Optional, Union
@@ -83,13 +84,13 @@ class ScriptedListerWatcher:
         return result
 
     def list(self, **kwargs: Any) -> ListPage:
-        return self._answer(self.lists, "list", kwargs)  # type: ignore[no-any-return]
+        return self._answer(self.lists, "list", kwargs)
 
     def watch(self, **kwargs: Any) -> ScriptedWatch:
-        return self._answer(self.watches, "watch", kwargs)  # type: ignore[no-any-return]
+        return self._answer(self.watches, "watch", kwargs)
 
-    def list_calls(self) -> list[dict[str, Any]]:
+    def list_calls(self) -> builtins.list[dict[str, Any]]:
         return [kw for what, kw in self.calls if what == "list"]
 
-    def watch_calls(self) -> list[dict[str, Any]]:
+    def watch_calls(self) -> builtins.list[dict[str, Any]]:
         return [kw for what, kw in self.calls if what == "watch"]
