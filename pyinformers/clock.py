@@ -24,11 +24,22 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time as _time
-from typing import Callable, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
-__all__ = ["Clock", "RealClock", "FakeClock", "REAL_CLOCK"]
+_log = logging.getLogger("pyinformers.clock")
+
+__all__ = ["Clock", "RealClock", "FakeClock", "REAL_CLOCK", "TimerHandle"]
+
+
+@runtime_checkable
+class TimerHandle(Protocol):
+    """What :meth:`Clock.call_later` returns."""
+
+    def cancel(self) -> bool:
+        """Stop the timer if it has not fired; True when this call stopped it."""
 
 
 @runtime_checkable
@@ -54,6 +65,15 @@ class Clock(Protocol):
     def sleep(self, seconds: float) -> None:
         """Block the calling thread for ``seconds`` of this clock's time."""
 
+    def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
+        """Call ``callback()`` once, ``delay`` seconds of this clock's time from now.
+
+        The real clock calls it on a daemon thread; the fake clock calls it
+        from :meth:`FakeClock.step` on the stepping thread, in deadline order,
+        so a test steps time and the timer has fired when ``step`` returns.
+        A callback must not raise (an exception is logged and dropped).
+        """
+
 
 class RealClock:
     """The clock of the machine: :func:`time.monotonic` and real waits."""
@@ -78,8 +98,46 @@ class RealClock:
         if seconds > 0:
             _time.sleep(seconds)
 
+    def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
+        return _RealTimer(max(0.0, delay), callback)
+
     def __repr__(self) -> str:
         return "<RealClock>"
+
+
+class _RealTimer:
+    """A :class:`threading.Timer` (daemon, named) whose ``cancel`` says whether it stopped it."""
+
+    def __init__(self, delay: float, callback: Callable[[], Any]) -> None:
+        self._lock = threading.Lock()
+        self._state = "pending"  # -> "fired" | "cancelled", once
+        self._callback = callback
+        self._thread = threading.Timer(delay, self._fire)
+        self._thread.name = f"pyinformers-timer-{getattr(callback, '__name__', 'callback')}"
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._state != "pending":
+                return
+            self._state = "fired"
+        _call(self._callback)
+
+    def cancel(self) -> bool:
+        with self._lock:
+            if self._state != "pending":
+                return False
+            self._state = "cancelled"
+        self._thread.cancel()
+        return True
+
+
+def _call(callback: Callable[[], Any]) -> None:
+    try:
+        callback()
+    except Exception:  # a timer has no caller to raise to
+        _log.exception("timer callback %r failed", callback)
 
 
 #: The clock components use when none is given.
@@ -195,13 +253,16 @@ class FakeClock:
             self._lock.notify_all()
             return waiter
 
-    def _unregister(self, waiter: _Waiter) -> None:
+    def _unregister(self, waiter: _Waiter) -> bool:
+        """Remove a waiter that has not fired; True when it was still pending."""
         with self._lock:
-            if not waiter.fired:
-                waiter.fired = True
-                self._heap = [entry for entry in self._heap if entry[2] is not waiter]
-                heapq.heapify(self._heap)
-                self._lock.notify_all()
+            if waiter.fired:
+                return False
+            waiter.fired = True
+            self._heap = [entry for entry in self._heap if entry[2] is not waiter]
+            heapq.heapify(self._heap)
+            self._lock.notify_all()
+            return True
 
     # -- waiting ----------------------------------------------------------------------
     def wait(self, cond: threading.Condition, timeout: Optional[float]) -> bool:
@@ -240,8 +301,21 @@ class FakeClock:
             while self.now() < deadline:
                 self.wait(cond, deadline - self.now())
 
+    def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
+        """Register a timer that :meth:`step` fires once time reaches it (it counts as a waiter)."""
+        return _FakeTimer(self, self._register(max(0.0, delay), lambda: _call(callback)))
+
     def __repr__(self) -> str:
         return f"<FakeClock now={self.now():.3f} waiters={self.waiter_count()}>"
+
+
+class _FakeTimer:
+    def __init__(self, clock: "FakeClock", waiter: _Waiter) -> None:
+        self._clock = clock
+        self._waiter = waiter
+
+    def cancel(self) -> bool:
+        return self._clock._unregister(self._waiter)
 
 
 def _notify_all(cond: threading.Condition) -> None:

@@ -129,3 +129,48 @@ def test_real_clock_is_monotonic_and_waits_for_real():
         assert REAL_CLOCK.wait(cond, 0.01) is False
     assert REAL_CLOCK.now() > first
     assert REAL_CLOCK.wait_event(threading.Event(), 0.001) is False
+
+
+# -- timers -------------------------------------------------------------------------------------
+
+
+def test_the_fake_clock_fires_timers_itself_in_deadline_order_when_stepped():
+    from pyinformers.clock import FakeClock
+
+    clock = FakeClock()
+    fired = []
+    clock.call_later(2.0, lambda: fired.append("b"))
+    clock.call_later(1.0, lambda: fired.append("a"))
+    late = clock.call_later(5.0, lambda: fired.append("never"))
+    assert clock.waiter_count() == 3
+    clock.step(0.5)
+    assert fired == []
+    clock.step(2.0)  # no polling: the timers ran inside step()
+    assert fired == ["a", "b"]
+    assert late.cancel() is True and late.cancel() is False
+    clock.step(10)
+    assert fired == ["a", "b"] and clock.waiter_count() == 0
+
+
+def test_a_fired_fake_timer_cannot_be_cancelled_and_a_failing_callback_is_contained(caplog):
+    from pyinformers.clock import FakeClock
+
+    clock = FakeClock()
+    handle = clock.call_later(1, lambda: 1 / 0)
+    clock.step(1)
+    assert handle.cancel() is False
+    assert "timer callback" in caplog.text
+
+
+def test_the_real_clock_fires_a_timer_on_its_own_thread_and_cancels_one():
+    import threading
+
+    from pyinformers.clock import REAL_CLOCK
+
+    fired = threading.Event()
+    REAL_CLOCK.call_later(0.01, fired.set)
+    assert fired.wait(5)
+    never = threading.Event()
+    handle = REAL_CLOCK.call_later(30, never.set)
+    assert handle.cancel() is True and handle.cancel() is False
+    assert not never.is_set()
