@@ -42,7 +42,8 @@ def _client_without_retries(api_server):
 class Election:
     """Candidates for one Lease, stepped on one fake clock, with every step checked."""
 
-    def __init__(self, api_client, count, *, timing=None, release_on_cancel=False, seed=0, name="lock"):
+    def __init__(self, api_client, count, *, timing=None, release_on_cancel=False, seed=0, name="lock", namespace=NS):
+        self.namespace = namespace
         self.clock = FakeClock()
         self.timing = timing or ElectionTiming()
         self.events = []  # (time, identity, "started" | "stopped")
@@ -61,7 +62,7 @@ class Election:
             self.events.append((self.clock.now(), identity, "stopped"))
 
         elector = LeaderElector(
-            LeaseLock(api_client, name, NS, identity),
+            LeaseLock(api_client, name, self.namespace, identity),
             timing=self.timing,
             clock=self.clock,
             on_started_leading=started,
@@ -274,3 +275,25 @@ def test_the_health_check_fails_when_a_leader_stops_renewing(api_client):
     election.clock.step(2)
     assert not leader.check(tolerance=5)
     assert not leader.is_leader()
+
+
+def test_on_either_server_three_electors_keep_one_leader_and_hand_over_on_release(k8s):
+    """The same election on the embedded server and (``--k8s-server=real``) on a real kube-apiserver."""
+    api_client = k8s.api_client()
+    timing = ElectionTiming(jitter=0.0)
+    election = Election(api_client, 3, timing=timing, release_on_cancel=True, namespace=k8s.namespace)
+    election.run_for(0.01)
+    first = election.leader()
+    election.run_for(30)
+    assert election.leaders() == [first] and election.max_leaders == 1
+    lease = ResourceClient(api_client, LEASES).get("lock", k8s.namespace)
+    assert lease["spec"]["holderIdentity"] == first.identity
+    assert lease["spec"]["renewTime"].endswith("Z") and len(lease["spec"]["renewTime"]) == 27
+    first.stop()
+    failover = election.run_until(lambda: election.leader() is not None, 30)
+    assert failover <= timing.retry_period
+    second = election.leader()
+    election.frozen.add(second)
+    failover = election.run_until(lambda: election.leader() not in (None, second), 60)
+    assert failover <= timing.lease_duration + timing.retry_period
+    assert election.max_leaders == 1

@@ -54,11 +54,11 @@ class Stamp(Controller):
         return None
 
 
-def make(api_server, identity, **config):
+def make(cluster, identity, namespace="default", **config):
     manager = Manager(
-        api_client=api_server.api_client(), bind_address="127.0.0.1", registry=CollectorRegistry(),
-        metrics_port=0, health_port=ANY_PORT, namespace="default",
-        leader_election=True, leader_election_id="stamp-operator", leader_election_namespace="default",
+        api_client=cluster.api_client(), bind_address="127.0.0.1", registry=CollectorRegistry(),
+        metrics_port=0, health_port=ANY_PORT, namespace=namespace,
+        leader_election=True, leader_election_id="stamp-operator", leader_election_namespace=namespace,
         leader_election_config=LeaderElectionConfig(
             timing=FAST, identity=identity, exit_on_lost_lease=False, **config
         ),
@@ -75,9 +75,9 @@ def wait_until(predicate, what, timeout=WAIT):
     return time.monotonic()
 
 
-def stamped_by(api_server):
+def stamped_by(client, namespace="default"):
     return {cm["metadata"]["name"]: (cm["metadata"].get("annotations") or {}).get("reconciled-by")
-            for cm in api_server.objects("configmaps", namespace="default")}
+            for cm in client.list_all(namespace).items if cm["metadata"]["name"].startswith(("cm-", "late"))}
 
 
 def readyz(manager):
@@ -92,24 +92,31 @@ def readyz(manager):
         return err.code, err.read().decode()
 
 
-@pytest.fixture
-def configmaps(api_server):
-    client = ResourceClient(api_server.api_client(), CONFIGMAPS)
+def _configmaps(cluster, namespace):
+    client = ResourceClient(cluster.api_client(), CONFIGMAPS)
     for i in range(KEYS):
-        client.create({"metadata": {"name": f"cm-{i:02d}", "namespace": "default"}})
+        client.create({"metadata": {"name": f"cm-{i:02d}", "namespace": namespace}})
     return client
 
 
+@pytest.fixture
+def configmaps(api_server):
+    return _configmaps(api_server, "default")
+
+
 @pytest.mark.parametrize("release", [True, False])
-def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(api_server, configmaps, release):
-    a, stamp_a = make(api_server, "replica-a", release_on_cancel=release)
-    b, stamp_b = make(api_server, "replica-b", release_on_cancel=release)
+def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(k8s, release):
+    """On the embedded server, and on a real kube-apiserver with ``--k8s-server=real``."""
+    ns = k8s.namespace
+    configmaps = _configmaps(k8s, ns)
+    a, stamp_a = make(k8s, "replica-a", ns, release_on_cancel=release)
+    b, stamp_b = make(k8s, "replica-b", ns, release_on_cancel=release)
     try:
         a.start()
         wait_until(lambda: a.elector is not None and a.elector.is_leader(), "a to lead")
         b.start()  # caches sync on b too: a warm standby
         assert all(i.has_synced() for i in b.factory.informers().values())
-        wait_until(lambda: set(stamped_by(api_server).values()) == {"replica-a"}, "a to stamp every ConfigMap")
+        wait_until(lambda: set(stamped_by(configmaps, ns).values()) == {"replica-a"}, "a to stamp every ConfigMap")
         wait_until(lambda: b.elector is not None and b.elector.leader == "replica-a", "b to see a lead")
         status, body = readyz(b)
         assert status == 200 and "[+]leader election ok" in body  # a standby is ready (to lead)
@@ -118,8 +125,8 @@ def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(a
         assert b'leader_election_master_status{name="stamp-operator"} 1.0' in generate_latest(a.registry)
         assert b'leader_election_master_status{name="stamp-operator"} 0.0' in generate_latest(b.registry)
         assert not b.elector.is_leader() and not stamp_b.is_running() and stamp_b.writes == []
-        configmaps.create({"metadata": {"name": "late", "namespace": "default"}})
-        wait_until(lambda: stamped_by(api_server).get("late") == "replica-a", "a to stamp a new ConfigMap")
+        configmaps.create({"metadata": {"name": "late", "namespace": ns}})
+        wait_until(lambda: stamped_by(configmaps, ns).get("late") == "replica-a", "a to stamp a new ConfigMap")
         assert stamp_b.writes == []  # the standby saw the event and did nothing
 
         # Kill the leader (clean stop: with release the Lease is handed over, without it b waits it out).
@@ -133,8 +140,8 @@ def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(a
         else:
             assert failover > FAST.renew_deadline
         for i in range(KEYS):  # a change made after the failover is reconciled by b
-            configmaps.patch(f"cm-{i:02d}", {"metadata": {"labels": {"round": "2"}}}, "default")
-        wait_until(lambda: set(stamped_by(api_server).values()) == {"replica-b"}, "b to converge")
+            configmaps.patch(f"cm-{i:02d}", {"metadata": {"labels": {"round": "2"}}}, ns)
+        wait_until(lambda: set(stamped_by(configmaps, ns).values()) == {"replica-b"}, "b to converge")
         assert stamp_b.first_reconcile - b.leading_since < 5.0  # warm: no list before the first reconcile
         assert min(t for t, _ in stamp_b.writes) > a_last_write  # never both writing
         assert not b.lost_lease and not a.lost_lease
