@@ -42,8 +42,8 @@ def _client_without_retries(api_server):
 class Election:
     """Candidates for one Lease, stepped on one fake clock, with every step checked."""
 
-    def __init__(self, api_client, count, *, timing=None, release_on_cancel=False, seed=0, name="lock", namespace=NS):
-        self.namespace = namespace
+    def __init__(self, api_client, count, *, timing=None, release_on_cancel=False, seed=0, name="lock", namespace=None):
+        self.namespace = namespace if namespace is not None else NS  # NS read now: tests may patch it
         self.clock = FakeClock()
         self.timing = timing or ElectionTiming()
         self.events = []  # (time, identity, "started" | "stopped")
