@@ -168,6 +168,8 @@ class EventRecorder:
         self._in_flight = 0  # 0 or 1: the writer holds a record outside _pending
         self._closed = False  # no new events accepted
         self._abandon = threading.Event()  # the writer must stop now, buffered or not
+        # The writer's wait before a retry: a clock timer sets it, and so does close().
+        self._retry_wake: Optional[threading.Event] = None
         self._thread: Optional[threading.Thread] = None
         self._recorded = self._aggregated = self._dropped = self._written = self._failed = 0
         self._dropped_unreported = 0
@@ -271,6 +273,8 @@ class EventRecorder:
         with self._cond:
             lost = len(self._pending) + self._in_flight
             self._abandon.set()
+            if self._retry_wake is not None:
+                self._retry_wake.set()
             self._cond.notify_all()
         if lost:
             logger.warning("event recorder %r: closed with %d event(s) not written", self.component, lost)
@@ -410,9 +414,25 @@ class EventRecorder:
                 self.component, record.event_namespace, record.event_name, attempt,
                 self._max_attempts, self._retry_interval, error,
             )
-            if self._clock.wait_event(self._abandon, self._retry_interval):
+            if self._wait_before_retry():
                 return False  # closing: stop retrying
         return False
+
+    def _wait_before_retry(self) -> bool:
+        """Wait ``retry_interval`` on the clock (a timer: a fake clock fires it in ``step``); True if abandoned."""
+        wake = threading.Event()
+        with self._cond:
+            if self._abandon.is_set():
+                return True
+            self._retry_wake = wake
+        timer = self._clock.call_later(self._retry_interval, wake.set)
+        try:
+            wake.wait()
+        finally:
+            timer.cancel()
+            with self._cond:
+                self._retry_wake = None
+        return self._abandon.is_set()
 
     def _event_body(self, write: _Write) -> dict:
         key = write.record.key
