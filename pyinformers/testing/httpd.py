@@ -61,6 +61,7 @@ _CHUNK_LINES = 256  # most event lines per chunk
 _BOOKMARK_BEFORE_TIMEOUT = 2.0  # the real server's first bookmark comes about 2 s before timeoutSeconds
 _CLEAN_ENDS = ("overflow", "restart")  # watcher close reasons that end the stream properly
 _MAX_TRAILERS = 100
+_AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _DISCARD_SLACK = 1024 * 1024  # how far past the body limit a refused body is still read
 _DISCARD_PAUSE = 0.2  # ... as long as the client does not pause longer than this
 #: the real server's limit on request bodies (3 MiB)
@@ -236,7 +237,7 @@ class Dispatcher:
             info = _parse_path(split.path)
             if info is None:
                 self.auth.authorize_path(user, method, path)
-                document = self._non_resource(path, method)
+                document = self._aggregated(path, method, h.headers.get("Accept", "")) or self._non_resource(path, method)
                 if document is not None:
                     self._send_document(h, document)
                     self._record(method, path, query, 200, "discovery")
@@ -398,6 +399,18 @@ class Dispatcher:
             raise StatusError(500, "InternalError", "pyinformers.testing: internal error (injected fault)")
 
     # -- routing -----------------------------------------------------------------------------
+
+    def _aggregated(self, path: str, method: str, accept: str) -> Optional[Any]:
+        """``/api`` and ``/apis`` as aggregated discovery when the client asks for it (as kubectl does first)."""
+        path = path.rstrip("/") or "/"
+        if method != "GET" or path not in ("/api", "/apis") or "as=APIGroupDiscoveryList" not in accept:
+            return None
+        for item in accept.split(","):
+            params = {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in item.split(";")[1:])}
+            if params.get("as") == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io" and params.get("v") == "v2":
+                document = self.registry.aggregated_discovery(core=path == "/api")
+                return _Text(orjson.dumps(document).decode(), _AGGREGATED_DISCOVERY)
+        return None
 
     def _non_resource(self, path: str, method: str) -> Optional[Any]:
         path = path.rstrip("/") or "/"

@@ -18,6 +18,8 @@ frozen value.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
@@ -26,6 +28,14 @@ __all__ = ["ResourceType", "Registry", "BUILTIN_RESOURCES", "resource_types_from
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 _STATUS_VERBS = ("get", "patch", "update")
+_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")  # as the real server lists them
+_SCALABLE = frozenset({"apps/deployments", "apps/replicasets", "apps/statefulsets"})
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """Discovery's ``storageVersionHash``: the first 8 bytes of SHA-256 of ``group/version/kind``, base64."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()[:8]
+    return base64.b64encode(digest).decode()
 
 
 @dataclass(frozen=True)
@@ -75,30 +85,66 @@ class ResourceType:
         return f"{self.api_version}/{self.plural}"
 
     def discovery_entries(self) -> list[dict]:
-        """This resource's entries in an ``APIResourceList`` (with its ``/status``)."""
-        entry = {
+        """This resource's entries in an ``APIResourceList``: itself, then its subresources by name."""
+        if self.is_custom:
+            verbs = list(_CUSTOM_VERBS)
+        elif self.storage_key == "/namespaces":
+            verbs = [v for v in _ALL_VERBS if v != "deletecollection"]
+        else:
+            verbs = list(_ALL_VERBS)
+        entry: dict = {
             "name": self.plural,
             "singularName": self.singular or self.kind.lower(),
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": list(_ALL_VERBS),
+            "verbs": verbs,
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
         if self.categories:
             entry["categories"] = list(self.categories)
+        entry["storageVersionHash"] = storage_version_hash(self.group, self.version, self.kind)
         entries = [entry]
-        if self.has_status:
-            entries.append(
-                {
-                    "name": f"{self.plural}/status",
-                    "singularName": "",
-                    "namespaced": self.namespaced,
-                    "kind": self.kind,
-                    "verbs": list(_STATUS_VERBS),
-                }
-            )
+        for sub, kind_info, sub_verbs in self._subresources():
+            sub_entry: dict = {"name": f"{self.plural}/{sub}", "singularName": "", "namespaced": self.namespaced}
+            sub_entry.update(kind_info)
+            sub_entry["verbs"] = list(sub_verbs)
+            entries.append(sub_entry)
         return entries
+
+    def aggregated_entry(self) -> dict:
+        """This resource in aggregated discovery (its subresources nested)."""
+        main = self.discovery_entries()[0]
+        entry: dict = {
+            "resource": self.plural,
+            "responseKind": {"group": "", "version": "", "kind": self.kind},
+            "scope": "Namespaced" if self.namespaced else "Cluster",
+            "singularResource": main["singularName"],
+            "verbs": main["verbs"],
+        }
+        for key in ("shortNames", "categories"):
+            if key in main:
+                entry[key] = main[key]
+        subresources = []
+        for sub, kind_info, verbs in self._subresources():
+            kind = {"group": kind_info.get("group", ""), "version": kind_info.get("version", ""), "kind": kind_info["kind"]}
+            subresources.append({"subresource": sub, "responseKind": kind, "verbs": list(verbs)})
+        if subresources:
+            entry["subresources"] = subresources
+        return entry
+
+    def _subresources(self) -> list[tuple[str, dict, tuple[str, ...]]]:
+        """(name, group/version/kind fields, verbs) of each subresource served, sorted by name."""
+        subs: list[tuple[str, dict, tuple[str, ...]]] = []
+        if self.storage_key == "/namespaces":
+            subs.append(("finalize", {"kind": self.kind}, ("update",)))
+        if self.storage_key in _SCALABLE:
+            subs.append(("scale", {"group": "autoscaling", "version": "v1", "kind": "Scale"}, _STATUS_VERBS))
+        if self.has_status:
+            subs.append(("status", {"kind": self.kind}, _STATUS_VERBS))
+        if self.storage_key == "/serviceaccounts":
+            subs.append(("token", {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, ("create",)))
+        return sorted(subs, key=lambda s: s[0])
 
 
 def _rt(
@@ -308,10 +354,36 @@ class Registry:
             "preferredVersion": entries[0],
         }
 
+    def aggregated_discovery(self, *, core: bool) -> dict:
+        """``/api`` or ``/apis`` as aggregated discovery (``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``)."""
+        with self._lock:
+            types = list(self._by_gvr.values())
+        groups: dict[str, dict[str, list[ResourceType]]] = {}
+        for rt in types:
+            if (rt.group == "") == core:
+                groups.setdefault(rt.group, {}).setdefault(rt.version, []).append(rt)
+        items = []
+        for group, versions in groups.items():
+            items.append(
+                {
+                    "metadata": {"name": group} if group else {},
+                    "versions": [
+                        {"version": version, "resources": [rt.aggregated_entry() for rt in sorted(rts, key=lambda r: r.plural)], "freshness": "Current"}
+                        for version, rts in versions.items()
+                    ],
+                }
+            )
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+
     def api_group_list(self) -> dict:
         with self._lock:
             groups: list[str] = []
             for (g, _v, _p) in self._by_gvr:
                 if g and g not in groups:
                     groups.append(g)
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self.api_group(g) for g in groups]}
+        items = []
+        for g in groups:
+            group = self.api_group(g)
+            if group is not None:  # in a list, the groups carry no kind/apiVersion of their own
+                items.append({k: v for k, v in group.items() if k not in ("kind", "apiVersion")})
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": items}
