@@ -21,7 +21,7 @@ from samples.mydeployment import ARTIFACTS, COMPONENT, MYDEPLOYMENTS, MyDeployme
 from samples.mydeployment.controller import INSTANCE_LABEL, MANAGED_BY_LABEL
 
 NS = "default"
-TIMEOUT = 30.0  # a cap: on the embedded server steps take milliseconds
+TIMEOUT = 60.0  # a cap: embedded steps take milliseconds; a real GC may need 30 s to learn a new CRD
 #: Reconciles one change may cost: the change, the reconcile of our own repair, status progress.
 MAX_RECONCILES_PER_CHANGE = 6
 #: On a real control plane a Deployment's status moves in several writes (replicas, then updated,

@@ -29,7 +29,7 @@ from samples.sample_controller import (
 )
 
 NS = "default"
-TIMEOUT = 30.0  # a cap: on the embedded server steps take milliseconds
+TIMEOUT = 60.0  # a cap: embedded steps take milliseconds; a real GC may need 30 s to learn a new CRD
 
 
 @pytest.fixture

@@ -44,8 +44,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from pyinformers.api import meta
+from pyinformers.api.errors import Conflict
 from pyinformers.api.resource import Resource
-from pyinformers.controller import Controller, EnqueueForOwner
+from pyinformers.controller import Controller, EnqueueForOwner, Result
 from pyinformers.controller.predicates import generation_changed, resource_version_changed
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS, SERVICES
@@ -114,7 +115,7 @@ class MyDeploymentController(Controller):
             return self._reconciles[key] if key is not None else sum(self._reconciles.values())
 
     # -- reconcile --------------------------------------------------------------------
-    def reconcile(self, key: str) -> None:
+    def reconcile(self, key: str) -> Optional[Result]:
         with self._count_lock:
             self._reconciles[key] += 1
         namespace, name = meta.split_key(key)
@@ -132,7 +133,12 @@ class MyDeploymentController(Controller):
         deployment, blocked_by = self._ensure_deployment(owner)
         if blocked_by is None:
             blocked_by = self._ensure_service(owner)
-        self._update_status(owner, deployment, blocked_by)
+        try:
+            self._update_status(owner, deployment, blocked_by)
+        except Conflict:
+            # The cached owner is behind the server (our previous status write not yet seen):
+            # try again, with backoff, from a fresher cache.
+            return Result(requeue=True)
         return None
 
     def _ensure_deployment(
@@ -192,7 +198,7 @@ class MyDeploymentController(Controller):
         available = int(((deployment or {}).get("status") or {}).get("availableReplicas") or 0)
         if blocked_by is not None:
             ready, (reason, message) = "False", blocked_by
-        elif available >= wanted:
+        elif available >= wanted and _rolled_out(deployment):
             ready, reason, message = "True", "Available", f"{available}/{wanted} replicas available"
         else:
             ready, reason, message = "False", "Progressing", f"{available}/{wanted} replicas available"
@@ -226,6 +232,25 @@ class MyDeploymentController(Controller):
         if old_ready is None or old_ready.get("status") != ready or old_ready.get("reason") != reason:
             event_type = EventType.NORMAL if ready == "True" or reason == "Progressing" else EventType.WARNING
             self.recorder.event(owner, event_type, "Ready" if ready == "True" else reason, message)
+
+
+def _rolled_out(deployment: Optional[Mapping[str, Any]]) -> bool:
+    """True when the Deployment runs only its current template, all of it available (``kubectl rollout status``).
+
+    Counting available replicas alone is not enough: in the middle of a rolling update the old
+    Pods are still available (a real cluster showed 4/3 right after an image change).
+    """
+    if deployment is None:
+        return False
+    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+    want = _int(spec.get("replicas"), 1)
+    updated = int(status.get("updatedReplicas") or 0)
+    return (
+        int(status.get("observedGeneration") or 0) >= int((deployment.get("metadata") or {}).get("generation") or 0)
+        and updated >= want
+        and int(status.get("replicas") or 0) == updated
+        and int(status.get("availableReplicas") or 0) >= updated
+    )
 
 
 def _int(value: Any, default: int) -> int:

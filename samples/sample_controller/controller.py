@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from pyinformers.api import meta
+from pyinformers.api.errors import Conflict
 from pyinformers.api.resource import Resource
-from pyinformers.controller import Controller, EnqueueForOwner
+from pyinformers.controller import Controller, EnqueueForOwner, Result
 from pyinformers.controller.predicates import resource_version_changed
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS
@@ -121,7 +122,7 @@ class FooController(Controller):
             predicates=[resource_version_changed],
         )
 
-    def reconcile(self, key: str) -> None:
+    def reconcile(self, key: str) -> Optional[Result]:
         """Make the world match Foo ``key`` (the Go ``syncHandler``). Raising means retry."""
         namespace, name = meta.split_key(key)
         foo = self.foos.namespace(namespace).get(name)
@@ -156,7 +157,13 @@ class FooController(Controller):
             desired["metadata"]["resourceVersion"] = meta.resource_version(deployment)
             deployment = self.deployments_client.replace(desired)
 
-        self.update_foo_status(foo, deployment)
+        try:
+            self.update_foo_status(foo, deployment)
+        except Conflict:
+            # Our cached Foo is behind the server (typically our own previous status write has
+            # not come back through the watch yet; on a real cluster the Deployment's status moves
+            # fast enough to show it): try again, with backoff, from a fresher cache.
+            return Result(requeue=True)
         self.recorder.event(foo, EventType.NORMAL, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)
         return None
 
