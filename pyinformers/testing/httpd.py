@@ -20,6 +20,12 @@ URL layout (as the real server's)::
     /api/v1[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]
     /apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]
 
+Each request is authenticated and authorized (:mod:`.auth`) from its
+headers and path before its body is read; bodies are capped at 3 MiB (413),
+malformed framing is a 400, and a connection silent for ``idle_timeout`` is
+closed. Every 500 is logged with its traceback (logger
+``pyinformers.testing.httpd``).
+
 Thread-safety: the dispatcher is shared by all connection threads; its
 mutable state (request log, counters) sits behind one lock.
 """

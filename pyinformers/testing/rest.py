@@ -17,14 +17,19 @@ metadata), :mod:`.defaults` (what create fills in), :mod:`.objects`
 Rules it keeps (from the Kubernetes API conventions):
 
 * the server owns ``uid``, ``creationTimestamp``, ``resourceVersion``,
+  ``generation`` and ``deletionTimestamp``; only kinds with a spec carry a
   ``generation`` (1 on create, +1 when anything outside ``metadata`` -- and
-  outside ``status`` for resources with a status subresource -- changes) and
-  ``deletionTimestamp``;
+  outside ``status`` for resources with a status subresource -- changes, for
+  Deployments annotations too, and when the object is marked for deletion);
 * for resources with a status subresource, writes to the main resource keep
   the stored ``.status`` and writes to ``/status`` change only ``.status``;
 * an update that changes nothing writes nothing (no new resourceVersion);
-* an object with finalizers is only marked for deletion; it goes away when an
-  update removes its last finalizer;
+* an object with finalizers is only marked for deletion (the DELETE answers
+  200 with it); it goes away when an update removes its last finalizer (that
+  update is answered with the final state at the previous resourceVersion,
+  and watchers see only DELETED);
+* custom resources are checked against their CRD's schema and pruned
+  (:mod:`.crd`), built-in kinds get their defaults (:mod:`.defaults`);
 * namespaced writes need an existing, non-terminating namespace.
 
 Thread-safety: every read-modify-write holds the store lock, so concurrent
