@@ -144,10 +144,7 @@ def test_three_sharded_managers_split_keys_and_hand_them_over_without_overlap(k8
         wait_converged(client, ns, managers, ["r1", "r3", "r4"])
 
         frozen = managers["r3"].shards  # freeze: its coordinator stops renewing; its workers go on
-        frozen._stopping.set()
-        with frozen._wake:
-            frozen._wake.notify_all()
-        frozen._thread.join(10)
+        assert frozen.halt(10)
         wait_converged(client, ns, managers, ["r1", "r4"])
         assert not frozen.is_member()
         assert log.overlaps() == []

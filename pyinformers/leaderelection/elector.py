@@ -61,6 +61,7 @@ from pyinformers.api.errors import ApiError, Conflict, NotFound
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.leaderelection.lock import ResourceLock
 from pyinformers.leaderelection.record import LeaderElectionRecord
+from pyinformers.leaderelection.steps import StepRunner
 
 __all__ = ["ElectionTiming", "ElectorState", "LeaderElector", "JITTER_FACTOR"]
 
@@ -149,9 +150,9 @@ class LeaderElector:
         self._observed_rv: Optional[str] = None
         self._observed_at: float = 0.0
         self._reported_leader: Optional[str] = None
-        self._wake = threading.Condition(threading.Lock())
-        self._stopping = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._runner = StepRunner(
+            self.step, self.clock, thread_name=f"pyinformers-leaderelection-{self.name}", on_crash=self._crashed
+        )
         #: Counters for tests and metrics: attempts, writes, failed attempts, transitions led.
         self.attempts = 0
         self.writes = 0
@@ -376,25 +377,14 @@ class LeaderElector:
     # -- running --------------------------------------------------------------------------
     def run(self) -> None:
         """Step until leadership is lost or :meth:`stop` is called (blocking)."""
-        try:
-            while not self._stopping.is_set():
-                delay = self.step()
-                if delay is None:
-                    return
-                with self._wake:
-                    if not self._stopping.is_set() and delay > 0:
-                        self.clock.wait(self._wake, delay)
-        except Exception:
-            log.exception("%s: the leader elector failed", self.name)
-            self.stop()
+        self._runner.run()
+
+    def _crashed(self) -> None:
+        self.stop()
 
     def start(self) -> threading.Thread:
         """Run in a daemon thread ``pyinformers-leaderelection-<name>``; returns it."""
-        if self._thread is not None:
-            raise RuntimeError(f"{self!r} was already started; an elector runs once")
-        self._thread = threading.Thread(target=self.run, name=f"pyinformers-leaderelection-{self.name}", daemon=True)
-        self._thread.start()
-        return self._thread
+        return self._runner.start()
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop campaigning; if leading, call ``on_stopped_leading`` then (``release_on_cancel``) release.
@@ -403,20 +393,14 @@ class LeaderElector:
         Returns True when the run thread (if any) ended within ``timeout``
         real seconds. Idempotent; callable from any thread but the callbacks'.
         """
-        self._stopping.set()
-        with self._wake:
-            self._wake.notify_all()
+        self._runner.halt()
         with self._step_lock:
             with self._lock:
                 was_leading = self._state is ElectorState.LEADING
             self._stop_leading("stopped")
             if was_leading and self.release_on_cancel:
                 self.release()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-            return not thread.is_alive()
-        return True
+        return self._runner.join(timeout)
 
     def __repr__(self) -> str:
         with self._lock:

@@ -58,6 +58,7 @@ from pyinformers.leaderelection.elector import ElectionTiming, ElectorState, Lea
 from pyinformers.leaderelection.lock import LeaseLock
 from pyinformers.leaderelection.record import LeaderElectionRecord
 from pyinformers.leaderelection.rendezvous import assign, shard_of
+from pyinformers.leaderelection.steps import StepRunner
 from pyinformers.resources import LEASES
 
 __all__ = ["GROUP_LABEL", "ROLE_LABEL", "ShardCoordinator", "member_lease_name", "shard_lease_name"]
@@ -146,9 +147,10 @@ class ShardCoordinator:
         self._seen: dict[str, _Seen] = {}
         self.live: list[str] = []  # the live members at the last step (for logs, tests, metrics)
         self.handovers = 0  # shards acquired by this replica
-        self._wake = threading.Condition(threading.Lock())
-        self._stopping = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._runner = StepRunner(
+            self.step, self.clock, thread_name=f"pyinformers-sharding-{group}",
+            on_crash=lambda: self._lose_everything("the coordinator failed"),
+        )
 
     # -- what workers and handlers ask ----------------------------------------------------
     def shard_of(self, key: str) -> int:
@@ -424,33 +426,21 @@ class ShardCoordinator:
 
     # -- running --------------------------------------------------------------------------------
     def run(self) -> None:
-        try:
-            while not self._stopping.is_set():
-                delay = self.step()
-                if delay is None:
-                    return
-                with self._wake:
-                    if not self._stopping.is_set():
-                        self.clock.wait(self._wake, max(delay, 0.001))
-        except Exception:
-            log.exception("%s: the shard coordinator failed", self.identity)
-            self._lose_everything("the coordinator failed")
+        """Step until the membership is lost or :meth:`stop`/:meth:`halt` is called (blocking)."""
+        self._runner.run()
 
     def start(self) -> threading.Thread:
-        if self._thread is not None:
-            raise RuntimeError("a shard coordinator runs once")
-        self._thread = threading.Thread(target=self.run, name=f"pyinformers-sharding-{self.group}", daemon=True)
-        self._thread.start()
-        return self._thread
+        """Run in a daemon thread ``pyinformers-sharding-<group>``; returns it."""
+        return self._runner.start()
+
+    def halt(self, timeout: float = 30.0) -> bool:
+        """Stop stepping *without* leaving: renewals stop, so the membership lapses (a frozen replica)."""
+        self._runner.halt()
+        return self._runner.join(timeout)
 
     def stop(self, drain_timeout: float = 30.0) -> bool:
-        """Stop the run loop, then :meth:`leave`. Returns what :meth:`leave` returned."""
-        self._stopping.set()
-        with self._wake:
-            self._wake.notify_all()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(drain_timeout)
+        """Stop stepping, then :meth:`leave`. Returns what :meth:`leave` returned."""
+        self.halt(drain_timeout)
         return self.leave(drain_timeout)
 
     def __repr__(self) -> str:
