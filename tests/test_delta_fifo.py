@@ -489,3 +489,40 @@ def test_replace_and_resync_never_wait_and_close_releases_a_waiting_producer():
 def test_max_pending_must_be_positive():
     with pytest.raises(ValueError):
         DeltaFIFO(max_pending=0)
+
+
+# -- a budget shared by several FIFOs (the informers of one process) -------------------------
+def test_fifos_sharing_a_budget_wait_for_a_slot_that_a_pop_of_another_fifo_frees():
+    from pyinformers.cache.delta_fifo import HandoffBudget
+
+    budget = HandoffBudget(2, max_wait=10)
+    first, second = DeltaFIFO(budget=budget), DeltaFIFO(budget=budget)
+    first.add(obj("a"))
+    second.add(obj("b"))
+    assert budget.held == 2
+    _thread, done = _blocked(second.update, obj("c"))
+    assert not done.wait(0.05)  # both slots taken, by either FIFO
+    assert first.pop(lambda deltas, initial: None, timeout=0)  # hands its slot back
+    assert done.wait(5)
+    assert budget.held == 2 and second.list_keys() == ["default/b", "default/c"]
+    second.close()  # what a closed FIFO held is given back
+    assert budget.held == 0
+
+
+def test_a_full_budget_delays_a_producer_at_most_max_wait_and_replace_takes_no_slot():
+    from pyinformers.cache.delta_fifo import HandoffBudget
+
+    budget = HandoffBudget(1, max_wait=0.01)
+    stuck, other = DeltaFIFO(budget=budget), DeltaFIFO(budget=budget)
+    stuck.add(obj("a"))  # its consumer never pops
+    other.add(obj("b"))  # waits at most 10 ms, then goes on: the budget is advisory
+    assert other.list_keys() == ["default/b"] and budget.held == 2
+    assert other.pop(lambda deltas, initial: None, timeout=0)
+    assert budget.held == 1
+    other.replace([obj(f"r{i}") for i in range(5)], "3")
+    assert budget.held == 1
+    while other.pop(lambda deltas, initial: None, timeout=0):  # popping listed keys gives back nothing
+        pass
+    assert budget.held == 1
+    with pytest.raises(ValueError):
+        HandoffBudget(0)

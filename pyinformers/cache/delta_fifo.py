@@ -106,6 +106,54 @@ _KEEP_CACHED = "left out of this change: the cache keeps the version it had, if 
 _NO_KEY = "left out: an object without a usable key cannot be cached"
 
 
+class HandoffBudget:
+    """Pending deltas that several bounded FIFOs -- the informers of one process -- hold in all.
+
+    Each FIFO's ``max_pending`` bounds what one producer keeps alive ahead of
+    its consumer; with many informers those add up, and the young generation
+    drifts into collections again. A FIFO given a budget takes a slot of it
+    for every ``add``/``update`` before queueing (waiting while all ``limit``
+    slots are taken, but at most ``max_wait`` seconds: the budget is advisory,
+    so one stuck informer can slow the others, never stop them) and gives the
+    slots back as :meth:`DeltaFIFO.pop` hands the deltas over, or on close.
+
+    Thread-safety: every method may be called from any thread.
+    """
+
+    def __init__(self, limit: int, *, max_wait: float = 0.02) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit!r}")
+        self.limit = limit
+        self._max_wait = max_wait
+        self._cond = threading.Condition(threading.Lock())
+        self._held = 0
+        self._waiting = 0
+
+    @property
+    def held(self) -> int:
+        return self._held
+
+    def acquire(self) -> None:
+        """Take a slot, waiting (at most ``max_wait`` real seconds) while none is free."""
+        with self._cond:
+            if self._held >= self.limit:
+                self._waiting += 1
+                try:
+                    self._cond.wait_for(lambda: self._held < self.limit, self._max_wait)
+                finally:
+                    self._waiting -= 1
+            self._held += 1
+
+    def release(self, count: int) -> None:
+        """Give ``count`` slots back."""
+        if count <= 0:
+            return
+        with self._cond:
+            self._held -= count
+            if self._waiting:
+                self._cond.notify(count)
+
+
 class DeltaFIFO:
     """A queue of per-key delta lists with client-go's semantics; see the module docstring.
 
@@ -147,6 +195,7 @@ class DeltaFIFO:
         requeue_on_error: bool = False,
         on_error: Callable[[str, Any, BaseException, str], None] | None = None,
         max_pending: int | None = None,
+        budget: HandoffBudget | None = None,
     ) -> None:
         if max_pending is not None and max_pending < 1:
             raise ValueError(f"max_pending must be None or >= 1, got {max_pending!r}")
@@ -161,6 +210,9 @@ class DeltaFIFO:
         # Producers waiting for room (bounded FIFOs only) wait here.
         self._room = threading.Condition(self._lock)
         self._max_pending = max_pending
+        # Slots of a shared HandoffBudget taken by add/update and not yet handed back.
+        self._budget = budget
+        self._budgeted = 0
         self._producers_waiting = 0
         # Deltas in _items (all keys), maintained only for a bounded FIFO's waits.
         self._pending = 0
@@ -241,10 +293,18 @@ class DeltaFIFO:
         except Exception as error:
             self._failed(stage, obj, error)
             return
+        budget = self._budget
+        if budget is not None:
+            budget.acquire()
         with self._lock:
             self._wait_for_room_locked()
             self._populated = True
             self._queue_locked(key, Delta(delta_type, obj))
+            if budget is not None:
+                if self._closed:  # nobody will pop it: hand the slot back at once
+                    budget.release(1)
+                else:
+                    self._budgeted += 1
 
     def _downstream_state(self, key: str) -> tuple[bool, Any]:
         """(exists, object) for ``key`` as the consumer will hold it once in-flight work lands.
@@ -461,10 +521,14 @@ class DeltaFIFO:
                     self._waiters -= 1
             deltas = tuple(self._items.pop(key))
             self._pending -= len(deltas)
+            handed = min(self._budgeted, len(deltas))
+            self._budgeted -= handed
             if self._producers_waiting and self._pending <= self._max_pending // 2:  # type: ignore[operator]
                 self._room.notify_all()
             self._processing[key] = deltas
             in_initial = not self._has_synced_locked()
+        if handed and self._budget is not None:
+            self._budget.release(handed)
         requeued = False
         try:
             process(deltas, in_initial)
@@ -521,6 +585,9 @@ class DeltaFIFO:
             self._closed = True
             self._cond.notify_all()
             self._room.notify_all()
+            handed, self._budgeted = self._budgeted, 0
+        if handed and self._budget is not None:
+            self._budget.release(handed)
 
     @property
     def closed(self) -> bool:

@@ -54,6 +54,7 @@ from pyinformers.cache.delta_fifo import (
     DeltaFIFO,
     DeltaType,
     FIFOClosedError,
+    HandoffBudget,
 )
 from pyinformers.api.meta import describe
 from pyinformers.cache.lister import Lister
@@ -90,6 +91,10 @@ _ADD, _UPDATE, _DELETE = NotificationKind.ADD, NotificationKind.UPDATE, Notifica
 #: with 10,000 cached 5 KB Pods over 20,000 events: unbounded, ~680 young and 5 full
 #: collections and ~120 us CPU per event; bounded at 4, no collection at all and ~70 us.
 HANDOFF_BOUND = 4
+
+#: What all informers of the process may hold ahead of their informer threads together: with
+#: ten informers, ten bounds of four let the young generation drift again.
+PROCESS_HANDOFF = HandoffBudget(8)
 
 # How often an idle informer thread looks at its stop event and GC-pause bound.
 _IDLE_POLL = 0.5
@@ -215,7 +220,8 @@ class SharedIndexInformer:
         # a listed object is then a cheap no-op for an idempotent transform).
         self._transform = transform
         self._fifo = DeltaFIFO(
-            known_objects=self._indexer, transform=transform, on_error=report, max_pending=HANDOFF_BOUND
+            known_objects=self._indexer, transform=transform, on_error=report, max_pending=HANDOFF_BOUND,
+            budget=PROCESS_HANDOFF,
         )
         resource = getattr(lister_watcher, "resource", None)  # tells the lister the scope
         self._lister = Lister(self._indexer, resource=resource if isinstance(resource, Resource) else None)
