@@ -34,11 +34,11 @@ WAIT = 30.0  # generous: other test suites share the two cores
 NS = "default"
 
 
-def deployment(name, replicas=1):
+def deployment(name, replicas=1, namespace=NS):
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},

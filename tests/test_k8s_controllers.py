@@ -20,6 +20,7 @@ from pyinformers.record import EventRecorder
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS
 from pyinformers.testing import eventually
 from test_controller_integration import ConfigOwner
+from test_controller_integration import deployment as controller_integration_deployment
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -33,16 +34,7 @@ CONFIG_OWNER_RULES = [
 
 
 def deployment(name, namespace, replicas=1):
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
-        },
-    }
+    return controller_integration_deployment(name, replicas, namespace=namespace)
 
 
 @pytest.fixture

@@ -113,6 +113,21 @@ class _Delayed:
         with self._lock:
             self._first_seen.pop(key, None)
 
+    def postpone(self, key: str, pending: bool) -> Optional[Result]:
+        """What a reconcile returns instead of acting on ``key``, or None to act now.
+
+        ``pending`` says the object needs work; if not, the key is forgotten and
+        the reconcile is done. A pending key waits out the delay first.
+        """
+        if not pending:
+            self.forget(key)
+            return Result()
+        wait = self.remaining(key)
+        if wait > 0:
+            return Result(requeue_after=wait)
+        self.forget(key)
+        return None
+
 
 class _DeploymentStatus(Controller):
     """Writes a healthy status on Deployments nobody else manages."""
@@ -134,13 +149,10 @@ class _DeploymentStatus(Controller):
     def reconcile(self, key: str) -> Optional[Result]:
         namespace, name = meta.split_key(key)
         deployment = self._deployments.get(name, namespace=namespace)
-        if deployment is None or deployment["metadata"].get("deletionTimestamp") or settled(deployment):
-            self._delayed.forget(key)
-            return None
-        wait = self._delayed.remaining(key)
-        if wait > 0:
-            return Result(requeue_after=wait)
-        self._delayed.forget(key)
+        pending = deployment is not None and not deployment["metadata"].get("deletionTimestamp") and not settled(deployment)
+        later = self._delayed.postpone(key, pending)
+        if later is not None or deployment is None:
+            return later
         if self._managed_elsewhere(deployment):
             return None
         updated = copy.deepcopy(deployment)
@@ -177,13 +189,11 @@ class _PodReadiness(Controller):
     def reconcile(self, key: str) -> Optional[Result]:
         namespace, name = meta.split_key(key)
         pod = self._pods.get(name, namespace=namespace)
-        if pod is None or pod["metadata"].get("deletionTimestamp") or _ready(pod) or meta.controller_of(pod) is None:
-            self._delayed.forget(key)
-            return None
-        wait = self._delayed.remaining(key)
-        if wait > 0:
-            return Result(requeue_after=wait)
-        self._delayed.forget(key)
+        pending = (pod is not None and not pod["metadata"].get("deletionTimestamp") and not _ready(pod)
+                   and meta.controller_of(pod) is not None)
+        later = self._delayed.postpone(key, pending)
+        if later is not None or pod is None:
+            return later
         try:
             if not (pod.get("spec") or {}).get("nodeName"):
                 self._bind(pod)
