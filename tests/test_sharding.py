@@ -62,12 +62,12 @@ class Fleet:
         self.cursor: Counter = Counter()
         self.reconciled: dict[str, set] = defaultdict(set)  # key -> replicas since the last reset
 
-    def join(self, name):
+    def join(self, name, shards=None):
         def gained(shards, name=name):
             self.gained_keys[name] += sum(1 for k in KEYS if shard_of(k, self.shards) in shards)
 
         coordinator = ShardCoordinator(
-            self.api_client, group="items", namespace=NS, identity=name, shards=self.shards,
+            self.api_client, group="items", namespace=NS, identity=name, shards=shards or self.shards,
             timing=self.timing, clock=self.clock, on_gained=gained, rng=random.Random(hash(name) & 0xFFFF),
         )
         self.replicas[name] = coordinator
@@ -254,3 +254,19 @@ def test_member_leases_of_departed_replicas_are_deleted_once_no_shard_names_them
     assert member_lease_name("items", "r2") not in names and member_lease_name("items", "r3") not in names
     assert member_lease_name("items", "r1") in names
     assert sum(1 for n in names if "-shard-" in n) == fleet.shards
+
+
+def test_replicas_with_another_shard_count_make_everyone_hold_nothing_until_one_count_is_left(api_client):
+    fleet = Fleet(api_client)
+    for name in ("r1", "r2"):
+        fleet.join(name)
+    fleet.run_until_converged(["r1", "r2"])
+    fleet.join("new", shards=32)  # a rollout that changed the shard count
+    fleet.run_for(10)
+    assert all(not coordinator.held() for coordinator in fleet.replicas.values())
+    assert fleet.replicas["r1"].mismatched == ["new"] and fleet.replicas["new"].mismatched == ["r1", "r2"]
+    for name in ("r1", "r2"):
+        fleet.leave(name)
+    fleet.run_for(10)
+    assert fleet.replicas["new"].held() == set(range(32))
+    assert fleet.overlaps() == []

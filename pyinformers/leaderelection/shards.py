@@ -61,7 +61,7 @@ from pyinformers.leaderelection.rendezvous import assign, shard_of
 from pyinformers.leaderelection.steps import StepRunner
 from pyinformers.resources import LEASES
 
-__all__ = ["GROUP_LABEL", "ROLE_LABEL", "ShardCoordinator", "member_lease_name", "shard_lease_name"]
+__all__ = ["GROUP_LABEL", "ROLE_LABEL", "SHARDS_LABEL", "ShardCoordinator", "member_lease_name", "shard_lease_name"]
 
 log = logging.getLogger("pyinformers.leaderelection.shards")
 
@@ -69,6 +69,8 @@ log = logging.getLogger("pyinformers.leaderelection.shards")
 GROUP_LABEL = "sharding.pyinformers.io/group"
 #: Label saying what a Lease of the group is: ``member`` or ``shard``.
 ROLE_LABEL = "sharding.pyinformers.io/role"
+#: Label on member Leases: the shard count that member hashes keys with.
+SHARDS_LABEL = "sharding.pyinformers.io/shards"
 
 
 def member_lease_name(group: str, identity: str) -> str:
@@ -128,7 +130,7 @@ class ShardCoordinator:
         self._rng = rng or random.Random()
         self.member = LeaderElector(
             LeaseLock(api_client, member_lease_name(group, identity), namespace, identity,
-                      labels={**self._labels, ROLE_LABEL: "member"}),
+                      labels={**self._labels, ROLE_LABEL: "member", SHARDS_LABEL: str(self.shards)}),
             timing=self.timing, clock=self.clock, name=f"shard-member-{group}", rng=self._rng,
         )
         self._shard_locks = {
@@ -146,6 +148,7 @@ class ShardCoordinator:
         # Step thread only: versions of member Leases and when we first saw each.
         self._seen: dict[str, _Seen] = {}
         self.live: list[str] = []  # the live members at the last step (for logs, tests, metrics)
+        self.mismatched: list[str] = []  # live members hashing with another shard count
         self.handovers = 0  # shards acquired by this replica
         self._runner = StepRunner(
             self.step, self.clock, thread_name=f"pyinformers-sharding-{group}",
@@ -209,6 +212,12 @@ class ShardCoordinator:
         self._collect_departed(leases, now)
         owner = assign(self.shards, self.live)
         desired = {s for s, member in owner.items() if member == self.identity}
+        if self.mismatched:
+            # Another shard count maps keys to other shards: the two counts' shard Leases would not
+            # exclude each other. Hold nothing until only one count is left (a rollout finished).
+            log.error("%s: members %s hash keys into another number of shards than our %d; holding no shard",
+                      self.identity, self.mismatched, self.shards)
+            desired = set()
         held = self.held()
         for shard in sorted(held - desired):
             self._give_up(shard)
@@ -238,6 +247,7 @@ class ShardCoordinator:
 
     def _live_members(self, leases: list[dict], now: float) -> list[str]:
         live = {self.identity}
+        mismatched = []
         for lease in leases:
             md = lease.get("metadata") or {}
             labels = md.get("labels") or {}
@@ -247,6 +257,9 @@ class ShardCoordinator:
             seen = self._note(md.get("name", ""), md.get("resourceVersion"), record, now)
             if record.holder and now < seen.since + max(record.lease_duration, 1):
                 live.add(record.holder)
+                if labels.get(SHARDS_LABEL, str(self.shards)) != str(self.shards):
+                    mismatched.append(record.holder)
+        self.mismatched = sorted(mismatched)
         return sorted(live)
 
     def _collect_departed(self, leases: list[dict], now: float) -> None:
