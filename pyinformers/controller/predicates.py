@@ -72,9 +72,12 @@ def is_resync(event: Event) -> bool:
 def generation_changed(event: Event) -> bool:
     """Let an update through only when ``metadata.generation`` changed.
 
-    The API server bumps the generation on spec changes only, so this drops
-    status-only (and metadata-only) updates. Adds, deletes and resyncs pass;
-    so do updates of objects that carry no generation (see the module notes).
+    The API server bumps the generation when the desired state changes: the
+    spec of most kinds, but also a Deployment's annotations and the marking of
+    any object for deletion (``deletionTimestamp``). So this drops status-only
+    updates and most label-only ones. Kinds with no spec (ConfigMaps, Secrets,
+    Namespaces, Leases) carry no generation at all: their updates always pass,
+    as do adds, deletes and resyncs (see the module notes).
     """
     if event.type is not EventKind.UPDATE:
         return True
