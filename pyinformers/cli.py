@@ -203,45 +203,38 @@ def add_flags(parser: argparse.ArgumentParser, environ: Optional[Mapping[str, st
 
 
 # -- logging ---------------------------------------------------------------------------
+def _record_fields(formatter: logging.Formatter, record: logging.LogRecord) -> dict[str, Any]:
+    """The fields both structured formats carry, in order: ``ts level logger msg``, then during a
+    reconcile ``controller key reconcile_id``, then ``error`` with the formatted exception."""
+    fields: dict[str, Any] = {
+        "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(timespec="milliseconds"),
+        "level": record.levelname.lower(),
+        "logger": record.name,
+        "msg": record.getMessage(),
+    }
+    fields.update(reconcile_fields())
+    if record.exc_info:
+        fields["error"] = formatter.formatException(record.exc_info)
+    return fields
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: ``ts`` (RFC 3339, UTC), ``level``, ``logger``, ``msg``, and ``error``.
 
     ``error`` carries the formatted exception when there is one, so a
-    traceback stays one line a log collector can index.
+    traceback stays one line a log collector can index. During a reconcile
+    the object also has ``controller``, ``key`` and ``reconcile_id``.
     """
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(
-                timespec="milliseconds"
-            ),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        entry.update(reconcile_fields())  # controller, key, reconcile_id during a reconcile
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return json.dumps(_record_fields(self, record), ensure_ascii=False)
 
 
 class KeyValueFormatter(logging.Formatter):
-    """One ``key=value`` line per record (logfmt): ``ts level logger msg`` and, during a
-    reconcile, ``controller key reconcile_id``; ``error`` carries an exception on the same line."""
+    """One ``key=value`` line per record (logfmt), with the same fields as :class:`JsonFormatter`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        fields: dict[str, Any] = {
-            "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(
-                timespec="milliseconds"
-            ),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        fields.update(reconcile_fields())
-        if record.exc_info:
-            fields["error"] = self.formatException(record.exc_info)
-        return " ".join(f"{k}={_logfmt(v)}" for k, v in fields.items())
+        return " ".join(f"{k}={_logfmt(v)}" for k, v in _record_fields(self, record).items())
 
 
 def _logfmt(value: Any) -> str:
