@@ -58,8 +58,8 @@ def _bar_chart(plt: Any, rows: list[dict], field: str, title: str, xlabel: str, 
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
-    for i, m in enumerate(med):
-        ax.text(m, i, f" {m:,.0f}", va="center", fontsize=7)
+    for i, (m, r) in enumerate(zip(med, rows)):  # the median, right of the range's bar
+        ax.text(r[field]["max"], i, f"  {m:,.0f}", va="center", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
