@@ -34,15 +34,6 @@ def test_the_demo_exits_non_zero_naming_the_step_that_did_not_converge(monkeypat
     assert "did not converge within 0.5 s; now: Foo replicas=1 available=None, Deployment absent" in text
 
 
-def test_the_quickstart_runs_as_documented(capsys):
-    from samples import quickstart
-
-    assert quickstart.main([]) == 0
-    out = capsys.readouterr().out
-    assert "created:   {'images': 'nginx:1.27', 'replicas': '2'}" in out
-    assert "recreated: {'images': 'nginx:1.27', 'replicas': '2'}" in out
-
-
 def test_the_demo_runs_against_a_kubeconfig(tmp_path):
     from pyinformers.testing import ApiServer
 
