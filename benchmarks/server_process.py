@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from typing import Any
+from typing import Any, Optional
 
 from benchmarks.pods import make_pod, make_replica_set
 
@@ -58,27 +58,25 @@ def _serve(conn: Any, plan: dict) -> None:
     server.stop()
 
 
-class ServerProcess:
-    """The in-process API server, in a child process of its own (spawned, so nothing is shared)."""
+class ChildServer:
+    """A benchmark server running ``target(conn, plan)`` in a spawned child process of its own.
 
-    def __init__(self, plan: dict, *, timeout: float = 600.0) -> None:
+    The child sends one report on the pipe once it serves (kept as
+    :attr:`report`), then waits: any message, or the parent's end of the pipe,
+    stops it. :meth:`close` (or leaving the ``with`` block) asks it to stop and
+    kills it if it has not exited within 30 s.
+    """
+
+    def __init__(self, target: Any, plan: dict, *, name: str, timeout: float = 600.0) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=_serve, args=(child, plan), name="bench-apiserver", daemon=True)
+        self._process = ctx.Process(target=target, args=(child, plan), name=name, daemon=True)
         self._process.start()
         if not self._conn.poll(timeout):
             self._process.kill()
-            raise RuntimeError("the benchmark API server did not come up")
+            raise RuntimeError(f"the benchmark server {name} did not come up")
         self.report: dict = self._conn.recv()
-
-    @property
-    def kubeconfig(self) -> dict:
-        return self.report["kubeconfig"]
-
-    def api_client(self) -> Any:
-        from kubernetes import config
-
-        return config.new_client_from_config_dict(self.kubeconfig)
+        self.pid: Optional[int] = self._process.pid
 
     def close(self) -> None:
         try:
@@ -89,9 +87,24 @@ class ServerProcess:
         if self._process.is_alive():
             self._process.kill()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> "ChildServer":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+
+class ServerProcess(ChildServer):
+    """The in-process API server, in a child process of its own (spawned, so nothing is shared)."""
+
+    def __init__(self, plan: dict, *, timeout: float = 600.0) -> None:
+        super().__init__(_serve, plan, name="bench-apiserver", timeout=timeout)
+
+    @property
+    def kubeconfig(self) -> dict:
+        return self.report["kubeconfig"]
+
+    def api_client(self) -> Any:
+        from kubernetes import config
+
+        return config.new_client_from_config_dict(self.kubeconfig)

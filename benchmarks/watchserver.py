@@ -30,15 +30,16 @@ server must be neutral between the consumers it serves.
 
 from __future__ import annotations
 
-import multiprocessing
 import socket
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Any
 
 import orjson
+
+from benchmarks.server_process import ChildServer
 
 CHUNK_BYTES = 64 * 1024
 SENT_PLACEHOLDER = b"0000000000.000000"  # fixed width: replaced with the send time in paced mode
@@ -306,21 +307,13 @@ def _serve(conn: Any, plan: dict) -> None:
     httpd.shutdown()
 
 
-class WatchServer:
+class WatchServer(ChildServer):
     """The benchmark server in a spawned child process; ``plan = {"namespaces": {ns: {pods, events, pace}}}``."""
 
     def __init__(self, plan: dict, *, timeout: float = 600.0) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=_serve, args=(child, plan), name="bench-watchserver", daemon=True)
-        self._process.start()
-        if not self._conn.poll(timeout):
-            self._process.kill()
-            raise RuntimeError("the benchmark watch server did not come up")
-        report = self._conn.recv()
-        self.url: str = report["url"]
-        self.namespaces: dict[str, dict] = report["namespaces"]
-        self.pid: Optional[int] = self._process.pid
+        super().__init__(_serve, plan, name="bench-watchserver", timeout=timeout)
+        self.url: str = self.report["url"]
+        self.namespaces: dict[str, dict] = self.report["namespaces"]
 
     def rearm(self) -> None:
         """End every held stream and close the gate again (between two consumers)."""
@@ -336,18 +329,3 @@ class WatchServer:
             "users": [{"name": "bench", "user": {"token": "bench"}}],
             "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench", "namespace": "default"}}],
         }
-
-    def close(self) -> None:
-        try:
-            self._conn.send("stop")
-        except (BrokenPipeError, OSError):
-            pass
-        self._process.join(30)
-        if self._process.is_alive():
-            self._process.kill()
-
-    def __enter__(self) -> "WatchServer":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
