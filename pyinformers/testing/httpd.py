@@ -205,6 +205,8 @@ class Dispatcher:
     # -- observability -----------------------------------------------------------------
 
     def requests(self) -> list[RequestRecord]:
+        """The logged requests, oldest first. A request is logged before its answer is sent, so a
+        client that has its answer finds the request here."""
         with self._lock:
             return list(self._log)
 
@@ -245,8 +247,8 @@ class Dispatcher:
                 self.auth.authorize_path(user, method, path)
                 document = self._aggregated(path, method, h.headers.get("Accept", "")) or self._non_resource(path, method)
                 if document is not None:
-                    self._send_document(h, document)
                     self._record(method, path, query, 200, "discovery")
+                    self._send_document(h, document)
                     return
                 raise _PageNotFound()
             verb = self._verb(method, info, query)
@@ -263,21 +265,21 @@ class Dispatcher:
             body_pending = False
             warnings: list[str] = []
             code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""), user, warnings)
+            self._record(method, path, query, code, verb)  # before the answer: a client that got it finds it logged
             self._send_json(h, code, result, warnings=warnings)
-            self._record(method, path, query, code, verb)
         except StatusError as exc:
             if body_pending:
                 h.close_connection = True  # the unread body would be taken for the next request
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
             if exc.code >= 500 and exc.reason == "InternalError":
                 _log.error("pyinformers.testing: %s %s answered %d: %s", method, path, exc.code, exc.message)
-            self._send_json(h, exc.code, exc.status, headers=headers)
             self._record(method, path, query, exc.code, verb)
+            self._send_json(h, exc.code, exc.status, headers=headers)
         except _PageNotFound:
             if body_pending:
                 h.close_connection = True
-            self._send_text(h, 404, "404 page not found\n")
             self._record(method, path, query, 404, verb)
+            self._send_text(h, 404, "404 page not found\n")
         except _Cut:
             h.close_connection = True
         except (BrokenPipeError, ConnectionError, socket.timeout):
@@ -285,8 +287,8 @@ class Dispatcher:
         except Exception as exc:  # a bug in the server must still produce an answer, and a traceback in the log
             _log.exception("pyinformers.testing: internal error answering %s %s", method, path)
             h.close_connection = True
-            self._send_json(h, 500, status_object(500, "InternalError", f"pyinformers.testing: internal error: {exc!r}"))
             self._record(method, path, query, 500, verb)
+            self._send_json(h, 500, status_object(500, "InternalError", f"pyinformers.testing: internal error: {exc!r}"))
 
     @staticmethod
     def _announces_body(h: BaseHTTPRequestHandler) -> bool:
