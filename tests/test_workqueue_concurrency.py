@@ -86,7 +86,13 @@ def wait_until_idle(q: Queue) -> None:
     """Block (real time, bounded) until nothing is queued or being processed."""
     tick = threading.Event()
     give_up = time.monotonic() + BOUND
-    while len(q) or q.processing_count():
+    while True:
+        # One snapshot under the queue's lock: reading len() and processing_count() one after the
+        # other can miss a key that done() moves from processing back to the queue in between.
+        with q._lock:
+            busy = len(q._queue) or len(q._processing)
+        if not busy:
+            return
         assert time.monotonic() < give_up, f"queue never went idle: {q!r}"
         tick.wait(0.001)
 
