@@ -87,6 +87,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _shards(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of shards >= 0 (0: no sharding), got {text!r}")
+    return value
+
+
 def _workers(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -146,6 +153,10 @@ FLAGS: tuple[Flag, ...] = (
          False, _bool, metavar="BOOL"),
     Flag("leader-election-id", "name of the Lease; default: the operator's name", metavar="NAME"),
     Flag("leader-election-namespace", "namespace of the Lease; default: the Pod's namespace, else 'default'",
+         metavar="NS"),
+    Flag("shards", "split the keys over every replica in N shards held through Leases (docs/ha.rst); all "
+         "replicas must agree on N; 0 turns sharding off; excludes --leader-elect", 0, _shards, metavar="N"),
+    Flag("sharding-namespace", "namespace of the shard Leases; default: the Pod's namespace, else 'default'",
          metavar="NS"),
     Flag("metrics-bind-address", "host:port of /metrics; 0 turns it off", DEFAULT_METRICS_BIND_ADDRESS,
          _bind_address, metavar="ADDR"),
@@ -336,6 +347,8 @@ class Operator:
             parser.error("--metrics-cert-file and --metrics-key-file go together")
         if options.metrics_cert_file and not options.metrics_secure:
             parser.error("--metrics-cert-file needs --metrics-secure")
+        if options.leader_elect and options.shards:
+            parser.error("--leader-elect and --shards exclude each other: a sharded replica already owns its keys alone")
         if options.leader_election_id is None:
             options.leader_election_id = self.name
         return options
@@ -346,7 +359,9 @@ class Operator:
 
         Informers and declared clients (recorded by the factory), Events when
         it records them, Leases (get, create, update in the Lease's namespace)
-        with ``--leader-elect``, TokenReviews and SubjectAccessReviews with
+        with ``--leader-elect``, Leases (also list, watch and delete: replicas
+        watch each other's membership and collect departed members' Leases)
+        in the shards' namespace with ``--shards``, TokenReviews and SubjectAccessReviews with
         ``--metrics-secure`` and metrics on. Raises ``ValueError`` when a
         controller made a client without declaring its verbs.
         """
@@ -373,6 +388,9 @@ class Operator:
         if options.leader_elect:
             namespace = options.leader_election_namespace or lease_namespace or pod_namespace()
             extra.grant(LEASES, ("get", "create", "update"), namespace=namespace)
+        if options.shards:
+            namespace = options.sharding_namespace or lease_namespace or pod_namespace()
+            extra.grant(LEASES, ("get", "list", "watch", "create", "update", "delete"), namespace=namespace)
         if options.metrics_secure and options.metrics_bind_address is not None:
             extra.grant_all(
                 [
@@ -387,9 +405,11 @@ class Operator:
         """Keyword arguments for :class:`~pyinformers.controller.Manager` from the parsed flags.
 
         ``--leader-elect`` maps to ``leader_election`` with the Lease's name
-        and namespace (docs/ha.rst).
+        and namespace, ``--shards N`` to ``sharding`` with N shards in a group
+        named after the operator (docs/ha.rst).
         """
         from pyinformers.controller.probes import TLSFiles
+        from pyinformers.controller.sharding import ShardingConfig
 
         metrics, health = options.metrics_bind_address, options.health_probe_bind_address
         kwargs: dict[str, Any] = {
@@ -409,6 +429,8 @@ class Operator:
             kwargs["leader_election"] = True
             kwargs["leader_election_id"] = options.leader_election_id
             kwargs["leader_election_namespace"] = options.leader_election_namespace  # None: the Pod's namespace
+        if options.shards:
+            kwargs["sharding"] = ShardingConfig(self.name, shards=options.shards, namespace=options.sharding_namespace)
         return kwargs
 
     def main(self, argv: Optional[Sequence[str]] = None) -> int:

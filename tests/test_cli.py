@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pyinformers.cli import FLAGS, JsonFormatter, Operator, configure_logging, parse_bind_address
+from pyinformers.controller.sharding import ShardingConfig
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -37,13 +38,14 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
         "PYINFORMERS_HEALTH_PROBE_BIND_ADDRESS": "0", "PYINFORMERS_WORKERS": "4",
         "PYINFORMERS_SHUTDOWN_TIMEOUT": "7.5", "PYINFORMERS_LOG_LEVEL": "DEBUG", "PYINFORMERS_LOG_FORMAT": "json",
         "PYINFORMERS_METRICS_CERT_FILE": "", "PYINFORMERS_METRICS_KEY_FILE": "",
+        "PYINFORMERS_SHARDS": "0", "PYINFORMERS_SHARDING_NAMESPACE": "shards",
     }
     assert {f.env for f in FLAGS} == set(environ)
     o = _operator().parse([], environ=environ)
     assert (o.kubeconfig, o.namespace, o.leader_elect, o.leader_election_id, o.leader_election_namespace) == (
         "/k", "team", True, "lease", "ops")
     assert o.metrics_bind_address == ("127.0.0.1", 9000) and o.metrics_secure is False
-    assert o.health_probe_bind_address is None
+    assert o.health_probe_bind_address is None and (o.shards, o.sharding_namespace) == (0, "shards")
     assert (o.workers, o.shutdown_timeout, o.log_level, o.log_format) == (4, 7.5, "debug", "json")
     o = _operator().parse(["--namespace", "other", "--leader-elect=false", "--log-format", "text"], environ=environ)
     assert (o.namespace, o.leader_elect, o.log_format) == ("other", False, "text")
@@ -122,6 +124,22 @@ def test_leader_election_flags_map_onto_the_managers_leader_election():
     assert (kwargs["leader_election"], kwargs["leader_election_id"], kwargs["leader_election_namespace"]) == (
         True, "demo-op", "ops")
     assert "leader_election" not in operator.manager_options(operator.parse([], environ={}))
+
+
+def test_shards_flag_maps_onto_the_managers_sharding_and_excludes_leader_election(capsys):
+    operator = _operator()
+    kwargs = operator.manager_options(operator.parse(["--shards=6", "--sharding-namespace=ops"], environ={}))
+    assert kwargs["sharding"] == ShardingConfig("demo-op", shards=6, namespace="ops")
+    assert "leader_election" not in kwargs
+    from_env = operator.parse([], environ={"PYINFORMERS_SHARDS": "4"})
+    assert operator.manager_options(from_env)["sharding"].shards == 4
+    assert "sharding" not in operator.manager_options(operator.parse([], environ={}))
+    with pytest.raises(SystemExit):
+        operator.parse(["--shards=2", "--leader-elect"], environ={})
+    assert "exclude each other" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        operator.parse(["--shards=-1"], environ={})
+    assert "shards >= 0" in capsys.readouterr().err
 
 
 def test_a_configuration_problem_ends_main_with_one_line(tmp_path):

@@ -10,6 +10,8 @@
   authorised ServiceAccount gets 200, another one 403, no token 401;
 * two replicas with leader election: one leader, the Lease written under the
   ServiceAccount;
+* two sharded replicas (``--shards 4``) under the generated sharding RBAC:
+  the shards split between them and every owner converges;
 * the operator *process*, run with the Deployment's own args (addresses and
   certificate paths made local): ready, acts, JSON logs, exits 0 on SIGTERM.
 
@@ -423,6 +425,79 @@ def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(de
                 ResourceClient(admin, resource).delete("elected", "default")
             except Exception:
                 pass
+        admin.close()
+
+
+def test_two_sharded_replicas_split_the_shards_under_the_generated_sharding_rbac(deployed):
+    """``--shards 4``: the RBAC generator's Lease rules are enough for membership, handovers and the shard informer."""
+    import dataclasses
+
+    from pyinformers.__main__ import rbac
+    from pyinformers.leaderelection import ElectionTiming
+    from pyinformers.resources import LEASES
+    from pyinformers.testing import eventually
+
+    cp = deployed
+    sample = SAMPLES["sample_controller"]
+    admin = cp.api_client()
+    ns = sample.sa  # the ServiceAccount's namespace holds the shard Leases, as in a Pod
+    generated = rbac(["samples.sample_controller", "--service-account", f"{ns}:{sample.sa}", "--shards", "4",
+                      "--role-name", "sample-controller-sharded"])
+    done = subprocess.run([KUBECTL, "--kubeconfig", str(cp.kubeconfig_path), "apply", "--server-side", "-f", "-"],
+                          input=generated, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    owners = ResourceClient(admin, sample.owner)
+    names = [f"sharded-{i}" for i in range(4)]
+    replicas = []
+    try:
+        def may(verb: str) -> bool:
+            from kubernetes import client as k8s
+
+            with cp.api_client(token=_token(admin, ns, sample.sa)) as probe:
+                review = k8s.AuthorizationV1Api(probe).create_self_subject_access_review({"spec": {"resourceAttributes": {
+                    "group": LEASES.group, "resource": LEASES.plural, "verb": verb, "namespace": ns}}})
+            return bool(review.status.allowed)
+
+        eventually(lambda: may("delete") and may("watch"), 20, what="the sharding Role to reach the authorizer")
+        for identity in ("shard-a", "shard-b"):
+            sa_client = cp.api_client(token=_token(admin, ns, sample.sa))
+            options = sample.operator.parse(["--shards", "4", "--sharding-namespace", ns], environ={})
+            sharding = dataclasses.replace(
+                sample.operator.manager_options(options)["sharding"], identity=identity, exit_on_lost_membership=False,
+                timing=ElectionTiming(lease_duration=8.0, renew_deadline=5.0, retry_period=0.5))
+            manager = Manager(api_client=sa_client, metrics_port=0, health_port=0, tune_gc=False, sharding=sharding)
+            recorder = EventRecorder(sa_client, sample.component)
+            manager.add(sample.operator.build(manager.factory, recorder, options))
+            replicas.append((manager, recorder, sa_client))
+        for manager, _, _ in replicas:
+            manager.start()
+
+        def split() -> bool:
+            held = [m.shards.held() if m.shards else set() for m, _, _ in replicas]
+            return all(held) and held[0].isdisjoint(held[1]) and held[0] | held[1] == set(range(4))
+
+        eventually(split, 60, what="both replicas to hold some of the four shards, none twice")
+        for name in names:
+            owners.create(sample.example(name), namespace="default")
+        made: set = set()
+
+        def all_made() -> bool:
+            made.update(d["metadata"]["name"] for d in ResourceClient(admin, DEPLOYMENTS).list_all("default").items)
+            return set(names) <= made
+
+        eventually(all_made, 60, what="a Deployment for every Foo, made by whichever replica holds its shard")
+        assert not any(m.lost_lease for m, _, _ in replicas)
+    finally:
+        for manager, recorder, sa_client in replicas:
+            manager.stop(timeout=5)
+            recorder.close(timeout=3)
+            sa_client.close()
+        for resource in (sample.owner, DEPLOYMENTS):
+            for name in names:
+                try:
+                    ResourceClient(admin, resource).delete(name, "default")
+                except Exception:
+                    pass
         admin.close()
 
 

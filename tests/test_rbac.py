@@ -71,6 +71,17 @@ def test_a_namespaced_manager_gets_a_role_and_no_cluster_role():
     assert resources == {"events", "deployments", "services", "mydeployments", "mydeployments/status", "leases"}
 
 
+def test_a_sharded_operator_may_watch_and_collect_the_shard_leases_in_their_namespace():
+    text = rbac(["samples.sample_controller", "--service-account", "ops:foo", "--shards", "4"])
+    assert _rules_of(text)[("Role", "ops")] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "verbs": ["create", "delete", "get", "list", "update", "watch"]}
+    ]
+    elsewhere = rbac(["samples.sample_controller", "--service-account", "ops:foo", "--shards", "4",
+                      "--sharding-namespace", "shards"])
+    assert ("Role", "ops") not in _rules_of(elsewhere) and ("Role", "shards") in _rules_of(elsewhere)
+
+
 def test_output_is_stable_and_the_cli_prints_it(capsys):
     argv = ["samples.mydeployment", "--service-account", "ops:md"]
     assert rbac(argv) == rbac(argv)
