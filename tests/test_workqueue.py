@@ -585,7 +585,7 @@ def test_histograms_stay_exact_across_bulk_folds_of_their_buffered_observations(
     clock = FakeClock()
     registry = CollectorRegistry()
     q = Queue("folding", clock=clock, metrics_registry=registry)
-    cycles = queue_metrics._FOLD_AT * 2 + 7  # two bulk folds on the hot path, the rest folded at scrape
+    cycles = queue_metrics.FOLD_AT * 2 + 7  # two bulk folds on the hot path, the rest folded at scrape
     for i in range(cycles):
         q.add(i)
         clock.step(0.5 if i % 2 else 0.005)

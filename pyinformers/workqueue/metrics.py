@@ -17,12 +17,23 @@ metric                                            type       meaning
 ``workqueue_retries_total``                       counter    ``add_after`` calls (retries)
 ================================================  =========  ============================================
 
-How it stays cheap: a recorder keeps plain counters and histogram bucket
-counts, updated under the queue's own lock, which the queue already holds
-when it records (a ``prometheus_client`` Counter or Histogram would take a
-lock of its own for every observation, several microseconds a cycle). One
-collector per registry turns them into metric families when the registry is
-scraped, and computes the gauges then: no ticker thread.
+How it stays cheap: a named queue keeps the raw facts, under the lock it
+already holds, and everything else is computed when a registry is scraped.
+
+* Timestamps live in the queue's own state: its dirty dict maps an item to
+  the time it was added, its processing dict to the time a worker took it.
+  No extra dict operation per cycle.
+* A duration is one list append; the buffered durations are sorted into
+  histogram buckets in bulk (one C-level sort and a bisection per bound),
+  every :data:`FOLD_AT` observations and at scrape time.
+* ``workqueue_adds_total`` is not counted: an item leaves the dirty dict only
+  through ``get``, which observes its queue duration, so the adds are the
+  queue durations observed plus the items still dirty. The gauges (depth,
+  unfinished work, longest-running processor) are read from the queue's
+  dicts at scrape time: no ticker thread.
+
+What a scrape reports equals what client-go's bookkeeping (a counter, gauges
+and histograms updated on every operation) would report at that moment.
 
 Queues sharing a name share series: counters and histograms add up, depth
 and unfinished work add up, the longest-running processor takes the maximum.
@@ -32,22 +43,20 @@ totals, so counters never go backwards.
 ``prometheus_client`` refuses to register a metric name twice in one
 registry, so the collector is created once per registry and cached here.
 
-Threading: the queue records into its :class:`QueueMetrics` (and calls
-:meth:`~QueueMetrics.retry`) with its own lock held; collection may run on
-any thread (it takes each queue's lock briefly). On a hot queue the cost is
-dominated by the three clock reads per item (add, get, done), as in client-go.
+Threading: the queue records with its own lock held; a scrape may run on any
+thread and takes each queue's lock briefly (it reads one consistent snapshot
+per queue). Scrapes are serialised by the collector. A queue's finalizer
+(which may run inside any thread's garbage collection, even one holding a
+queue lock) takes no lock: it leaves a note the next scrape acts on.
 """
 
 from __future__ import annotations
 
-import collections
-import functools
 import itertools
-import math
 import threading
 import weakref
-from bisect import bisect_left
-from collections.abc import Hashable, Iterator
+from bisect import bisect_right
+from collections.abc import Iterator
 from typing import Any, Optional
 
 from prometheus_client import REGISTRY
@@ -58,7 +67,7 @@ from pyinformers.clock import Clock
 from pyinformers.metrics import collector_for
 from pyinformers.workqueue._time import now_function
 
-__all__ = ["QueueMetrics", "new_queue_metrics", "DURATION_BUCKETS"]
+__all__ = ["QueueMetrics", "new_queue_metrics", "DURATION_BUCKETS", "FOLD_AT"]
 
 #: Histogram buckets of client-go's queue metrics: 10 ns to 10 s, by factors of ten.
 DURATION_BUCKETS: tuple[float, ...] = tuple(10.0**exponent for exponent in range(-8, 2))
@@ -66,19 +75,19 @@ DURATION_BUCKETS: tuple[float, ...] = tuple(10.0**exponent for exponent in range
 _LABELS = ("name",)
 
 
-#: Observations a histogram buffers before it sorts them into buckets (see _Histogram).
-_FOLD_AT = 4096
-_bucket_of = functools.partial(bisect_left, DURATION_BUCKETS)
+#: Observations a queue buffers before it sorts them into buckets (see _Histogram).
+FOLD_AT = 4096
 
 
 class _Histogram:
     """Bucket counts and a sum, not cumulative: ``counts[i]`` counts values in
     ``(DURATION_BUCKETS[i-1], DURATION_BUCKETS[i]]``; the last slot is +Inf.
 
-    Observing appends to ``pending`` (one list append on the hot path); the
-    values are sorted into ``counts`` and ``total`` in bulk (:meth:`fold`)
-    when ``_FOLD_AT`` have accumulated and before anything reads the counts.
-    Under the owning queue's lock, like every other recording.
+    Observing is one append to ``pending`` (the queue does it inline); the
+    values are sorted into ``counts`` and ``total`` in bulk (:meth:`fold`):
+    one C-level sort, then one bisection per bucket bound. The owning queue
+    folds when ``FOLD_AT`` observations have accumulated, and the collector
+    before it reads the counts. Guarded by the owning queue's lock.
     """
 
     __slots__ = ("counts", "total", "pending")
@@ -88,34 +97,30 @@ class _Histogram:
         self.total = 0.0
         self.pending: list[float] = []
 
-    def observe(self, value: float) -> None:
-        pending = self.pending
-        pending.append(value)
-        if len(pending) >= _FOLD_AT:
-            self.fold()
-
     def fold(self) -> None:
         pending = self.pending
         if not pending:
             return
+        pending.sort()
         counts = self.counts
-        for bucket, n in collections.Counter(map(_bucket_of, pending)).items():
-            counts[bucket] += n
-        self.total += math.fsum(pending)
+        below = 0
+        for i, bound in enumerate(DURATION_BUCKETS):
+            upto = bisect_right(pending, bound, below)  # values <= bound
+            counts[i] += upto - below
+            below = upto
+        counts[-1] += len(pending) - below
+        self.total += sum(pending)
         pending.clear()
+
+    def count(self) -> int:
+        """How many values were observed (folded ones; call :meth:`fold` first)."""
+        return sum(self.counts)
 
     def merge(self, other: "_Histogram") -> None:
         other.fold()
         for i, count in enumerate(other.counts):
             self.counts[i] += count
         self.total += other.total
-
-    def copy(self) -> "_Histogram":
-        self.fold()
-        clone = _Histogram()
-        clone.counts = list(self.counts)
-        clone.total = self.total
-        return clone
 
     def family_buckets(self) -> list[tuple[str, float]]:
         cumulative = list(itertools.accumulate(self.counts))
@@ -124,7 +129,7 @@ class _Histogram:
 
 
 class _Counts:
-    """A queue's monotonic numbers: what survives the queue, folded into its name."""
+    """A name's monotonic numbers: what survives a queue, folded into its name's totals."""
 
     __slots__ = ("adds", "retries", "queue_duration", "work_duration")
 
@@ -140,76 +145,93 @@ class _Counts:
         self.queue_duration.merge(other.queue_duration)
         self.work_duration.merge(other.work_duration)
 
-    def copy(self) -> "_Counts":
-        clone = _Counts()
-        clone.merge(self)
-        return clone
-
 
 class _Cell:
     """What the collector reads of one live queue. Holds no reference to the
-    queue or its recorder, so it does not keep them alive."""
+    queue or its recorder, so it does not keep them alive.
 
-    __slots__ = ("name", "lock", "dirty", "starts", "counts", "now")
+    The queue's ``dirty`` and ``processing`` dicts carry the timestamps:
+    ``dirty[item]`` is the clock time the item was added (became waiting),
+    ``processing[item]`` the time a worker took it. Items leave ``dirty``
+    only through ``get``, and every ``get`` observes one queue duration, so
+    ``workqueue_adds_total`` needs no counter of its own: it is the number of
+    queue durations observed plus the items still in ``dirty``.
+    """
 
-    def __init__(self, name: str, lock: threading.Lock, dirty: set, now: Any) -> None:
+    __slots__ = ("name", "lock", "dirty", "processing", "counts", "now")
+
+    def __init__(self, name: str, lock: threading.Lock, dirty: dict, processing: dict, now: Any) -> None:
         self.name = name
-        self.lock = lock  # the queue's lock: guards dirty, starts and counts
+        self.lock = lock  # the queue's lock: guards dirty, processing and counts
         self.dirty = dirty
-        # item -> clock time a worker took it; popped by done().
-        # Invariant (under lock): keys are exactly the queue's processing set.
-        self.starts: dict[Hashable, float] = {}
-        self.counts = _Counts()
+        self.processing = processing
+        self.counts = _Counts()  # adds stays 0 here: see above
         self.now = now
 
-    def sample(self) -> tuple[int, list[float], _Counts]:
+    def snapshot(self) -> tuple[int, list[float], _Counts]:
+        """Depth, the start times of the work in progress, and the counts so far (adds included)."""
         with self.lock:
-            return len(self.dirty), list(self.starts.values()), self.counts.copy()
+            counts = _Counts()
+            counts.merge(self.counts)
+            counts.adds = counts.queue_duration.count() + len(self.dirty)
+            return len(self.dirty), list(self.processing.values()), counts
 
 
 class QueueMetrics:
     """What one named queue records. Create with :func:`new_queue_metrics`.
 
-    The owning :class:`~pyinformers.workqueue.Queue` records into these fields
-    itself, inline in ``add``/``get``/``done`` under its lock: a method call per
-    operation cost more than the recording (the ``Controller``'s queue must
-    keep up with :class:`queue.Queue`). What each operation records:
+    The owning :class:`~pyinformers.workqueue.Queue` records inline in
+    ``add``/``get``/``done`` under its lock (a method call per operation
+    would cost more than the recording: the ``Controller``'s queue must keep
+    up with :class:`queue.Queue`):
 
-    * ``add`` of an item that became waiting: ``counts.adds += 1`` and
-      ``add_times[item] = now()``;
-    * ``get``: ``queue_duration.observe(now - add_times.pop(item))`` and
-      ``starts[item] = now``;
-    * ``done``: ``work_duration.observe(now() - starts.pop(item))``.
+    * ``add`` of an item that became waiting stores ``now()`` as the item's
+      value in the queue's dirty dict;
+    * ``get`` stores ``now()`` as its value in the processing dict, appends
+      ``now - added`` to ``waits`` and calls :meth:`fold` once ``waits``
+      holds ``FOLD_AT`` values;
+    * ``done`` appends ``now() - started`` to ``works``.
 
-    Invariants (under the queue's lock): ``add_times``' keys are a subset of
-    the queue's dirty set; ``starts``' keys are its processing set.
+    Invariant (under the queue's lock): each done follows its get, so
+    ``works`` never holds more values than ``waits`` plus the items that were
+    being processed at the last fold; folding both on ``waits``' length
+    bounds both buffers.
     """
 
-    __slots__ = ("name", "now", "counts", "add_times", "starts", "queue_duration", "work_duration",
-                 "__weakref__")
+    __slots__ = ("name", "now", "waits", "works", "_counts", "__weakref__")
 
     def __init__(self, cell: _Cell) -> None:
         self.name = cell.name
         self.now = cell.now
-        self.counts = cell.counts
-        self.queue_duration = cell.counts.queue_duration
-        self.work_duration = cell.counts.work_duration
-        self.starts = cell.starts
-        self.add_times: dict[Hashable, float] = {}
+        self._counts = cell.counts
+        self.waits = cell.counts.queue_duration.pending
+        self.works = cell.counts.work_duration.pending
+
+    def fold(self) -> None:
+        """Sort the buffered durations into their histograms; called with the queue's lock held."""
+        self._counts.queue_duration.fold()
+        self._counts.work_duration.fold()
 
     def retry(self) -> None:
         """An ``add_after`` (a retry); called with the queue's lock held."""
-        self.counts.retries += 1
+        self._counts.retries += 1
 
 
 class _Collector:
     """Reports every named queue of one registry, live or gone."""
 
     def __init__(self) -> None:
+        # Serialises scrapes; held while reading cells (so taking queue locks after it).
+        self._collect_lock = threading.Lock()
+        # Guards _live; never held while taking another lock.
         self._lock = threading.Lock()
-        # token -> cell of a live queue; a queue's finalizer moves it to _retired.
+        # token -> cell of a queue, until a scrape after the queue's death retires it.
         self._live: dict[int, _Cell] = {}
+        # Tokens of queues that were garbage-collected; appended by finalizers
+        # (atomic, lock-free), drained by the next scrape.
+        self._dead: list[int] = []
         # name -> counts of the queues of that name that were garbage-collected.
+        # Touched only by collect(), under _collect_lock.
         self._retired: dict[str, _Counts] = {}
         self._tokens = itertools.count()
 
@@ -217,13 +239,17 @@ class _Collector:
         token = next(self._tokens)
         with self._lock:
             self._live[token] = cell
-        weakref.finalize(metrics, self._retire, token)
+        weakref.finalize(metrics, self._dead.append, token)
 
-    def _retire(self, token: int) -> None:
-        with self._lock:
-            cell = self._live.pop(token, None)
-            if cell is not None:  # the queue is gone: nobody else touches its counts
-                self._retired.setdefault(cell.name, _Counts()).merge(cell.counts)
+    def _retire_dead(self) -> None:
+        """Fold the counts of collected queues into their names' totals (under _collect_lock)."""
+        dead = self._dead
+        while dead:
+            token = dead.pop()
+            with self._lock:
+                cell = self._live.pop(token, None)
+            if cell is not None:  # nobody records into it any more; its lock is free
+                self._retired.setdefault(cell.name, _Counts()).merge(cell.snapshot()[2])
 
     def _families(self) -> dict[str, Any]:
         return {
@@ -261,21 +287,26 @@ class _Collector:
         return iter(self._families().values())
 
     def collect(self) -> Iterator[Any]:
-        with self._lock:
-            cells = list(self._live.values())
-            totals = {name: counts.copy() for name, counts in self._retired.items()}
-        depth: dict[str, int] = {}
-        unfinished: dict[str, float] = {}
-        longest: dict[str, float] = {}
-        for cell in cells:
-            queued, starts, counts = cell.sample()
-            now = cell.now()
-            ages = [max(0.0, now - start) for start in starts]
-            name = cell.name
-            totals.setdefault(name, _Counts()).merge(counts)
-            depth[name] = depth.get(name, 0) + queued
-            unfinished[name] = unfinished.get(name, 0.0) + sum(ages)
-            longest[name] = max(longest.get(name, 0.0), max(ages, default=0.0))
+        with self._collect_lock:
+            self._retire_dead()
+            with self._lock:
+                cells = list(self._live.values())
+            totals: dict[str, _Counts] = {}
+            for name, retired in self._retired.items():
+                totals[name] = _Counts()
+                totals[name].merge(retired)
+            depth: dict[str, int] = {}
+            unfinished: dict[str, float] = {}
+            longest: dict[str, float] = {}
+            for cell in cells:
+                queued, starts, counts = cell.snapshot()
+                now = cell.now()
+                ages = [max(0.0, now - start) for start in starts]
+                name = cell.name
+                totals.setdefault(name, _Counts()).merge(counts)
+                depth[name] = depth.get(name, 0) + queued
+                unfinished[name] = unfinished.get(name, 0.0) + sum(ages)
+                longest[name] = max(longest.get(name, 0.0), max(ages, default=0.0))
         families = self._families()
         for name in sorted(totals):
             counts = totals[name]
@@ -293,26 +324,27 @@ class _Collector:
         return iter(families.values())
 
 
-
-
 def new_queue_metrics(
     name: str,
     *,
     lock: threading.Lock,
-    dirty: set,
+    dirty: dict,
+    processing: dict,
     clock: Clock,
     registry: Optional[Any] = None,
 ) -> QueueMetrics:
     """The recorder for a queue called ``name`` reporting to ``registry`` (default: the global one).
 
-    ``lock`` is the queue's lock and ``dirty`` its dirty set (read, under the
-    lock, for ``workqueue_depth``). Raises ValueError when ``name`` is empty
-    or ``registry`` already holds workqueue metrics registered elsewhere.
+    ``lock`` is the queue's lock; ``dirty`` and ``processing`` are its dicts of
+    waiting and processing items, whose values the queue sets to their add and
+    start times (read under the lock at scrape time, see :class:`_Cell`).
+    Raises ValueError when ``name`` is empty or ``registry`` already holds
+    workqueue metrics registered elsewhere.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"a queue's metrics name must be a non-empty string, got {name!r}")
     collector = collector_for(REGISTRY if registry is None else registry, _Collector)
-    cell = _Cell(name, lock, dirty, now_function(clock))
+    cell = _Cell(name, lock, dirty, processing, now_function(clock))
     metrics = QueueMetrics(cell)
     collector.track(metrics, cell)
     return metrics

@@ -29,9 +29,13 @@ from collections.abc import Hashable
 from typing import Any, Optional
 
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.workqueue.metrics import FOLD_AT as _FOLD_AT
 from pyinformers.workqueue.metrics import QueueMetrics, new_queue_metrics
 
 __all__ = ["Queue"]
+
+#: What ``done`` finds for an item that is not being processed.
+_NOT_PROCESSING = object()
 
 
 class Queue:
@@ -81,10 +85,10 @@ class Queue:
         self._queue: deque[Hashable] = deque()
         # Every item that needs processing (queued, or re-added while being
         # processed). Invariant: _queue's items == _dirty - _processing.
-        self._dirty: set[Hashable] = set()
+        self._dirty: dict[Hashable, Optional[float]] = {}
         # Items a worker holds between get() and done(). Invariant: an item is
         # in _processing at most once, so no item is processed concurrently.
-        self._processing: set[Hashable] = set()
+        self._processing: dict[Hashable, Optional[float]] = {}
 
         # Once True, never False again: adds are ignored and get() stops
         # blocking.
@@ -97,7 +101,12 @@ class Queue:
         self._metrics: Optional[QueueMetrics] = None
         if name is not None and metrics_registry is not False:
             self._metrics = new_queue_metrics(
-                name, lock=self._lock, dirty=self._dirty, clock=self._clock, registry=metrics_registry
+                name,
+                lock=self._lock,
+                dirty=self._dirty,
+                processing=self._processing,
+                clock=self._clock,
+                registry=metrics_registry,
             )
 
     # -- the hot path -------------------------------------------------------------
@@ -115,10 +124,7 @@ class Queue:
             if item in dirty:
                 return
             metrics = self._metrics
-            if metrics is not None:  # recorded inline: see QueueMetrics
-                metrics.counts.adds += 1
-                metrics.add_times[item] = metrics.now()
-            dirty.add(item)
+            dirty[item] = None if metrics is None else metrics.now()
             if item in self._processing:
                 return
             self._queue.append(item)
@@ -144,15 +150,17 @@ class Queue:
                 if not queue:
                     return None, True
             item = queue.popleft()
-            self._dirty.remove(item)
-            self._processing.add(item)
+            added = self._dirty.pop(item)
             metrics = self._metrics
-            if metrics is not None:
-                now = metrics.now()
-                added = metrics.add_times.pop(item, None)
-                if added is not None:
-                    metrics.queue_duration.observe(now - added)
-                metrics.starts[item] = now
+            if metrics is None:
+                self._processing[item] = None
+                return item, False
+            now = metrics.now()
+            self._processing[item] = now
+            waits = metrics.waits
+            waits.append(now - added)
+            if len(waits) >= _FOLD_AT:
+                metrics.fold()
             return item, False
 
     def done(self, item: Hashable) -> None:
@@ -162,14 +170,12 @@ class Queue:
         """
         with self._lock:
             processing = self._processing
-            if item not in processing:
+            started = processing.pop(item, _NOT_PROCESSING)
+            if started is _NOT_PROCESSING:
                 return
             metrics = self._metrics
             if metrics is not None:
-                started = metrics.starts.pop(item, None)
-                if started is not None:
-                    metrics.work_duration.observe(metrics.now() - started)
-            processing.remove(item)
+                metrics.works.append(metrics.now() - started)
             if item in self._dirty:
                 self._queue.append(item)
                 if self._waiting:
