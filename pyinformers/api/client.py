@@ -33,7 +33,14 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from pyinformers.api.resource import Resource
 from pyinformers.api.selectors import as_field_selector, as_label_selector
-from pyinformers.api.transport import CONNECT_TIMEOUT, enable_keepalive, raise_for_status, read_json, send
+from pyinformers.api.transport import (
+    CONNECT_TIMEOUT,
+    enable_keepalive,
+    raise_for_status,
+    read_json,
+    send,
+    set_read_timeout,
+)
 from pyinformers.api.watch import WatchStream
 
 __all__ = ["ListPage", "ResourceClient", "PATCH_CONTENT_TYPES", "Selector", "selector_query"]
@@ -48,6 +55,13 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 
 #: Extra read slack on a watch beyond its server-side ``timeoutSeconds``.
 WATCH_READ_SLACK = 60.0
+
+#: Seconds a watch request waits for the answer's status line and headers. kube-apiserver
+#: sends them at once (a streaming list may first wait up to a few seconds for a fresh
+#: watch cache), so a request unanswered this long went into a stalled connection: it
+#: fails and the reflector re-watches, instead of waiting out the stream's read timeout
+#: (the stall timeout only watches a stream that has started).
+WATCH_HEADER_TIMEOUT = 30.0
 
 Selector = Union[str, Mapping[str, str], Any, None]
 
@@ -293,8 +307,10 @@ class ResourceClient:
             query.append(("timeoutSeconds", int(timeout_seconds)))
             read_timeout = float(timeout_seconds) + WATCH_READ_SLACK
         path = self._resource.path(self._collection_namespace(namespace))
-        response = send(self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, read_timeout))
+        header_timeout = WATCH_HEADER_TIMEOUT if read_timeout is None else min(WATCH_HEADER_TIMEOUT, read_timeout)
+        response = send(self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, header_timeout))
         raise_for_status(response)
+        set_read_timeout(response, read_timeout)  # the stream: timeoutSeconds + slack, or none
         enable_keepalive(response)  # a vanished peer fails the read in about a minute
         return WatchStream(response, self._resource)
 

@@ -27,7 +27,7 @@ from pyinformers.api.errors import error_from_status
 
 __all__ = [
     "CONNECT_TIMEOUT", "KEEPALIVE_IDLE", "KEEPALIVE_INTERVAL", "KEEPALIVE_COUNT",
-    "send", "release", "shutdown_reader", "raise_for_status", "read_json", "enable_keepalive",
+    "send", "release", "shutdown_reader", "raise_for_status", "read_json", "enable_keepalive", "set_read_timeout",
 ]
 
 #: Seconds to establish a connection before giving up (every request).
@@ -155,8 +155,7 @@ def enable_keepalive(response: Any) -> bool:
     that is the reflector's stall timeout's job. Best effort: options the
     platform lacks are skipped.
     """
-    connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
-    sock = getattr(connection, "sock", None)
+    sock = _socket_of(response)
     if sock is None:
         return False
     try:
@@ -168,6 +167,28 @@ def enable_keepalive(response: Any) -> bool:
     except OSError:
         return False
     return True
+
+
+def set_read_timeout(response: Any, seconds: Optional[float]) -> bool:
+    """Give every later read of ``response``'s body this timeout (None: block); True if it could.
+
+    urllib3 applies one read timeout to the whole exchange; a watch wants a
+    short one while it waits for the answer's headers (a server sends them at
+    once) and a long one for the stream that follows.
+    """
+    sock = _socket_of(response)
+    if sock is None:
+        return False
+    try:
+        sock.settimeout(seconds)
+    except OSError:
+        return False
+    return True
+
+
+def _socket_of(response: Any) -> Any:
+    connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
+    return getattr(connection, "sock", None)
 
 
 def raise_for_status(response: Any) -> None:
