@@ -55,7 +55,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import Any, Optional
 
@@ -76,7 +76,8 @@ _LABELS = ("name",)
 
 
 #: Observations a queue buffers before it sorts them into buckets (see _Histogram).
-FOLD_AT = 4096
+#: Sorting small batches is cheaper per value (fewer comparisons, warm caches).
+FOLD_AT = 256
 
 
 class _Histogram:
@@ -103,12 +104,15 @@ class _Histogram:
             return
         pending.sort()
         counts = self.counts
+        # Only the bounds between the smallest and the largest value split the batch.
+        first = bisect_left(DURATION_BUCKETS, pending[0])
+        last = bisect_left(DURATION_BUCKETS, pending[-1])
         below = 0
-        for i, bound in enumerate(DURATION_BUCKETS):
-            upto = bisect_right(pending, bound, below)  # values <= bound
+        for i in range(first, last):
+            upto = bisect_right(pending, DURATION_BUCKETS[i], below)  # values <= the bound
             counts[i] += upto - below
             below = upto
-        counts[-1] += len(pending) - below
+        counts[last] += len(pending) - below
         self.total += sum(pending)
         pending.clear()
 

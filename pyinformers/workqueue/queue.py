@@ -19,6 +19,12 @@ another parks callers of ``shutdown_with_drain``. The queue counts its parked
 workers, so an ``add`` only notifies when someone is actually waiting and a
 ``get`` that finds an item ready neither blocks nor wakes anybody. Every
 method may be called from any thread.
+
+The hot path (``add``, ``get``, ``done``) takes the lock with
+``acquire()``/``try``/``finally: release()`` rather than ``with``: on CPython
+3.11 a ``with`` on a lock costs about 100 ns more (it looks up and binds
+``__enter__`` and ``__exit__`` and calls the latter with three arguments),
+which is a quarter of an add + get + done cycle.
 """
 
 from __future__ import annotations
@@ -85,9 +91,13 @@ class Queue:
         self._queue: deque[Hashable] = deque()
         # Every item that needs processing (queued, or re-added while being
         # processed). Invariant: _queue's items == _dirty - _processing.
+        # Values: the clock time the item was added in a queue with metrics
+        # (its queue duration starts there), None otherwise. Items leave
+        # _dirty only through get().
         self._dirty: dict[Hashable, Optional[float]] = {}
         # Items a worker holds between get() and done(). Invariant: an item is
         # in _processing at most once, so no item is processed concurrently.
+        # Values: the clock time get() handed the item out (with metrics), or None.
         self._processing: dict[Hashable, Optional[float]] = {}
 
         # Once True, never False again: adds are ignored and get() stops
@@ -117,7 +127,9 @@ class Queue:
         it is queued again when that worker calls :meth:`done`. Ignored once
         the queue is shutting down.
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._shutting_down:
                 return
             dirty = self._dirty
@@ -130,6 +142,8 @@ class Queue:
             self._queue.append(item)
             if self._waiting:
                 self._cond.notify()
+        finally:
+            lock.release()
 
     def get(self, timeout: Optional[float] = None) -> tuple[Any, bool]:
         """Take the next item for processing: ``(item, False)``.
@@ -141,7 +155,9 @@ class Queue:
 
         The caller owns the item until it calls :meth:`done` with it.
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             queue = self._queue
             if not queue:
                 if self._shutting_down:
@@ -162,13 +178,17 @@ class Queue:
             if len(waits) >= _FOLD_AT:
                 metrics.fold()
             return item, False
+        finally:
+            lock.release()
 
     def done(self, item: Hashable) -> None:
         """Mark ``item`` as processed; queue it again if it was added meanwhile.
 
         Calling ``done`` for an item that is not being processed does nothing.
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             processing = self._processing
             started = processing.pop(item, _NOT_PROCESSING)
             if started is _NOT_PROCESSING:
@@ -182,6 +202,8 @@ class Queue:
                     self._cond.notify()
             elif self._drain_waiting and not processing:
                 self._drained.notify_all()
+        finally:
+            lock.release()
 
     def _wait_for_item(self, timeout: Optional[float]) -> None:
         """Block (holding the lock) until an item is queued or shutdown starts.

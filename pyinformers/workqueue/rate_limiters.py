@@ -13,6 +13,9 @@ client-go's ``default_rate_limiters.go``:
   10 qps / 100 burst bucket, combined with max-of.
 
 Every limiter is thread-safe (one lock each). Delays are seconds (floats).
+The per-retry paths take their locks with ``acquire()``/``release()`` rather
+than ``with``, which costs about 100 ns more on CPython 3.11 (see
+:mod:`pyinformers.workqueue.queue`).
 """
 
 from __future__ import annotations
@@ -71,9 +74,14 @@ class _PerItemFailures:
 
     def _record_failure(self, item: Hashable) -> int:
         """Count one more failure of ``item``; return how many came before it."""
-        with self._lock:
-            earlier = self._failures.get(item, 0)
-            self._failures[item] = earlier + 1
+        lock = self._lock
+        lock.acquire()  # not ``with``: see the module docstring
+        try:
+            failures = self._failures
+            earlier = failures.get(item, 0)
+            failures[item] = earlier + 1
+        finally:
+            lock.release()
         return earlier
 
     def forget(self, item: Hashable) -> None:
@@ -177,7 +185,9 @@ class BucketRateLimiter:
 
     def when(self, item: Hashable) -> float:
         now = self._now()
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: see the module docstring
+        try:
             elapsed = now - self._last
             tokens = self._tokens
             if elapsed > 0:
@@ -187,6 +197,8 @@ class BucketRateLimiter:
                 self._last = now
             tokens -= 1.0
             self._tokens = tokens
+        finally:
+            lock.release()
         return 0.0 if tokens >= 0 else -tokens / self._qps
 
     def forget(self, item: Hashable) -> None:
