@@ -17,7 +17,9 @@ records Prometheus metrics) against an unnamed one.
 
 Threaded runs are bimodal (lock convoys under the GIL) and the machine is
 shared, so each figure is the median of several repetitions, alternating
-ours and the baseline; ratios are ours / baseline.
+ours and the baseline; the ratio (ours / baseline ops/s) is taken per
+repetition and reported with its range, beside the ratio of process CPU time
+(all threads), which follows the neighbours' load less.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import statistics
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from prometheus_client import CollectorRegistry
 
@@ -37,7 +39,7 @@ from pyinformers.workqueue import Queue, RateLimitingQueue
 RESULTS = Path(__file__).resolve().parent / "report" / "results"
 ADDS = 60_000  # adds per measurement
 BATCH = 100
-REPEATS = 5
+REPEATS = 7
 
 
 def _keys(n: int, duplicates: bool, offset: int = 0) -> list[str]:
@@ -223,52 +225,82 @@ def _plain_cycle(keys: list[str]) -> float:
         q.shutdown()
 
 
-def _compare(ours: Callable[[], float], baseline: Callable[[], float], ops: int) -> tuple[float, float]:
-    """Median ops/s of each side; repetitions alternate so both see the same machine load."""
-    ours_rates, base_rates = [], []
+class Comparison(NamedTuple):
+    """One row: medians over the repetitions, and the ratio taken per repetition."""
+
+    ours: float  # ops/s
+    baseline: float  # ops/s
+    ratio: float  # median of ours / baseline (ops/s), each repetition's pair
+    ratio_min: float
+    ratio_max: float
+    cpu_ratio: float  # median of baseline / ours CPU time (process, all threads): >1 = ours cheaper
+
+
+def _timed(run: Callable[[], float]) -> tuple[float, float]:
+    """(seconds the run reports, process CPU seconds of all threads around it)."""
+    cpu = time.process_time()
+    wall = run()
+    return wall, time.process_time() - cpu
+
+
+def _compare(ours: Callable[[], float], baseline: Callable[[], float], ops: int) -> Comparison:
+    """Both sides REPEATS times, alternating so that each pair sees the same machine load."""
+    pairs = []
     for _ in range(REPEATS):
-        ours_rates.append(ops / ours())
-        base_rates.append(ops / baseline())
-    return statistics.median(ours_rates), statistics.median(base_rates)
+        pairs.append((_timed(ours), _timed(baseline)))
+    ratios = sorted(base_wall / our_wall for (our_wall, _), (base_wall, _) in pairs)
+    return Comparison(
+        ours=statistics.median(ops / our_wall for (our_wall, _), _ in pairs),
+        baseline=statistics.median(ops / base_wall for _, (base_wall, _) in pairs),
+        ratio=statistics.median(ratios),
+        ratio_min=ratios[0],
+        ratio_max=ratios[-1],
+        cpu_ratio=statistics.median(base_cpu / our_cpu for (_, our_cpu), (_, base_cpu) in pairs),
+    )
 
 
 def main() -> None:
-    rows: list[tuple[str, float, float, str]] = []
+    rows: list[tuple[str, Comparison, str]] = []
     for duplicates in (False, True):
         tag = "10% dup adds" if duplicates else "unique keys"
         keys = _keys(ADDS, duplicates)
-        ours, base = _compare(lambda: _ours_single(keys), lambda: _stdlib_single(keys), ADDS)
-        rows.append((f"one thread, {tag}", ours, base, "queue.Queue"))
+        row = _compare(lambda: _ours_single(keys), lambda: _stdlib_single(keys), ADDS)
+        rows.append((f"one thread, {tag}", row, "queue.Queue"))
         for workers in (1, 2):
             per = ADDS // workers
             key_sets = [_keys(per, duplicates, offset=w * per) for w in range(workers)]
-            ours, base = _compare(
+            row = _compare(
                 lambda: _ours_threads(key_sets, workers), lambda: _stdlib_threads(key_sets, workers), per * workers
             )
-            rows.append((f"{workers} producer(s) / {workers} consumer(s), {tag}", ours, base, "queue.Queue"))
+            rows.append((f"{workers} producer(s) / {workers} consumer(s), {tag}", row, "queue.Queue"))
     ring = [f"ns/obj-{i}" for i in range(1000)] * (ADDS // 1000)
-    ours, base = _compare(lambda: _rate_limited(ring), lambda: _plain_cycle(ring), len(ring))
-    rows.append(("add_rate_limited + forget (default limiter)", ours, base, "add+get+done"))
+    row = _compare(lambda: _rate_limited(ring), lambda: _plain_cycle(ring), len(ring))
+    rows.append(("add_rate_limited + forget (default limiter)", row, "add+get+done"))
     keys = _keys(ADDS // 2, False)
-    ours, base = _compare(lambda: _ours_single(keys, named=True), lambda: _ours_single(keys), ADDS // 2)
-    rows.append(("one thread, named queue (Prometheus metrics on)", ours, base, "unnamed (off)"))
+    row = _compare(lambda: _ours_single(keys, named=True), lambda: _ours_single(keys), ADDS // 2)
+    rows.append(("one thread, named queue (Prometheus metrics on)", row, "unnamed (off)"))
 
     keys = _keys(ADDS, False)
-    ours, base = _compare(lambda: _controller_single(keys), lambda: _stdlib_single(keys), ADDS)
-    rows.append(("Controller's queue (named, metrics, forget), one thread", ours, base, "queue.Queue"))
-    ours, base = _compare(lambda: _controller_threads([keys], 1), lambda: _stdlib_threads([keys], 1), ADDS)
-    rows.append(("Controller's queue (named, metrics, forget), 1P/1C", ours, base, "queue.Queue"))
+    row = _compare(lambda: _controller_single(keys), lambda: _stdlib_single(keys), ADDS)
+    rows.append(("Controller's queue (named, metrics, forget), one thread", row, "queue.Queue"))
+    row = _compare(lambda: _controller_threads([keys], 1), lambda: _stdlib_threads([keys], 1), ADDS)
+    rows.append(("Controller's queue (named, metrics, forget), 1P/1C", row, "queue.Queue"))
 
-    width = max(len(row[0]) for row in rows)
-    print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio':>6}  baseline")
-    for label, ours, base, baseline in rows:
-        print(f"{label:<{width}}  {ours:>13,.0f}  {base:>16,.0f}  {ours / base:>5.2f}x  {baseline}")
-    print("ratio = ours / baseline; for the rate-limited row, >= 0.33x means within 3x of a plain cycle;")
-    print("the Controller's queue rows aim at >= 1.0x queue.Queue")
+    width = max(len(label) for label, _, _ in rows)
+    print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio (range)':>18}  "
+          f"{'CPU ratio':>9}  baseline")
+    for label, r, baseline in rows:
+        spread = f"{r.ratio:.2f}x ({r.ratio_min:.2f}-{r.ratio_max:.2f})"
+        print(f"{label:<{width}}  {r.ours:>13,.0f}  {r.baseline:>16,.0f}  {spread:>18}  {r.cpu_ratio:>8.2f}x  {baseline}")
+    print(f"median of {REPEATS} alternating repetitions; ratio = ours / baseline ops/s, taken per repetition "
+          "(range in brackets); CPU ratio = baseline / ours process CPU time (all threads).")
+    print("For the rate-limited row, >= 0.33x means within 3x of a plain cycle; "
+          "the Controller's queue rows aim at >= 1.0x queue.Queue.")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "workqueue.json").write_text(json.dumps(
-        {"rows": [{"label": label, "ours": o, "baseline": b, "ratio": o / b, "baseline_label": bl}
-                  for label, o, b, bl in rows]}, indent=1))
+        {"repeats": REPEATS,
+         "rows": [{"label": label, "baseline_label": baseline, **r._asdict()} for label, r, baseline in rows]},
+        indent=1))
 
 
 if __name__ == "__main__":

@@ -219,11 +219,17 @@ def write() -> Path:
             _sync_chart(plt, sync, pipeline, REPORT / "sync.png")
             out += ["![sync time and RSS per object](sync.png)", ""]
     if queues is not None:
-        out += ["## Work queues", "", "| scenario | ours, ops/s | baseline, ops/s | ratio | baseline |",
-                "|---|---|---|---|---|"]
+        out += ["## Work queues", "",
+                f"Median of {queues.get('repeats', 5)} alternating repetitions; the ratio (ours / baseline ops/s) "
+                "is taken per repetition, range in brackets; the CPU ratio is baseline / ours process CPU time "
+                "(all threads).", "",
+                "| scenario | ours, ops/s | baseline, ops/s | ratio | CPU ratio | baseline |",
+                "|---|---|---|---|---|---|"]
         for r in queues["rows"]:
-            out.append(f"| {r['label']} | {r['ours']:,.0f} | {r['baseline']:,.0f} | {r['ratio']:.2f} | "
-                       f"{r['baseline_label']} |")
+            spread = f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})" if "ratio_min" in r else ""
+            cpu = f"{r['cpu_ratio']:.2f}" if "cpu_ratio" in r else "-"
+            out.append(f"| {r['label']} | {r['ours']:,.0f} | {r['baseline']:,.0f} | {r['ratio']:.2f}{spread} | "
+                       f"{cpu} | {r['baseline_label']} |")
         out.append("")
     out += ["## Reproduce", "", "```", "make bench                   # everything, about 10 minutes on 2 idle cores",
             "make bench BENCH=bench_pipeline   # one benchmark (the report keeps the others' last results)",
