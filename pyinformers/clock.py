@@ -13,11 +13,23 @@ The contract of a clock is small:
   written to the API server;
 * :meth:`Clock.wait` -- ``Condition.wait(timeout)`` measured on this clock;
 * :meth:`Clock.wait_event` -- ``Event.wait(timeout)`` measured on this clock;
-* :meth:`Clock.sleep` -- a plain sleep measured on this clock.
+* :meth:`Clock.sleep` -- a plain sleep measured on this clock;
+* :meth:`Clock.call_later` -- a one-shot timer: call a function once, later.
 
 Waits may wake early (spuriously or because they were notified); callers loop
 on their own predicate and recompute the remaining time from :meth:`now`,
 exactly as they would with :class:`threading.Condition`.
+
+Waits or timers. A component that only needs to *do something at a time*
+(move a delayed item to its queue, close a silent watch, retry a write)
+takes a timer rather than a thread that waits: the real clock runs every
+timer of the process on one thread, ``pyinformers-clock-timers``, and the
+fake clock runs them inside :meth:`FakeClock.step`, so a test that steps time
+finds the work done when ``step`` returns. A thread that must block until a
+time (a backoff inside a loop) waits on the clock instead; a fake clock
+counts those threads as *waiters* and its timers apart, so
+:meth:`FakeClock.block_until_waiters` and :meth:`FakeClock.block_until_timers`
+each mean one thing.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import os
 import threading
 import time as _time
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
@@ -68,15 +81,18 @@ class Clock(Protocol):
     def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
         """Call ``callback()`` once, ``delay`` seconds of this clock's time from now.
 
-        The real clock calls it on a daemon thread; the fake clock calls it
-        from :meth:`FakeClock.step` on the stepping thread, in deadline order,
-        so a test steps time and the timer has fired when ``step`` returns.
-        A callback must not raise (an exception is logged and dropped).
+        Timers fire in deadline order, timers with the same deadline in the
+        order they were made. The real clock calls them on its one timer
+        thread; the fake clock from :meth:`FakeClock.step`, on the stepping
+        thread. Either way a callback runs without any lock of the clock
+        held (it may make or cancel timers), must be quick (it delays the
+        timers behind it) and must not raise (an exception is logged and
+        dropped). It may run before ``call_later`` has returned the handle.
         """
 
 
 class RealClock:
-    """The clock of the machine: :func:`time.monotonic` and real waits."""
+    """The clock of the machine: :func:`time.monotonic`, real waits, one timer thread."""
 
     def now(self) -> float:
         return _time.monotonic()
@@ -99,38 +115,15 @@ class RealClock:
             _time.sleep(seconds)
 
     def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
-        return _RealTimer(max(0.0, delay), callback)
+        """Schedule ``callback`` on the process's timer thread (see :class:`_TimerService`)."""
+        return _TIMERS.schedule(max(0.0, delay), callback)
+
+    def timer_count(self) -> int:
+        """How many timers of the real clocks (all share one thread) have neither fired nor been cancelled."""
+        return _TIMERS.pending()
 
     def __repr__(self) -> str:
         return "<RealClock>"
-
-
-class _RealTimer:
-    """A :class:`threading.Timer` (daemon, named) whose ``cancel`` says whether it stopped it."""
-
-    def __init__(self, delay: float, callback: Callable[[], Any]) -> None:
-        self._lock = threading.Lock()
-        self._state = "pending"  # -> "fired" | "cancelled", once
-        self._callback = callback
-        self._thread = threading.Timer(delay, self._fire)
-        self._thread.name = f"pyinformers-timer-{getattr(callback, '__name__', 'callback')}"
-        self._thread.daemon = True
-        self._thread.start()
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._state != "pending":
-                return
-            self._state = "fired"
-        _call(self._callback)
-
-    def cancel(self) -> bool:
-        with self._lock:
-            if self._state != "pending":
-                return False
-            self._state = "cancelled"
-        self._thread.cancel()
-        return True
 
 
 def _call(callback: Callable[[], Any]) -> None:
@@ -139,6 +132,123 @@ def _call(callback: Callable[[], Any]) -> None:
     except Exception:  # a timer has no caller to raise to
         _log.exception("timer callback %r failed", callback)
 
+
+# A timer's life: pending -> fired, or pending -> cancelled; never anything else.
+_PENDING, _FIRED, _CANCELLED = 0, 1, 2
+
+
+class _RealTimer:
+    """A real-clock timer: an entry of the timer service's heap."""
+
+    __slots__ = ("_service", "deadline", "callback", "state")
+
+    def __init__(self, service: "_TimerService", deadline: float, callback: Callable[[], Any]) -> None:
+        self._service = service
+        self.deadline = deadline  # time.monotonic() seconds
+        self.callback: Optional[Callable[[], Any]] = callback  # None once fired or cancelled
+        self.state = _PENDING
+
+    def cancel(self) -> bool:
+        return self._service.cancel(self)
+
+
+class _TimerService:
+    """The real clock's timers: one heap, one daemon thread (``pyinformers-clock-timers``).
+
+    However many timers are pending (a delaying queue holds one, a watch one,
+    a recorder retry one), one thread serves them all: it sleeps until the
+    earliest deadline, pops the timer and calls it without the lock. The
+    thread starts with the first timer and ends after :attr:`idle_linger`
+    seconds with nothing pending, so an idle process keeps no thread.
+
+    Invariants, under ``_cond``:
+
+    * ``_heap`` holds ``(deadline, seq, timer)`` for every pending timer, and
+      possibly cancelled ones not yet dropped (they are skipped when they
+      reach the head, and dropped all at once when they are the majority);
+    * ``_pending`` is the number of pending timers in ``_heap``;
+    * ``_thread`` is the one thread serving the heap, or None when none runs
+      (set to None only by that thread, under the lock, as it leaves).
+
+    Ordering: timers fire in ``(deadline, seq)`` order; ``seq`` is the order
+    they were scheduled in, so equal deadlines fire first come, first served.
+    A slow callback delays the timers behind it, never reorders them.
+    """
+
+    idle_linger = 2.0
+    _COMPACT_AT = 256  # heap size from which cancelled entries may be dropped in bulk
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, _RealTimer]] = []
+        self._seq = itertools.count()
+        self._pending = 0
+        self._thread: Optional[threading.Thread] = None
+
+    def schedule(self, delay: float, callback: Callable[[], Any]) -> _RealTimer:
+        timer = _RealTimer(self, _time.monotonic() + delay, callback)
+        with self._cond:
+            heapq.heappush(self._heap, (timer.deadline, next(self._seq), timer))
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="pyinformers-clock-timers", daemon=True)
+                self._thread.start()
+            elif self._heap[0][2] is timer:  # earlier than what the thread sleeps for
+                self._cond.notify()
+        return timer
+
+    def cancel(self, timer: _RealTimer) -> bool:
+        with self._cond:
+            if timer.state != _PENDING:
+                return False
+            timer.state = _CANCELLED
+            timer.callback = None
+            self._pending -= 1
+            heap = self._heap
+            if len(heap) >= self._COMPACT_AT and self._pending * 2 < len(heap):
+                self._heap = [entry for entry in heap if entry[2].state == _PENDING]
+                heapq.heapify(self._heap)
+            return True
+
+    def pending(self) -> int:
+        with self._cond:
+            return self._pending
+
+    def _serve(self) -> None:
+        cond = self._cond
+        idle_since: Optional[float] = None
+        while True:
+            with cond:
+                while True:
+                    heap = self._heap
+                    while heap and heap[0][2].state != _PENDING:
+                        heapq.heappop(heap)
+                    now = _time.monotonic()
+                    if heap:
+                        idle_since = None
+                        if heap[0][0] <= now:
+                            timer = heapq.heappop(heap)[2]
+                            timer.state = _FIRED
+                            self._pending -= 1
+                            callback, timer.callback = timer.callback, None
+                            break
+                        cond.wait(heap[0][0] - now)
+                        continue
+                    if idle_since is None:
+                        idle_since = now
+                    elif now - idle_since >= self.idle_linger:
+                        self._thread = None
+                        return
+                    cond.wait(self.idle_linger - (now - idle_since))
+            _call(callback)  # type: ignore[arg-type]
+
+
+_TIMERS = _TimerService()
+if hasattr(os, "register_at_fork"):  # a forked child has no timer thread: start afresh (parent's timers dropped)
+    os.register_at_fork(after_in_child=_TIMERS._reset)
 
 #: The clock components use when none is given.
 REAL_CLOCK = RealClock()
@@ -155,19 +265,51 @@ class _Waiter:
         self.fired = False
 
 
+class _FakeTimer:
+    """A fake-clock timer; fired by :meth:`FakeClock.step` once time reaches ``deadline``."""
+
+    __slots__ = ("_clock", "deadline", "callback", "state")
+
+    def __init__(self, clock: "FakeClock", deadline: float, callback: Callable[[], Any]) -> None:
+        self._clock = clock
+        self.deadline = deadline
+        self.callback: Optional[Callable[[], Any]] = callback  # None once fired or cancelled
+        self.state = _PENDING
+
+    def cancel(self) -> bool:
+        return self._clock._cancel_timer(self)
+
+
 class FakeClock:
     """A clock whose time moves only when :meth:`step` (or :meth:`set`) is called.
 
-    Threads that wait with a timeout register a deadline with the clock; ``step``
-    advances time and wakes exactly the waiters whose deadline has come, in
-    deadline order. Waits without a timeout are plain waits (only a notify or
-    the event wakes them).
+    Two things can wait on a fake clock, and it keeps them apart:
+
+    * **waiters** -- threads blocked in :meth:`wait`, :meth:`wait_event` or
+      :meth:`sleep` with a timeout. ``step`` wakes the ones whose deadline has
+      come; they then run on their own threads. :meth:`waiter_count`,
+      :meth:`next_deadline` and :meth:`block_until_waiters` count only them.
+    * **timers** -- callbacks from :meth:`call_later`. ``step`` runs the ones
+      whose deadline has come itself, on the stepping thread, before it
+      returns: after ``clock.step(30)`` a delaying queue's item due in 30 s is
+      in the queue, with no thread to wait for. :meth:`timer_count`,
+      :meth:`next_timer_deadline` and :meth:`block_until_timers` count only them.
+
+    Stepping walks through the deadlines it passes: a timer runs with
+    :meth:`now` equal to its own deadline, timers in ``(deadline, creation)``
+    order, and a timer that a callback makes for a time still inside the step
+    runs in the same step. ``step(s)`` therefore fires the same timers, in the
+    same order, as ``s`` split into smaller steps. A timer made with a zero
+    or negative delay fires at the next ``step`` (``step(0)`` included), never
+    inside ``call_later``. When ``step`` returns, :meth:`now` is the target.
 
     Tests that need to know a component has reached its wait call
-    :meth:`block_until_waiters` instead of polling.
+    :meth:`block_until_waiters` instead of polling; a component that arms
+    timers from its own thread is waited for with :meth:`block_until_timers`.
 
     Thread-safety: every method may be called from any thread. ``step`` must
-    not be called while holding a condition that a waiter of this clock uses.
+    not be called while holding a lock that a waiter's wake-up or a timer's
+    callback takes (the queue's, the component's).
 
     ``wait_event`` cannot be woken by ``Event.set`` through the clock, so it
     watches the event in real-time slices of :attr:`event_slice` seconds while
@@ -182,8 +324,12 @@ class FakeClock:
         self._lock = threading.Condition(threading.Lock())
         self._now = float(start)
         self._wall_offset = float(wall_start) - float(start)
-        # invariant: every waiter in _heap has fired == False and deadline > _now
+        # invariant: every waiter in _heap has fired == False
         self._heap: list[tuple[float, int, _Waiter]] = []
+        # (deadline, seq, timer) of pending timers and of cancelled ones not yet popped;
+        # _timer_count counts the pending ones.
+        self._timers: list[tuple[float, int, _FakeTimer]] = []
+        self._timer_count = 0
         self._seq = itertools.count()
 
     # -- reading time -----------------------------------------------------------------
@@ -197,7 +343,7 @@ class FakeClock:
 
     # -- moving time ------------------------------------------------------------------
     def step(self, seconds: float) -> None:
-        """Advance time by ``seconds`` (>= 0) and wake the waiters now due."""
+        """Advance time by ``seconds`` (>= 0): wake the waiters and run the timers now due."""
         if seconds < 0:
             raise ValueError(f"a clock cannot step backwards (step({seconds!r}))")
         with self._lock:
@@ -205,30 +351,69 @@ class FakeClock:
         self.set(target)
 
     def set(self, now: float) -> None:
-        """Move time forward to ``now`` and wake the waiters now due."""
+        """Move time forward to ``now``: wake the waiters and run the timers now due, in deadline order."""
         with self._lock:
             if now < self._now:
                 raise ValueError(f"a clock cannot go backwards (from {self._now} to {now})")
-            self._now = now
-            due = []
-            while self._heap and self._heap[0][0] <= now:
-                _, _, waiter = heapq.heappop(self._heap)
-                waiter.fired = True
-                due.append(waiter)
-            self._lock.notify_all()
-        for waiter in due:  # without our lock: a waiter holds its own lock, then takes ours
-            waiter.wake()
+        while True:
+            with self._lock:
+                timer = self._pop_due_timer_locked(now)
+                callback = None
+                if timer is not None:
+                    callback, timer.callback = timer.callback, None
+                # Time walks to the next timer's deadline (or the target), never backwards.
+                horizon = max(self._now, timer.deadline if timer is not None else now)
+                self._now = horizon
+                due = []
+                while self._heap and self._heap[0][0] <= horizon:
+                    _, _, waiter = heapq.heappop(self._heap)
+                    waiter.fired = True
+                    due.append(waiter)
+                self._lock.notify_all()
+            for waiter in due:  # without our lock: a waiter holds its own lock, then takes ours
+                waiter.wake()
+            if callback is None:
+                return
+            _call(callback)
 
-    # -- observing waiters ------------------------------------------------------------
+    def _pop_due_timer_locked(self, until: float) -> Optional[_FakeTimer]:
+        timers = self._timers
+        while timers:
+            deadline, _, timer = timers[0]
+            if timer.state != _PENDING:
+                heapq.heappop(timers)
+                continue
+            if deadline > until:
+                return None
+            heapq.heappop(timers)
+            timer.state = _FIRED
+            self._timer_count -= 1
+            return timer
+        return None
+
+    # -- observing waiters and timers -------------------------------------------------
     def waiter_count(self) -> int:
-        """How many threads are blocked on this clock with a deadline."""
+        """How many threads are blocked on this clock with a deadline (timers not counted)."""
         with self._lock:
             return len(self._heap)
 
     def next_deadline(self) -> Optional[float]:
-        """The earliest deadline any waiter has, or None."""
+        """The earliest deadline any waiting thread has, or None (timers not counted)."""
         with self._lock:
             return self._heap[0][0] if self._heap else None
+
+    def timer_count(self) -> int:
+        """How many timers from :meth:`call_later` have neither fired nor been cancelled."""
+        with self._lock:
+            return self._timer_count
+
+    def next_timer_deadline(self) -> Optional[float]:
+        """The earliest deadline of a pending timer, or None."""
+        with self._lock:
+            timers = self._timers
+            while timers and timers[0][2].state != _PENDING:
+                heapq.heappop(timers)
+            return timers[0][0] if timers else None
 
     def block_until_waiters(self, count: int = 1, timeout: float = 10.0) -> None:
         """Block (in real time) until at least ``count`` threads wait with a deadline.
@@ -236,14 +421,24 @@ class FakeClock:
         Raises :class:`TimeoutError` after ``timeout`` real seconds: a test that
         expected a component to be waiting fails loudly instead of hanging.
         """
+        self._block_until(lambda: len(self._heap), count, timeout, "waiter")
+
+    def block_until_timers(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Block (in real time) until at least ``count`` timers are pending.
+
+        For a timer a component arms on its own thread (the reflector's stall
+        timer, armed when a watch opens): once it is pending, ``step`` fires
+        it. Raises :class:`TimeoutError` after ``timeout`` real seconds.
+        """
+        self._block_until(lambda: self._timer_count, count, timeout, "timer")
+
+    def _block_until(self, measure: Callable[[], int], count: int, timeout: float, what: str) -> None:
         deadline = _time.monotonic() + timeout
         with self._lock:
-            while len(self._heap) < count:
+            while measure() < count:
                 remaining = deadline - _time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError(
-                        f"expected {count} waiter(s) on the fake clock, have {len(self._heap)}"
-                    )
+                    raise TimeoutError(f"expected {count} {what}(s) on the fake clock, have {measure()}")
                 self._lock.wait(remaining)
 
     def _register(self, timeout: float, wake: Callable[[], None]) -> _Waiter:
@@ -301,24 +496,34 @@ class FakeClock:
             while self.now() < deadline:
                 self.wait(cond, deadline - self.now())
 
+    # -- timers -----------------------------------------------------------------------
     def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
-        """Register a timer that :meth:`step` fires once time reaches it (it counts as a waiter)."""
-        return _FakeTimer(self, self._register(max(0.0, delay), lambda: _call(callback)))
+        """Make a timer that :meth:`step` runs once time reaches ``now() + delay`` (see the class doc)."""
+        with self._lock:
+            timer = _FakeTimer(self, self._now + max(0.0, delay), callback)
+            heapq.heappush(self._timers, (timer.deadline, next(self._seq), timer))
+            self._timer_count += 1
+            self._lock.notify_all()  # block_until_timers
+            return timer
+
+    def _cancel_timer(self, timer: _FakeTimer) -> bool:
+        with self._lock:
+            if timer.state != _PENDING:
+                return False
+            timer.state = _CANCELLED
+            timer.callback = None
+            self._timer_count -= 1
+            timers = self._timers
+            if len(timers) > 64 and self._timer_count * 2 < len(timers):
+                self._timers = [entry for entry in timers if entry[2].state == _PENDING]
+                heapq.heapify(self._timers)
+            self._lock.notify_all()
+            return True
 
     def __repr__(self) -> str:
-        return f"<FakeClock now={self.now():.3f} waiters={self.waiter_count()}>"
-
-
-class _FakeTimer:
-    def __init__(self, clock: "FakeClock", waiter: _Waiter) -> None:
-        self._clock = clock
-        self._waiter = waiter
-
-    def cancel(self) -> bool:
-        return self._clock._unregister(self._waiter)
+        return f"<FakeClock now={self.now():.3f} waiters={self.waiter_count()} timers={self.timer_count()}>"
 
 
 def _notify_all(cond: threading.Condition) -> None:
     with cond:
         cond.notify_all()
-

@@ -7,12 +7,16 @@ import time
 
 import pytest
 
+from pyinformers.clock import REAL_CLOCK
+
 # The in-process API server fixtures (api_server, kubeconfig, api_client, ...), as users load them.
 pytest_plugins = ["pyinformers.testing.pytest_plugin"]
 
 # Threads of the in-process API server serve many tests (a session fixture) and
-# keep-alive connections; they are the server's to stop, not a test's leak.
-_EXEMPT_PREFIXES = ("pyinformers-apiserver",)
+# keep-alive connections; they are the server's to stop, not a test's leak. The
+# real clock's one timer thread serves the whole process and ends on its own when
+# idle: what a test must not leave behind are its pending timers (checked below).
+_EXEMPT_PREFIXES = ("pyinformers-apiserver", "pyinformers-clock-timers")
 
 
 def _ours(thread: threading.Thread) -> bool:
@@ -21,18 +25,24 @@ def _ours(thread: threading.Thread) -> bool:
 
 @pytest.fixture(autouse=True)
 def no_leaked_threads():
-    """Fail a test that leaves a pyinformers thread running (after a 5 s grace to exit)."""
+    """Fail a test that leaves a pyinformers thread or real-clock timer running (after a 5 s grace)."""
     before = set(threading.enumerate())
+    timers_before = REAL_CLOCK.timer_count()
     yield
     deadline = time.monotonic() + 5.0
     while True:
         leaked = [t for t in threading.enumerate() if t not in before and _ours(t) and t.is_alive()]
-        if not leaked:
+        timers = REAL_CLOCK.timer_count() - timers_before
+        if not leaked and timers <= 0:
             return
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            pytest.fail("test left threads running: " + ", ".join(sorted(t.name for t in leaked)))
-        leaked[0].join(min(remaining, 0.1))
+            names = sorted(t.name for t in leaked) + ([f"{timers} real-clock timer(s)"] if timers > 0 else [])
+            pytest.fail("test left threads running: " + ", ".join(names))
+        if leaked:
+            leaked[0].join(min(remaining, 0.1))
+        else:
+            time.sleep(min(remaining, 0.01))  # timers are cancelled by threads still stopping
 
 
 @pytest.fixture

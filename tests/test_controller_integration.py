@@ -273,13 +273,13 @@ def test_a_failing_reconcile_backs_off_per_the_rate_limiter(scripted, caplog):
     with caplog.at_level(logging.CRITICAL, logger="pyinformers.controller.scripted"):
         factory.client(CONFIGMAPS).create({"metadata": {"name": "flaky", "namespace": NS}})
         c.wait_calls(1)
-        clock.block_until_waiters(1)  # the delay thread waits for the 1 s backoff
+        clock.block_until_timers(1)  # the queue's timer is armed for the 1 s backoff
         assert c.queue.waiting_count() == 1 and c.calls == 1
         clock.step(0.999)
         assert c.queue.waiting_count() == 1 and len(c.queue) == 0 and c.calls == 1
         clock.step(0.001)
         c.wait_calls(2)
-        clock.block_until_waiters(1)  # now 2 s
+        clock.block_until_timers(1)  # now 2 s
         clock.step(1.999)
         assert c.calls == 2 and c.queue.waiting_count() == 1
         clock.step(0.001)
@@ -292,7 +292,7 @@ def test_requeue_after_runs_the_reconcile_again_after_the_delay(scripted):
     factory, c = scripted([Result(requeue_after=300)], clock=clock)
     factory.client(CONFIGMAPS).create({"metadata": {"name": "periodic", "namespace": NS}})
     c.wait_calls(1)
-    clock.block_until_waiters(1)
+    clock.block_until_timers(1)
     clock.step(299)
     assert c.calls == 1
     clock.step(1)

@@ -219,10 +219,10 @@ def test_eventf_formats_printf_style_and_rejects_a_bad_format(recorder, sink):
 def test_network_errors_are_retried_after_the_retry_interval(recorder, sink, clock):
     sink.errors = [ConnectionResetError("reset by peer"), ServerError("etcd leader changed", code=503)]
     recorder.event(FOO, "Normal", "Synced", "ok")
-    clock.block_until_waiters(1)
+    clock.block_until_timers(1)
     assert sink.verbs() == ["create"]
     clock.step(10)
-    clock.block_until_waiters(1)
+    clock.block_until_timers(1)
     clock.step(10)
     assert recorder.flush(5)
     assert sink.verbs() == ["create", "create", "create"]
@@ -243,7 +243,7 @@ def test_retries_stop_after_max_attempts(sink, clock):
     try:
         sink.errors = [ConnectionError("down"), ConnectionError("still down")]
         rec.event(FOO, "Normal", "Synced", "ok")
-        clock.block_until_waiters(1)
+        clock.block_until_timers(1)
         clock.step(1)
         assert rec.flush(5)
         assert rec.stats.failed == 1 and sink.events == {}
@@ -277,7 +277,7 @@ def test_close_abandons_a_write_that_keeps_failing_within_its_timeout(sink, cloc
     rec = EventRecorder(None, "stuck", clock=clock, sink=sink)
     sink.errors = [ConnectionError("down")] * 20
     rec.event(FOO, "Normal", "Synced", "ok")
-    clock.block_until_waiters(1)  # retrying, waiting 10 fake seconds
+    clock.block_until_timers(1)  # retrying, waiting 10 fake seconds
     assert rec.close(0.2) is False
     assert not any(t.name == "pyinformers-recorder-stuck" for t in threading.enumerate())
 

@@ -58,7 +58,7 @@ def test_a_server_error_is_retried_until_the_event_is_written(server, client):
     with EventRecorder(client, "recorder-test", clock=clock, retry_interval=1) as recorder:
         server.faults.error_rate = 1.0
         recorder.event(POD, "Normal", "Pulled", "image pulled")
-        clock.block_until_waiters(1)  # the first attempt failed; waiting to retry
+        clock.block_until_timers(1)  # the first attempt failed; waiting to retry
         server.faults.reset()
         clock.step(1)
         assert recorder.flush(10)

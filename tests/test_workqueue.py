@@ -251,42 +251,18 @@ def dq(clock):
     q.shutdown()
 
 
-def wait_until(predicate, what: str, timeout: float = JOIN) -> None:
-    """Block (in real time, with a deadline) until ``predicate()`` holds.
-
-    The delay thread works asynchronously: tests wait for the state they
-    expect rather than for a fixed time, and fail loudly if it never comes.
-    """
-    tick = threading.Event()
-    for _ in range(int(timeout / 0.001)):
-        if predicate():
-            return
-        tick.wait(0.001)
-    assert predicate(), f"timed out waiting for {what}"
+# The delaying queue keeps time with one timer of its clock: a FakeClock runs it inside
+# step(), so every test below checks the queue right after stepping, with no waiting.
 
 
-def wait_for_len(q: Queue, n: int) -> None:
-    wait_until(lambda: len(q) == n, f"queue length {n} (have {len(q)})")
-
-
-def wait_for_deadline(clock: FakeClock, deadline: float) -> None:
-    """Wait until the delay thread is armed for ``deadline`` (and only it waits)."""
-    wait_until(
-        lambda: clock.waiter_count() == 1 and abs((clock.next_deadline() or 0.0) - deadline) < 1e-6,
-        f"the delay thread to wait for {deadline}",
-    )
-
-
-def test_add_after_adds_the_item_once_its_delay_has_passed(dq, clock):
+def test_add_after_adds_the_item_exactly_when_its_delay_has_passed(dq, clock):
     dq.add_after("a", 10.0)
-    clock.block_until_waiters(1)
-    clock.step(9.0)
+    assert clock.timer_count() == 1 and clock.next_timer_deadline() == clock.now() + 10.0
+    clock.step(9.999)
     assert len(dq) == 0 and dq.waiting_count() == 1
-    clock.block_until_waiters(1)
-    clock.step(1.0)
-    wait_for_len(dq, 1)
+    clock.step(0.001)
     assert dq.get(timeout=0) == ("a", False)
-    assert dq.waiting_count() == 0
+    assert dq.waiting_count() == 0 and clock.timer_count() == 0
 
 
 def test_add_after_keeps_the_earliest_ready_time(dq, clock):
@@ -295,89 +271,107 @@ def test_add_after_keeps_the_earliest_ready_time(dq, clock):
     dq.add_after("a", 2.0)
     dq.add_after("a", 5.0)
     assert dq.waiting_count() == 1
-    wait_for_deadline(clock, start + 2.0)
+    assert clock.timer_count() == 1 and clock.next_timer_deadline() == start + 2.0
     clock.step(2.0)
-    wait_for_len(dq, 1)
+    assert drain(dq) == ["a"]
     assert dq.waiting_count() == 0
+    clock.step(10.0)  # the superseded ready times add nothing
+    assert len(dq) == 0
 
 
 def test_a_later_add_after_does_not_postpone_a_waiting_item(dq, clock):
-    start = clock.now()
     dq.add_after("a", 2.0)
     dq.add_after("a", 50.0)
-    wait_for_deadline(clock, start + 2.0)
     clock.step(2.0)
-    wait_for_len(dq, 1)
+    assert drain(dq) == ["a"]
 
 
-def test_items_become_ready_in_ready_time_order(dq, clock):
+def test_items_become_ready_in_ready_time_order_then_in_the_order_given(dq, clock):
     dq.add_after("late", 3.0)
     dq.add_after("early", 1.0)
-    dq.add_after("middle", 2.0)
-    clock.block_until_waiters(1)
+    dq.add_after("tie-1", 2.0)
+    dq.add_after("tie-2", 2.0)
     clock.step(5.0)
-    wait_for_len(dq, 3)
-    assert drain(dq) == ["early", "middle", "late"]
+    assert drain(dq) == ["early", "tie-1", "tie-2", "late"]
 
 
-def test_an_earlier_item_rearms_the_delay_thread(dq, clock):
+def test_each_item_is_added_at_its_own_time_within_one_step(clock):
+    seen: list[tuple[str, float]] = []
+
+    class Recording(DelayingQueue):
+        def add(self, item):
+            seen.append((item, clock.now()))
+            super().add(item)
+
+    q = Recording(clock=clock)
+    start = clock.now()
+    q.add_after("a", 1.0)
+    q.add_after("b", 4.0)
+    clock.step(10.0)
+    assert seen == [("a", start + 1.0), ("b", start + 4.0)]
+    q.shutdown()
+
+
+def test_an_earlier_item_rearms_the_one_timer(dq, clock):
     start = clock.now()
     dq.add_after("late", 100.0)
-    wait_for_deadline(clock, start + 100.0)
+    assert clock.next_timer_deadline() == start + 100.0
     dq.add_after("soon", 1.0)
-    wait_for_deadline(clock, start + 1.0)
+    assert clock.timer_count() == 1 and clock.next_timer_deadline() == start + 1.0
     clock.step(1.0)
-    wait_for_len(dq, 1)
     assert dq.get(timeout=0) == ("soon", False)
-    wait_for_deadline(clock, start + 100.0)
+    assert clock.timer_count() == 1 and clock.next_timer_deadline() == start + 100.0
 
 
-def test_a_zero_or_negative_delay_adds_at_once_without_a_thread(clock):
+def test_a_zero_or_negative_delay_adds_at_once_without_a_timer(clock):
     q = DelayingQueue(clock=clock)
     q.add_after("a", 0)
     q.add_after("b", -1.0)
     assert drain(q) == ["a", "b"]
-    assert q._delay_thread is None
+    assert clock.timer_count() == 0
 
 
-def test_the_delay_thread_is_named_after_the_queue(dq):
-    dq.add_after("a", 1.0)
-    assert dq._delay_thread.name == "pyinformers-workqueue-delay-delayed"
-    assert dq._delay_thread.daemon
-
-
-def test_shutdown_stops_the_delay_thread_promptly(dq, clock):
+def test_shutdown_cancels_the_timer_and_drops_waiting_items(dq, clock):
     dq.add_after("a", 1000.0)
-    clock.block_until_waiters(1)
-    thread = dq._delay_thread
     dq.shutdown()
-    assert not thread.is_alive()
-    assert dq.waiting_count() == 0
+    assert clock.timer_count() == 0 and dq.waiting_count() == 0
+    clock.step(1000.0)
+    assert len(dq) == 0
 
 
-def test_shutdown_with_drain_also_stops_the_delay_thread(dq, clock):
+def test_shutdown_with_drain_also_cancels_the_timer(dq, clock):
     dq.add_after("a", 1000.0)
-    thread = dq._delay_thread
     assert dq.shutdown_with_drain(timeout=1.0) is True
-    assert not thread.is_alive()
+    assert clock.timer_count() == 0 and dq.waiting_count() == 0
 
 
-def test_add_after_is_ignored_after_shutdown(dq):
+def test_add_after_is_ignored_after_shutdown(dq, clock):
     dq.shutdown()
     dq.add_after("a", 1.0)
     dq.add_after("b", 0)
-    assert len(dq) == 0 and dq.waiting_count() == 0 and dq._delay_thread is None
+    assert len(dq) == 0 and dq.waiting_count() == 0 and clock.timer_count() == 0
 
 
 def test_a_delayed_item_already_queued_is_not_queued_twice(dq, clock):
-    start = clock.now()
     dq.add("a")
     dq.add_after("a", 1.0)
-    wait_for_deadline(clock, start + 1.0)
-    dq.add_after("sentinel", 1000.0)  # keeps the thread on the clock after its pass
     clock.step(1.0)
-    wait_for_deadline(clock, start + 1000.0)  # the pass that re-added "a" is over
     assert drain(dq) == ["a"]
+
+
+def test_a_delaying_queue_on_the_real_clock_keeps_no_thread_of_its_own():
+    q = DelayingQueue("real")
+    try:
+        before = {t.name for t in threading.enumerate()}
+        for i in range(2000):
+            q.add_after(i, 0.05 + (i % 7) * 0.001)
+        started = {t.name for t in threading.enumerate()} - before
+        assert started <= {"pyinformers-clock-timers"}
+        got = [q.get(timeout=JOIN)[0] for _ in range(2000)]
+        assert sorted(got) == list(range(2000))
+        assert q.waiting_count() == 0
+    finally:
+        q.shutdown()
 
 
 def test_delaying_repr_shows_waiting_items(dq, clock):
@@ -394,9 +388,9 @@ def test_add_rate_limited_waits_the_delay_the_limiter_gives(clock):
         q.add_rate_limited("a")  # 1 s
         q.add_rate_limited("a")  # 2 s, but the earlier ready time wins
         assert q.num_requeues("a") == 2
-        wait_for_deadline(clock, clock.now() + 1.0)
-        clock.step(1.0)
-        wait_for_len(q, 1)
+        clock.step(0.999)
+        assert len(q) == 0
+        clock.step(0.001)
         assert q.get(timeout=0) == ("a", False)
     finally:
         q.shutdown()

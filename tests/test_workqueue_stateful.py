@@ -3,17 +3,14 @@
 * :class:`QueueMachine` drives a :class:`Queue` with adds, gets, dones and
   shutdowns and compares it with an ordered dirty set, a processing set and
   a shutdown flag.
-* ``test_add_after_matches_a_model_of_earliest_deadlines`` drives a
-  :class:`DelayingQueue` on a fake clock with ``add_after`` and clock steps
-  and compares it with a dict of earliest deadlines.
+* :class:`DelayingQueueMachine` adds ``add_after`` and fake clock steps, and
+  compares the waiting items with a dict of earliest ready times: after every
+  step the items due are queued, in ready-time order, then in the order given.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-
-from hypothesis import HealthCheck, given, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -103,74 +100,59 @@ TestQueueAgainstModel = QueueMachine.TestCase
 TestQueueAgainstModel.settings = settings(max_examples=80, stateful_step_count=30, deadline=None)
 
 
-def _settle(clock: FakeClock, deadline: float) -> None:
-    """Wait (in real time, bounded) until the delay thread is armed for ``deadline``.
+class DelayingQueueMachine(QueueMachine):
+    """The queue model above, plus the items waiting for their ready time: a dict
+    ``item -> (earliest ready time, order given)`` on a fake clock.
 
-    The queue keeps a far-future sentinel waiting, so after every pass the delay
-    thread waits on the clock again: being armed for the model's earliest
-    deadline means it has finished adding everything that was due.
+    The delaying queue keeps time with one clock timer, which ``step`` runs, so
+    the queue is compared with the model right after every step, with no waiting.
     """
-    tick = threading.Event()
-    give_up = time.monotonic() + 5.0
-    while time.monotonic() < give_up:
-        armed = clock.next_deadline()
-        # The thread arms for (ready_at - now) + now: equal up to rounding.
-        if clock.waiter_count() == 1 and armed is not None and abs(armed - deadline) < 1e-6:
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock()
+        self.queue = DelayingQueue(clock=self.clock)
+        self.waiting: dict = {}  # item -> (ready time, seq): the earliest one it was given
+        self.seq = 0
+
+    def teardown(self) -> None:
+        self.queue.shutdown()
+
+    @rule(item=ITEMS, delay=st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 2.5, 7.0]))
+    def add_after(self, item, delay):
+        self.queue.add_after(item, delay)
+        if self.shut:
             return
-        tick.wait(0.0005)
-    raise AssertionError(f"delay thread not armed for {deadline}: {clock.next_deadline()}")
+        if delay <= 0:
+            QueueMachine.add(self, item)
+            return
+        ready_at = self.clock.now() + delay
+        if item not in self.waiting or ready_at < self.waiting[item][0]:
+            self.waiting[item] = (ready_at, self.seq)
+            self.seq += 1
+
+    @rule(seconds=st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 10.0]))
+    def step(self, seconds):
+        self.clock.step(seconds)
+        now = self.clock.now()
+        for entry, item in sorted((entry, item) for item, entry in self.waiting.items() if entry[0] <= now):
+            del self.waiting[item]
+            QueueMachine.add(self, item)
+
+    @rule()
+    def shutdown(self):
+        super().shutdown()
+        self.waiting.clear()
+
+    @invariant()
+    def waiting_matches_the_model(self):
+        assert self.queue.waiting_count() == len(self.waiting)
+        # One timer, armed for the earliest ready time; none once nothing waits.
+        assert self.clock.timer_count() == (1 if self.waiting else 0)
+        if self.waiting:
+            earliest = min(entry[0] for entry in self.waiting.values())
+            assert abs(self.clock.next_timer_deadline() - earliest) < 1e-9
 
 
-SENTINEL = "sentinel"
-FAR = 10.0**6
-
-ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("add_after"), ITEMS, st.integers(-2, 12)),
-        st.tuples(st.just("add"), ITEMS, st.just(0)),
-        st.tuples(st.just("step"), st.just(None), st.integers(0, 6)),
-    ),
-    max_size=30,
-)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops)
-def test_add_after_matches_a_model_of_earliest_deadlines(operations):
-    clock = FakeClock()
-    q = DelayingQueue(clock=clock)
-    try:
-        start = clock.now()
-        q.add_after(SENTINEL, FAR)
-        waiting: dict = {SENTINEL: (start + FAR, 0)}  # item -> (earliest deadline, seq)
-        seq = 1
-        order: list = []  # model of the queue (nothing is ever taken out)
-        for op, item, amount in operations:
-            if op == "add" or (op == "add_after" and amount <= 0):
-                q.add_after(item, amount) if op == "add_after" else q.add(item)
-                if item not in order:
-                    order.append(item)
-            elif op == "add_after":
-                q.add_after(item, amount)
-                deadline = clock.now() + amount
-                if item not in waiting or deadline < waiting[item][0]:
-                    waiting[item] = (deadline, seq)
-                    seq += 1
-            else:
-                clock.step(amount)
-                now = clock.now()
-                for ready in sorted((entry, key) for key, entry in waiting.items() if entry[0] <= now):
-                    _, key = ready
-                    del waiting[key]
-                    if key not in order:
-                        order.append(key)
-            _settle(clock, min(entry[0] for entry in waiting.values()))
-            assert len(q) == len(order)
-            assert q.waiting_count() == len(waiting)
-        handed_out = []
-        while len(q):
-            item, _ = q.get(timeout=0)
-            handed_out.append(item)
-        assert handed_out == order
-    finally:
-        q.shutdown()
+TestDelayingQueueAgainstModel = DelayingQueueMachine.TestCase
+TestDelayingQueueAgainstModel.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
