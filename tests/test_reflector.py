@@ -14,11 +14,13 @@ from pyinformers.api import BadRequest, Gone, ServerError, TooManyRequests, Watc
 from pyinformers.api.client import ListPage
 from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
-from pyinformers.clock import REAL_CLOCK, FakeClock
+from pyinformers.clock import FakeClock
 from pyinformers.gc_policy import gc_paused
-from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch, eventually
+from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch
 
 # --------------------------------------------------------------------------- fakes
+
+JOIN = 10.0  # real seconds a test waits for another thread before it fails
 
 # The scripted lister-watcher moved to pyinformers.testing; the old names stay for branches in flight.
 ScriptedLW, FakeStream = ScriptedListerWatcher, ScriptedWatch
@@ -374,26 +376,51 @@ def test_metrics_registry_false_records_nothing_but_stats_still_count():
 # --------------------------------------------------------------------------- resync
 
 
+class Running:
+    """``reflector.run()`` on a thread for the length of a ``with`` block; stopped and joined after it."""
+
+    def __init__(self, reflector: Reflector, stop: threading.Event | None = None) -> None:
+        self.reflector = reflector
+        self.thread = threading.Thread(
+            target=reflector.run, args=(stop,), name="pyinformers-test-reflector", daemon=True
+        )
+
+    def __enter__(self) -> Reflector:
+        self.thread.start()
+        return self.reflector
+
+    def __exit__(self, *exc) -> None:
+        self.reflector.stop()
+        self.thread.join(5)
+        assert not self.thread.is_alive(), "run() did not return after stop()"
+
+
 def test_resync_runs_every_period_after_sync_when_should_resync_agrees():
     allow = [True]
-    lw = ScriptedListerWatcher()
-    reflector, store, clock = synced(lw, resync_period=30, should_resync=lambda: allow[0])
-    assert reflector.tick() == 30
-    clock.step(30)
-    reflector.tick()
-    assert store.resyncs == 1
-    allow[0] = False
-    clock.step(30)
-    reflector.tick()
-    assert store.resyncs == 1 and reflector.stats.resyncs == 1
+    watch = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "5")], "10")], watches=[watch])
+    reflector, store, clock = make(lw, resync_period=30, should_resync=lambda: allow[0], stall_timeout=None)
+    with Running(reflector):
+        assert watch.blocking.wait(5)  # listed (synced) and watching
+        clock.step(29.9)
+        assert store.resyncs == 0
+        clock.step(0.1)  # the resync timer ran inside step()
+        assert store.resyncs == 1
+        clock.step(65)  # two more periods pass in one step: one resync each
+        assert store.resyncs == 3
+        allow[0] = False
+        clock.step(30)
+        assert store.resyncs == 3 and reflector.stats.resyncs == 3
+    assert clock.timer_count() == 0  # run() cancelled its timers
 
 
 def test_no_resync_before_the_first_list():
-    reflector, store, clock = make(ScriptedListerWatcher(), resync_period=5)
-    reflector.tick()
-    clock.step(5)
-    reflector.tick()
-    assert store.resyncs == 0
+    lw = ScriptedListerWatcher(lists=[ServerError("down")])
+    reflector, store, clock = make(lw, resync_period=5, backoff_initial=100, backoff_max=100)
+    with Running(reflector):
+        clock.block_until_waiters(1)  # backing off from the failed list
+        clock.step(50)
+        assert store.resyncs == 0 and reflector.stats.resyncs == 0
 
 
 # --------------------------------------------------------------------------- threads: stop and stall
@@ -417,7 +444,7 @@ def test_stop_returns_at_once_and_run_ends_promptly_even_while_a_watch_is_blocke
 def test_setting_the_run_stop_event_closes_a_blocked_watch():
     stream = ScriptedWatch(block=True)
     lw = ScriptedListerWatcher(lists=[ListPage([], "3")], watches=[stream])
-    reflector, _, _ = make(lw, clock=REAL_CLOCK)  # the watchdog's real-time stop poll
+    reflector, _, _ = make(lw)  # the stop event is polled on the real clock, whatever the reflector's
     stop = threading.Event()
     runner = threading.Thread(target=reflector.run, args=(stop,), name="pyinformers-test-reflector", daemon=True)
     runner.start()
@@ -443,23 +470,56 @@ def test_a_stalled_watch_is_closed_and_reopened_from_the_same_resource_version()
     second = ScriptedWatch(block=True)
     lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[first, second])
     reflector, _, clock = make(lw, stall_timeout=60)
-    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
-    runner.start()
-    try:
+    with Running(reflector):
         assert first.blocking.wait(5)
-        clock.step(59)
-        assert not first.closed.wait(0.05)  # not yet silent long enough
-        clock.step(2)
-        assert first.closed.wait(5)
-        eventually(lambda: isinstance(reflector.state, BackingOff))
+        assert clock.timer_count() == 1  # the stall timer, armed as the watch opened
+        clock.step(59.9)
+        assert not first.closed.is_set()  # not yet silent long enough
+        clock.step(0.1)  # the stall timer ran inside step(): the watch is closed already
+        assert first.closed.is_set()
+        clock.block_until_waiters(1)  # the reflector backs off before re-watching
+        assert isinstance(reflector.state, BackingOff)
         clock.step(reflector.state.delay)
         assert second.blocking.wait(5)
         assert lw.watch_calls()[1]["resource_version"] == "11"
         assert reflector.stats.stalls == 1 and reflector.stats.relists == 0
-    finally:
-        reflector.stop()
-        runner.join(2)
-    assert not runner.is_alive()
+        assert clock.timer_count() == 1  # the first watch's timer is gone, the second's armed
+
+
+class GatedWatch:
+    """A watch that says one bookmark when the test opens ``gate``, then nothing until closed."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.spoke = threading.Event()  # set once the reflector has taken the bookmark in
+        self.closed = threading.Event()
+
+    def __iter__(self):
+        if self.gate.wait(JOIN) and not self.closed.is_set():
+            yield bookmark("11")
+            self.spoke.set()  # the reader asked for more: it has handled the bookmark
+        self.closed.wait(JOIN)
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_an_event_pushes_the_stall_deadline_back():
+    watch = GatedWatch()
+    lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[watch])
+    reflector, _, clock = make(lw, stall_timeout=60)
+    with Running(reflector):
+        clock.block_until_timers(1)  # watching, the stall timer armed for +60 s
+        clock.step(40)
+        watch.gate.set()
+        assert watch.spoke.wait(JOIN)  # a bookmark at +40 s
+        clock.step(20)  # the timer fires at +60 s, finds the watch spoke 20 s ago: re-armed
+        assert not watch.closed.is_set() and clock.timer_count() == 1
+        assert clock.next_timer_deadline() == pytest.approx(clock.now() + 40)
+        clock.step(39.9)
+        assert not watch.closed.is_set()
+        clock.step(0.1)  # 60 s after the bookmark
+        assert watch.closed.is_set()
 
 
 def test_step_after_stop_is_stopped_and_run_refuses_a_stopped_reflector():

@@ -178,11 +178,10 @@ def test_server_errors_back_off_without_a_busy_loop(api_server, client):
         assert len(requests_of(api_server, watch=False)) == 1
         first = reflector.state
         assert isinstance(first, BackingOff) and 0.8 <= first.delay < 1.0
-        clock.step(first.delay)
-        eventually(lambda: isinstance(reflector.state, BackingOff) and reflector.state != first)
-        clock.block_until_waiters(1)
-        eventually(lambda: len(requests_of(api_server, watch=False)) >= 2)
-        assert len(requests_of(api_server, watch=False)) == 2
+        clock.step(first.delay)  # wakes the wait (it is no longer counted when step returns) ...
+        clock.block_until_waiters(1)  # ... so this is the next backoff, after the second list failed
+        assert isinstance(reflector.state, BackingOff) and reflector.state != first
+        assert len(requests_of(api_server, watch=False)) == 2  # logged before it was answered
         assert reflector.state.delay >= 1.6  # doubled
         api_server.faults.error_rate = 0.0
         clock.step(reflector.state.delay)
@@ -216,16 +215,17 @@ def test_a_stalled_watch_is_restarted(api_server, client):
     api_server.clear_requests()
     with Running(client, store, clock=clock, stall_timeout=120) as reflector:
         store.wait(lambda s: "a" in s.names())
-        # The server logs the watch before the reflector has it open: wait for the reflector's
-        # own count, which it bumps after starting the stall timer from the clock's time.
-        eventually(lambda: reflector.stats.watches == 1)
+        # The server logs the watch before the reflector has it open: wait for the stall
+        # timer, which the reflector arms on the fake clock as it opens the watch.
+        clock.block_until_timers(1)
         api_server.faults.stall_watches = True
-        clock.step(121)  # nothing (not even a bookmark) for longer than the stall timeout
-        eventually(lambda: reflector.stats.stalls == 1)
+        clock.step(120)  # nothing (not even a bookmark) for the stall timeout: closed inside step()
+        clock.block_until_waiters(1)  # the reflector backs off before re-watching
+        assert reflector.stats.stalls == 1 and isinstance(reflector.state, BackingOff)
         api_server.faults.stall_watches = False
-        eventually(lambda: isinstance(reflector.state, BackingOff))
         clock.step(reflector.state.delay)
-        eventually(lambda: len(requests_of(api_server, watch=True)) == 2)
+        clock.block_until_timers(1)  # the new watch is open (the stalled one's timer is gone)
+        assert len(requests_of(api_server, watch=True)) == 2
         client.create(cm("b"), "default")
         store.wait(lambda s: "b" in s.names())
         assert reflector.stats.relists == 0

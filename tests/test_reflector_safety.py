@@ -8,17 +8,14 @@ a relist after 410 reads consistently (see also test_reflector.py).
 
 from __future__ import annotations
 
-import threading
-
 from pyinformers.api import BadRequest, NotFound, WatchEvent
 from pyinformers.api.client import ListPage
 from pyinformers.api.resource import Resource
 from pyinformers.cache.reflector import DEFAULT_STALL_TIMEOUT
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Watching
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS
-from pyinformers.testing import eventually
 from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch
-from test_reflector import RecordingStore, bookmark, make, pod
+from test_reflector import RecordingStore, Running, bookmark, make, pod
 
 THINGS = Resource("example.com", "v1", "things", "Thing")
 
@@ -29,23 +26,18 @@ def test_a_stalled_watch_is_caught_with_the_default_settings():
     second = ScriptedWatch(block=True)
     lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[first, second])
     reflector, _, clock = make(lw)  # no stall_timeout given
-    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
-    runner.start()
-    try:
+    with Running(reflector):
         assert first.blocking.wait(5)
         clock.step(DEFAULT_STALL_TIMEOUT - 30)  # a quiet but healthy watch (a bookmark may be 2 minutes away)
-        assert not first.closed.wait(0.05)
-        clock.step(31)
-        assert first.closed.wait(5), "the default settings never noticed the stall"
-        eventually(lambda: isinstance(reflector.state, BackingOff))
+        assert not first.closed.is_set()
+        clock.step(30)  # the stall timer runs inside step()
+        assert first.closed.is_set(), "the default settings never noticed the stall"
+        clock.block_until_waiters(1)  # backing off before the re-watch
+        assert isinstance(reflector.state, BackingOff)
         clock.step(reflector.state.delay)
         assert second.blocking.wait(5)
         assert lw.watch_calls()[1]["resource_version"] == "11"  # restarted from the last resourceVersion
         assert reflector.stats.stalls == 1 and reflector.stats.relists == 0
-    finally:
-        reflector.stop()
-        runner.join(2)
-    assert not runner.is_alive()
 
 
 def test_every_watch_asks_for_bookmarks():
@@ -133,18 +125,13 @@ def test_a_failing_timer_does_not_end_stall_detection():
     lw = ScriptedListerWatcher(lists=[ListPage([], "10")], watches=[first, second])
     store = BrokenResync(RecordingStore())
     reflector, _, clock = make(lw, store=store, resync_period=10)
-    runner = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
-    runner.start()
-    try:
+    with Running(reflector):
         assert first.blocking.wait(5)
-        clock.step(11)
-        eventually(lambda: store.calls >= 1)  # the timer raised ...
-        clock.step(DEFAULT_STALL_TIMEOUT)
-        assert first.closed.wait(5), "... and stall detection died with it"
-    finally:
-        reflector.stop()
-        runner.join(2)
-    assert not runner.is_alive()
+        clock.step(10)
+        assert store.calls == 1  # the resync timer raised ...
+        clock.step(DEFAULT_STALL_TIMEOUT - 10)
+        assert first.closed.is_set(), "... and stall detection died with it"
+        assert store.calls == DEFAULT_STALL_TIMEOUT // 10  # ... and the resync timer did not either
 
 
 def test_a_400_says_retrying_cannot_fix_it():

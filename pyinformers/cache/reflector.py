@@ -49,14 +49,35 @@ vanished is also caught by TCP keepalive on the watch connection (see
 Backoff delays come from :class:`~pyinformers.cache.backoff.Backoff` (0.8 s
 doubling to 30 s, jittered, forgotten after a failure-free stretch).
 
-Threads. :meth:`run` drives :meth:`step` on the calling thread and starts one
-helper thread, ``pyinformers-reflector-<name>-watchdog``, which runs the
-timers (:meth:`tick`: periodic ``store.resync()``, stall detection) and turns
-the ``stop`` event into :meth:`stop`. :meth:`stop` may be called from any
-thread: it closes the open watch stream (the blocked reader returns at once)
-and wakes a backoff wait, so it never waits for the network. An in-flight
-*list* request is not interruptible; it ends within the client's request
-timeout. Counters are written by the reflector's thread and read anywhere.
+Threads. :meth:`run` drives :meth:`step` on the calling thread, and nothing
+else runs a thread of the reflector's own. :meth:`stop` may be called from
+any thread: it closes the open watch stream (the blocked reader returns at
+once) and wakes a backoff wait, so it never waits for the network. An
+in-flight *list* request is not interruptible; it ends within the client's
+request timeout. Counters are written by the reflector's thread and read
+anywhere.
+
+Timers. What happens at a time is a timer of the reflector's clock
+(:meth:`~pyinformers.clock.Clock.call_later`), run by the clock: on the real
+clock by the process's one timer thread, on a
+:class:`~pyinformers.clock.FakeClock` inside ``step()``, so a test that steps
+past a stall finds the watch closed when ``step`` returns. There are three:
+
+* the **stall timer**, armed when a watch opens for ``stall_timeout``; when it
+  fires it compares the clock with the time of the last word from the
+  server, re-arms itself for the rest of the window if the watch spoke since,
+  and otherwise marks the watch stalled and closes it. Events only write a
+  timestamp: the hot path never touches a timer. Cancelled when the watch ends.
+* the **resync timer**, armed by :meth:`run` every ``resync_period`` (from the
+  start of one resync to the next) while the reflector runs; it calls
+  ``store.resync()`` once the first list is in the store and
+  ``should_resync()`` agrees.
+* the **stop poll**: when :meth:`run` is given a ``stop`` event, a timer of
+  the *real* clock looks at it every 0.2 s and turns it into :meth:`stop`
+  (an event is set in real time, whatever clock the reflector runs on).
+
+``run`` cancels all three before it returns, and waits for a resync that is
+running, so nothing touches the store once ``run`` has returned.
 
 Memory. While a list page is decoded and while the full list is handed to the
 store, the cyclic garbage collector is paused (:func:`~pyinformers.gc_policy.gc_paused`, reference
@@ -89,7 +110,7 @@ from pyinformers.cache.reflector_states import (
     WatchListing,
     Watching,
 )
-from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.clock import REAL_CLOCK, Clock, TimerHandle
 from pyinformers.gc_policy import gc_paused
 from pyinformers.metrics import collector_for, resolve_registry
 
@@ -106,7 +127,7 @@ INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
 _SHORT_WATCH = 1.0
 # Consecutive failures after which healthy() reports False.
 _UNHEALTHY_AFTER = 3
-# Real-time slice in which the watchdog notices an external stop event.
+# Real seconds between two looks at run()'s stop event (a timer of the real clock).
 _STOP_POLL = 0.2
 # Event types that carry an object the store keys (a BOOKMARK carries only a resourceVersion).
 _OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
@@ -149,8 +170,8 @@ class Reflector:
       Watched objects are the store's to transform.
 
     Thread-safety: :meth:`step`/:meth:`run` belong to one thread; :meth:`stop`,
-    :meth:`tick`, :attr:`stats`, :meth:`healthy` and the getters may be called
-    from any thread.
+    :attr:`stats`, :meth:`healthy` and the getters may be called from any
+    thread; the timers run on the clock's timer thread (see the module doc).
     """
 
     def __init__(
@@ -201,15 +222,22 @@ class Reflector:
         self._list_transform = list_transform
         self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng)
 
-        # _lock guards: _state, _stream, _stopping, _stalled, _running (and is _cond's lock).
+        # _lock guards: _state, _stream, _stopping, _stalled, _running, _stall_timer
+        # (and is _cond's lock).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._state: State = WatchListing() if use_watch_list else NeedList()
         self._stream: Optional[WatchStream] = None  # the open watch, closed by stop() / a stall
         self._stopping = False  # set once by stop(); the next step goes to Stopped
-        self._stalled = False  # the watchdog closed the open stream for silence
+        self._stalled = False  # the stall timer closed the open stream for silence
         self._running = False
-        self._halt = threading.Event()  # ends the watchdog
+        # Invariant: armed exactly while _stream is set (and stall_timeout is not None).
+        self._stall_timer: Optional[TimerHandle] = None
+        # _timer_lock guards the run() timers: armed while run() runs, None otherwise.
+        # The resync callback holds it while it resyncs, so cancelling waits for it.
+        self._timer_lock = threading.Lock()
+        self._resync_timer: Optional[TimerHandle] = None
+        self._stop_timer: Optional[TimerHandle] = None
 
         # Written only by the stepping thread.
         self._pending: list = []  # items of the list pages fetched so far
@@ -228,7 +256,6 @@ class Reflector:
         self._lists = self._watches = self._events = self._bookmarks = 0
         self._errors = self._restarts = self._relists = self._stalls = self._resyncs = 0
         self._last_activity: Optional[float] = None  # clock.now() of the last word from the server
-        self._next_resync: Optional[float] = None
 
         registry = resolve_registry(metrics_registry)
         if registry is not None:  # False: no metrics (the counters in stats still count)
@@ -294,15 +321,15 @@ class Reflector:
             self._stopping = True
             stream = self._stream
             self._cond.notify_all()
-        self._halt.set()
         if stream is not None:
             stream.close()
 
     def run(self, stop: Optional[threading.Event] = None) -> None:
-        """Step until stopped (by :meth:`stop` or by ``stop`` being set), with the timers on a helper thread.
+        """Step until stopped (by :meth:`stop` or by ``stop`` being set), with the timers armed.
 
-        Returns when the reflector is stopped; the helper thread has ended by then.
-        Exceptions from the store propagate (after the stream is closed).
+        Returns when the reflector is stopped; its timers are cancelled by then
+        (see "Timers" in the module doc). Exceptions from the store propagate
+        (after the stream is closed).
         """
         with self._lock:
             if self._running:
@@ -310,10 +337,7 @@ class Reflector:
             if isinstance(self._state, Stopped):
                 raise RuntimeError(f"reflector {self.name!r} was stopped; make a new one")
             self._running = True
-        watchdog = threading.Thread(
-            target=self._watchdog, args=(stop,), name=f"pyinformers-reflector-{self.name}-watchdog", daemon=True
-        )
-        watchdog.start()
+        self._arm_run_timers(stop)
         try:
             while not isinstance(self.step(stop), Stopped):
                 pass
@@ -328,63 +352,72 @@ class Reflector:
                 self._state = Stopped()
             if stream is not None:
                 stream.close()
-            self._halt.set()
-            watchdog.join()
+            self._cancel_run_timers()
             with self._lock:
                 self._running = False
 
-    def _watchdog(self, stop: Optional[threading.Event]) -> None:
-        """Run the timers until halted; turn an external stop event into stop()."""
-        while not self._halt.is_set():
-            if stop is not None and stop.is_set():
-                self.stop()
-                return
-            try:
-                wait = self.tick()
-            except Exception:  # a timer that fails must not end the timers (stall detection among them)
-                log.exception("%s: a reflector timer failed; retrying in 1s", self.name)
-                wait = 1.0
+    # -- timers (see the module doc) ----------------------------------------------------
+    def _arm_run_timers(self, stop: Optional[threading.Event]) -> None:
+        with self._timer_lock:
+            if self.resync_period > 0:
+                self._resync_timer = self._clock.call_later(self.resync_period, self._on_resync)
             if stop is not None:
-                wait = _STOP_POLL if wait is None else min(wait, _STOP_POLL)
-            if isinstance(self._clock, type(REAL_CLOCK)) or wait is None:
-                self._halt.wait(wait)
-            else:
-                # A fake clock: the timers follow its time, which moves only when a test steps
-                # it; look again in short real-time slices so stepping it is noticed promptly.
-                self._halt.wait(min(wait, 0.01) if wait > 0 else 0)
+                self._stop_timer = REAL_CLOCK.call_later(_STOP_POLL, lambda: self._poll_stop(stop))
 
-    def tick(self) -> Optional[float]:
-        """Run the timers that are due: periodic resync and stall detection.
+    def _cancel_run_timers(self) -> None:
+        with self._timer_lock:  # waits for a resync in progress
+            for timer in (self._resync_timer, self._stop_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._resync_timer = self._stop_timer = None
 
-        Returns the seconds (clock time) until the next timer, or None if no
-        timer is armed. Called by the watchdog thread; tests call it directly.
-        """
-        now = self._clock.now()
-        waits: list[float] = []
-        if self.resync_period > 0:
-            if self._next_resync is None:
-                self._next_resync = now + self.resync_period
-            elif now >= self._next_resync:
-                self._next_resync = now + self.resync_period
+    def _on_resync(self) -> None:
+        """The resync timer: re-arm, then ``store.resync()`` if synced and wanted (clock's timer thread)."""
+        with self._timer_lock:
+            if self._resync_timer is None:  # cancelled while it fired
+                return
+            self._resync_timer = self._clock.call_later(self.resync_period, self._on_resync)
+            try:
                 if self._synced and (self._should_resync is None or self._should_resync()):
                     self._resyncs += 1
                     self._store.resync()
-            waits.append(self._next_resync - now)
+            except Exception:  # the next period tries again; the timer must not die
+                log.exception("%s: periodic resync failed", self.name)
+
+    def _poll_stop(self, stop: threading.Event) -> None:
+        """The stop poll (real clock): turn ``run()``'s stop event into :meth:`stop`."""
+        if stop.is_set():
+            self.stop()
+            return
+        with self._timer_lock:
+            if self._stop_timer is not None:
+                self._stop_timer = REAL_CLOCK.call_later(_STOP_POLL, lambda: self._poll_stop(stop))
+
+    def _arm_stall_timer_locked(self, stream: WatchStream) -> None:
+        """Arm the stall timer for the watch just published (``_lock`` held)."""
         if self.stall_timeout is not None:
-            stream = None
-            with self._lock:
-                if self._stream is not None and not self._stalled and self._last_activity is not None:
-                    silent = now - self._last_activity
-                    if silent >= self.stall_timeout:
-                        self._stalled = True
-                        stream = self._stream
-                    else:
-                        waits.append(self.stall_timeout - silent)
-            if stream is not None:
-                log.warning("%s: watch silent for %.0fs: restarting it", self.name, self.stall_timeout)
-                stream.close()
-            waits.append(self.stall_timeout / 4)
-        return min(waits) if waits else None
+            self._stall_timer = self._clock.call_later(self.stall_timeout, lambda: self._on_stall_timer(stream))
+
+    def _cancel_stall_timer_locked(self) -> None:
+        timer, self._stall_timer = self._stall_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _on_stall_timer(self, stream: WatchStream) -> None:
+        """The stall timer: close ``stream`` if it said nothing for ``stall_timeout``, else re-arm."""
+        timeout = self.stall_timeout
+        assert timeout is not None
+        with self._lock:
+            if self._stream is not stream or self._stalled or self._last_activity is None:
+                return  # that watch is over (its timer was cancelled as this one fired)
+            silent = self._clock.now() - self._last_activity
+            if silent < timeout:  # it spoke since the timer was armed: wait out the rest
+                self._stall_timer = self._clock.call_later(timeout - silent, lambda: self._on_stall_timer(stream))
+                return
+            self._stalled = True
+            self._stall_timer = None
+        log.warning("%s: watch silent for %.0fs: restarting it", self.name, timeout)
+        stream.close()
 
     # -- the state machine ------------------------------------------------------------
     def step(self, stop: Optional[threading.Event] = None) -> State:
@@ -521,6 +554,7 @@ class Reflector:
                 self._last_activity = started  # before publishing the stream: the stall timer reads both
                 self._stream = stream
                 self._stalled = False
+                self._arm_stall_timer_locked(stream)
         if stopped:
             stream.close()
             return Stopped()
@@ -530,6 +564,7 @@ class Reflector:
         finally:
             with self._lock:
                 self._stream = None
+                self._cancel_stall_timer_locked()
             stream.close()
 
     def _consume(self, stream: WatchStream, rv: str, initial: Optional[dict], started: float) -> State:
