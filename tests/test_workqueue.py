@@ -566,6 +566,20 @@ def test_counters_outlive_a_garbage_collected_queue():
     assert sample(registry, "workqueue_depth") == 1  # gauges count live queues only
 
 
+def test_collected_queues_are_retired_without_waiting_for_a_scrape():
+    from pyinformers.metrics import collector_for
+    from pyinformers.workqueue.metrics import _Collector
+
+    registry = CollectorRegistry()
+    for i in range(50):
+        q = Queue("foos", metrics_registry=registry)
+        q.add(i)
+        del q  # the next queue's creation retires it
+    assert len(collector_for(registry, _Collector)._live) == 1
+    assert sample(registry, "workqueue_adds_total") == 50
+    assert sample(registry, "workqueue_depth") == 0  # gauges count live queues only
+
+
 def test_metrics_registry_false_keeps_a_named_queue_silent():
     q = Queue("foos", metrics_registry=False)
     q.add("a")

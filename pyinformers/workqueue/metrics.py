@@ -8,7 +8,7 @@ carries the label ``name`` (the queue's name):
 ================================================  =========  ============================================
 metric                                            type       meaning
 ================================================  =========  ============================================
-``workqueue_depth``                               gauge      items waiting to be processed (the dirty set)
+``workqueue_depth``                               gauge      items waiting to be processed (the dirty dict)
 ``workqueue_adds_total``                          counter    adds that made an item waiting
 ``workqueue_queue_duration_seconds``              histogram  time from add to get
 ``workqueue_work_duration_seconds``               histogram  time from get to done
@@ -47,7 +47,8 @@ Threading: the queue records with its own lock held; a scrape may run on any
 thread and takes each queue's lock briefly (it reads one consistent snapshot
 per queue). Scrapes are serialised by the collector. A queue's finalizer
 (which may run inside any thread's garbage collection, even one holding a
-queue lock) takes no lock: it leaves a note the next scrape acts on.
+queue lock) takes no lock: it leaves a note that the next scrape, or the
+next named queue created, acts on.
 """
 
 from __future__ import annotations
@@ -244,6 +245,13 @@ class _Collector:
         with self._lock:
             self._live[token] = cell
         weakref.finalize(metrics, self._dead.append, token)
+        # Retire collected queues here too, so that a process that creates queues but is
+        # never scraped does not keep their cells; a scrape in progress will do it instead.
+        if self._dead and self._collect_lock.acquire(blocking=False):
+            try:
+                self._retire_dead()
+            finally:
+                self._collect_lock.release()
 
     def _retire_dead(self) -> None:
         """Fold the counts of collected queues into their names' totals (under _collect_lock)."""
