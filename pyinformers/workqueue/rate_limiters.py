@@ -90,8 +90,12 @@ class _PerItemFailures:
         # item is ordered as if it came after the forget, which is what it is.
         if item not in self._failures:
             return
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             self._failures.pop(item, None)
+        finally:
+            lock.release()
 
     def num_requeues(self, item: Hashable) -> int:
         with self._lock:
