@@ -223,6 +223,15 @@ def test_no_configuration_at_all_says_what_to_do(tmp_path, monkeypatch):
         Manager()
 
 
+def test_the_default_kubeconfig_is_the_one_kubeconfig_names_when_the_manager_is_built(api_server, tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    import kubernetes.config  # noqa: F401 -- reads $KUBECONFIG at import: the Manager must not rely on that
+    monkeypatch.setenv("KUBECONFIG", api_server.write_kubeconfig(tmp_path / "late"))
+    manager = Manager(metrics_port=0, health_port=0, registry=CollectorRegistry())
+    assert manager.api_client.configuration.host == api_server.url
+    manager.api_client.close()
+
+
 def test_in_a_pod_without_a_service_account_the_error_says_so(monkeypatch):
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")

@@ -70,7 +70,8 @@ def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
             "(pass a kubeconfig path, set KUBECONFIG, or run in a cluster)"
         )
     try:
-        return k8s_config.new_client_from_config()
+        # The file(s) named now: the client's own default was read from the environment at its import.
+        return k8s_config.new_client_from_config(config_file=default)
     except Exception as err:
         raise ConfigurationError(f"cannot use kubeconfig {first!r}: {one_line(err)}") from None
 
