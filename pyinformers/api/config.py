@@ -48,7 +48,7 @@ def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
     from kubernetes import config as k8s_config
 
     if kubeconfig is not None:
-        path = os.fspath(kubeconfig)
+        path = os.path.expanduser(os.fspath(kubeconfig))
         if not os.path.isfile(path):
             raise ConfigurationError(f"kubeconfig {path!r} does not exist (or is not a file)")
         try:
