@@ -232,6 +232,14 @@ def test_the_default_kubeconfig_is_the_one_kubeconfig_names_when_the_manager_is_
     manager.api_client.close()
 
 
+def test_a_kubeconfig_path_may_start_with_a_tilde(api_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    api_server.write_kubeconfig(tmp_path / "kubeconfig")
+    manager = Manager("~/kubeconfig", metrics_port=0, health_port=0, registry=CollectorRegistry())
+    assert manager.api_client.configuration.host == api_server.url
+    manager.api_client.close()
+
+
 def test_in_a_pod_without_a_service_account_the_error_says_so(monkeypatch):
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
