@@ -1,6 +1,6 @@
 """Controller unit tests: results, errors, backoff, workers, sync and shutdown, against a fake informer.
 
-The fake informer delivers events synchronously to the bound handler, so
+pyinformers.testing.FakeInformer delivers events synchronously to the bound handler, so
 these tests exercise the controller without any network; the integration
 tests (test_controller_integration.py) use real informers over HTTP.
 """
@@ -17,61 +17,9 @@ from prometheus_client import CollectorRegistry
 from pyinformers.clock import FakeClock
 from pyinformers.controller import CacheSyncTimeout, Controller, InformersNotStarted, EnqueueForOwner, Result, generation_changed
 from pyinformers.workqueue import ItemExponentialFailureRateLimiter
-from pyinformers.testing import eventually
+from pyinformers.testing import FakeInformer, eventually
 
 WAIT = 10.0  # bound on every real-time wait for a condition
-
-
-class FakeRegistration:
-    def __init__(self, informer, handler):
-        self.informer = informer
-        self.handler = handler
-        self.removed = False
-
-    def has_synced(self):
-        return self.informer.synced
-
-    def remove(self, timeout=5.0):
-        self.removed = True
-        self.informer.handlers.remove(self.handler)
-        return True
-
-
-class FakeInformer:
-    """The part of SharedIndexInformer a controller uses, delivering events synchronously."""
-
-    def __init__(self, name="v1/configmaps", synced=True, running=True):
-        self.name = name
-        self.synced = synced
-        self.running = running
-        self.handlers = []
-        self.resync_periods = []
-
-    def add_event_handler(self, handler, *, resync_period=None):
-        self.handlers.append(handler)
-        self.resync_periods.append(resync_period)
-        return FakeRegistration(self, handler)
-
-    def has_synced(self):
-        return self.synced
-
-    def wait_for_sync(self, timeout=None):
-        return self.synced
-
-    def is_running(self):
-        return self.running
-
-    def add(self, obj):
-        for h in list(self.handlers):
-            h.on_add(obj, False)
-
-    def update(self, old, new):
-        for h in list(self.handlers):
-            h.on_update(old, new)
-
-    def delete(self, obj):
-        for h in list(self.handlers):
-            h.on_delete(obj)
 
 
 def cm(name, ns="ns", rv="1", generation=None):
@@ -279,8 +227,8 @@ def test_the_default_name_is_the_class_name_in_lower_case(registry):
 
 def test_sync_timeout_names_the_informers_that_did_not_sync(registry):
     c = Recording("unsynced", metrics_registry=registry, sync_timeout=0.05)
-    c.watch(FakeInformer("v1/configmaps", synced=True))
-    c.watch(FakeInformer("apps/v1/deployments", synced=False))
+    c.watch(FakeInformer(name="v1/configmaps", synced=True))
+    c.watch(FakeInformer(name="apps/v1/deployments", synced=False))
     with pytest.raises(CacheSyncTimeout) as info:
         c.start()
     message = str(info.value)
@@ -290,8 +238,8 @@ def test_sync_timeout_names_the_informers_that_did_not_sync(registry):
 
 def test_a_factory_never_started_is_an_immediate_error_naming_the_informers(registry):
     c = Recording("early", metrics_registry=registry, sync_timeout=60)
-    c.watch(FakeInformer("v1/configmaps", synced=True))
-    c.watch(FakeInformer("apps/v1/deployments", synced=False, running=False))
+    c.watch(FakeInformer(name="v1/configmaps", synced=True))
+    c.watch(FakeInformer(name="apps/v1/deployments", synced=False, running=False))
     began = time.monotonic()
     with pytest.raises(InformersNotStarted, match=r"apps/v1/deployments.*factory\.start\(\)") as info:
         c.start()

@@ -20,111 +20,18 @@ from pyinformers.cache import (
     drop_managed_fields,
 )
 from pyinformers.clock import FakeClock
-from pyinformers.testing import eventually
+from pyinformers.testing import FakeListerWatcher, eventually
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def pod(name, rv, namespace="default", **extra):
-    obj = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": namespace, "resourceVersion": str(rv)}}
+def pod(name, rv=None, namespace="default", **extra):
+    """A Pod; without ``rv``, the FakeListerWatcher that stores it gives it the next resourceVersion."""
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}}
+    if rv is not None:
+        obj["metadata"]["resourceVersion"] = str(rv)
     obj.update(extra)
     return obj
-
-
-#: Pushed on a stream to make the watch fail with 410 Gone (the reflector must relist).
-_GONE = object()
-
-
-class _Stream:
-    """A watch stream fed by the test; ``close()`` ends iteration from any thread."""
-
-    _END = object()
-
-    def __init__(self) -> None:
-        self.events: queue.Queue = queue.Queue()
-        self.closed = False
-
-    def push(self, event_type: str, obj: dict) -> None:
-        self.events.put(WatchEvent(event_type, obj))
-
-    def end(self) -> None:
-        self.events.put(self._END)
-
-    def close(self) -> None:
-        self.closed = True
-        self.events.put(self._END)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        item = self.events.get()
-        if item is self._END or self.closed:
-            self.closed = True
-            raise StopIteration
-        if item is _GONE:
-            self.closed = True
-            raise Gone("too old resource version", reason="Expired")
-        return item
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class ScriptedListerWatcher:
-    """A ListerWatcher over an in-memory object set; the test pushes watch events.
-
-    ``objects`` is what the next list returns. Each ``watch()`` opens a new
-    stream (``self.streams[-1]``); ``emit()`` applies a change to the object set
-    and pushes it on the current stream.
-    """
-
-    def __init__(self, objects=()) -> None:
-        self.lock = threading.Lock()
-        self.objects = {o["metadata"]["name"]: o for o in objects}
-        self.rv = max([int(o["metadata"]["resourceVersion"]) for o in objects], default=0) + 1
-        self.lists = 0
-        self.streams: list[_Stream] = []
-        self.watch_opened = threading.Condition(self.lock)
-
-    def list(self, *, limit=None, continue_=None, resource_version=None, resource_version_match=None):
-        with self.lock:
-            self.lists += 1
-            return ListPage(items=[dict(o) for o in self.objects.values()], resource_version=str(self.rv))
-
-    def watch(self, *, resource_version=None, allow_bookmarks=True, timeout_seconds=None,
-              send_initial_events=False):
-        with self.lock:
-            stream = _Stream()
-            self.streams.append(stream)
-            self.watch_opened.notify_all()
-            return stream
-
-    def wait_for_watch(self, count=1, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        with self.lock:
-            while len(self.streams) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"expected {count} watch(es), got {len(self.streams)}")
-                self.watch_opened.wait(remaining)
-            return self.streams[count - 1]
-
-    def emit(self, event_type: str, name: str, **extra) -> dict:
-        with self.lock:
-            self.rv += 1
-            obj = pod(name, self.rv, **extra)
-            if event_type == "DELETED":
-                self.objects.pop(name, None)
-            else:
-                self.objects[name] = obj
-            stream = self.streams[-1]
-        stream.push(event_type, dict(obj))
-        return obj
 
 
 class Recorder:
@@ -187,7 +94,7 @@ def make_informer():
 
 
 def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(make_informer):
-    lw = ScriptedListerWatcher([pod(f"p{i}", i + 1) for i in range(50)])
+    lw = FakeListerWatcher([pod(f"p{i}", i + 1) for i in range(50)])
     informer = make_informer(lw)
     rec = Recorder()
     registration = informer.add_event_handler(rec)
@@ -203,7 +110,7 @@ def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(make_
 
 
 def test_changes_after_sync_reach_every_handler_in_order(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)])
     informer = make_informer(lw)
     recorders = [Recorder(), Recorder()]
     for rec in recorders:
@@ -211,10 +118,10 @@ def test_changes_after_sync_reach_every_handler_in_order(make_informer):
     informer.start()
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
-    lw.emit("MODIFIED", "a")
-    lw.emit("ADDED", "b")
-    lw.emit("MODIFIED", "b")
-    lw.emit("DELETED", "a")
+    lw.modify(pod("a"))
+    lw.add(pod("b"))
+    lw.modify(pod("b"))
+    lw.delete(pod("a"))
     expected = [("add", "a", "1", True), ("update", "a", "1", "3"), ("add", "b", "4", False),
                 ("update", "b", "4", "5"), ("delete", "a", "6")]
     for rec in recorders:
@@ -226,7 +133,7 @@ def test_changes_after_sync_reach_every_handler_in_order(make_informer):
 
 
 def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_once(make_informer):
-    lw = ScriptedListerWatcher([pod(f"p{i}", i + 1) for i in range(20)])
+    lw = FakeListerWatcher([pod(f"p{i}", i + 1) for i in range(20)])
     informer = make_informer(lw)
     informer.start()
     assert informer.wait_for_sync(10)
@@ -236,7 +143,7 @@ def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_
     def writer():
         n = 0
         while not stop.is_set() and n < 2000:
-            lw.emit("MODIFIED", f"p{n % 20}")
+            lw.modify(pod(f"p{n % 20}"))
             n += 1
 
     thread = threading.Thread(target=writer, name="test-writer")
@@ -245,7 +152,7 @@ def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_
     registration = informer.add_event_handler(late)
     thread.join(30)
     stop.set()
-    eventually(lambda: cache_state(informer) == {k: v["metadata"]["resourceVersion"] for k, v in lw.objects.items()})
+    eventually(lambda: cache_state(informer) == {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in lw.objects.values()})
     eventually(lambda: registration.backlog() == 0 and late.state() == cache_state(informer))
     assert registration.has_synced()
     initial = [c for c in late.calls if c[0] == "add"]
@@ -253,25 +160,24 @@ def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_
 
 
 def test_deletes_deliver_the_last_object_and_relists_deliver_tombstones(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1), pod("b", 2), pod("c", 3)])
+    lw = FakeListerWatcher([pod("a", 1), pod("b", 2), pod("c", 3)])
     informer = make_informer(lw)
     rec = Recorder()
     informer.add_event_handler(rec)
     informer.start()
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
-    lw.emit("DELETED", "a")
+    lw.delete(pod("a"))
     eventually(lambda: ("delete", "a", "5") in rec.calls)
     # "b" vanishes while the watch is down; the next list no longer has it.
-    with lw.lock:
-        del lw.objects["b"]
-    lw.streams[-1].events.put(_GONE)  # the watch fails with 410: the reflector must relist
+    lw.delete_unseen(pod("b"))
+    lw.expire_watches()  # the watch fails with 410: the reflector must relist
     eventually(lambda: ("tombstone", "default/b") in rec.calls, what="tombstone for b")
     assert cache_state(informer) == {"c": "3"}
 
 
 def test_transform_is_applied_before_the_object_is_stored(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1, extra_field=1) | {"metadata": {
+    lw = FakeListerWatcher([pod("a", 1, extra_field=1) | {"metadata": {
         "name": "a", "namespace": "default", "resourceVersion": "1", "managedFields": [{"m": 1}]}}])
     informer = make_informer(lw, transform=drop_managed_fields)
     informer.start()
@@ -281,7 +187,7 @@ def test_transform_is_applied_before_the_object_is_stored(make_informer):
 
 def test_resync_replays_the_cache_as_updates_to_handlers_whose_period_is_due(make_informer):
     clock = FakeClock()
-    lw = ScriptedListerWatcher([pod("a", 1), pod("b", 2)])
+    lw = FakeListerWatcher([pod("a", 1), pod("b", 2)])
     informer = make_informer(lw, clock=clock)
     often, rarely, never = Recorder(), Recorder(), Recorder()
     informer.add_event_handler(often, resync_period=10)
@@ -308,7 +214,7 @@ def test_resync_replays_the_cache_as_updates_to_handlers_whose_period_is_due(mak
 
 def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(make_informer):
     assert gc.isenabled()
-    lw = ScriptedListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)])
     listing = threading.Event()
     gate = threading.Event()
     original = lw.list
@@ -329,7 +235,7 @@ def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(
 
 
 def test_stop_ends_every_thread_and_an_informer_does_not_restart(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)])
     informer = make_informer(lw)
     informer.add_event_handler(Recorder())
     informer.start()
@@ -351,7 +257,7 @@ def test_stop_ends_every_thread_and_an_informer_does_not_restart(make_informer):
 def test_stop_right_after_start_ends_every_thread(make_informer):
     # Threads are started under the state lock, so stop() never meets a created, unstarted one.
     for _ in range(30):
-        informer = make_informer(ScriptedListerWatcher([pod("a", 1)]))
+        informer = make_informer(FakeListerWatcher([pod("a", 1)]))
         informer.add_event_handler(Recorder())
         informer.start()
         assert informer.stop(timeout=5.0)
@@ -359,7 +265,7 @@ def test_stop_right_after_start_ends_every_thread(make_informer):
 
 
 def test_run_blocks_the_calling_thread_until_stop_is_set(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)])
     informer = make_informer(lw)
     stop = threading.Event()
     thread = threading.Thread(target=informer.run, args=(stop,), name="pyinformers-test-run")
@@ -371,7 +277,7 @@ def test_run_blocks_the_calling_thread_until_stop_is_set(make_informer):
 
 
 def test_add_indexers_only_before_start(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1, spec={"nodeName": "n1"})])
+    lw = FakeListerWatcher([pod("a", 1, spec={"nodeName": "n1"})])
     informer = make_informer(lw)
     informer.add_indexers({"node": lambda o: [o.get("spec", {}).get("nodeName", "")]})
     informer.start()
@@ -382,7 +288,7 @@ def test_add_indexers_only_before_start(make_informer):
 
 
 def test_event_handler_funcs_and_bad_arguments(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)])
     with pytest.raises(ValueError):
         SharedIndexInformer(lw, name="")
     with pytest.raises(ValueError):
@@ -401,7 +307,7 @@ def test_event_handler_funcs_and_bad_arguments(make_informer):
 
 
 def test_a_failing_handler_does_not_break_the_informer(make_informer):
-    lw = ScriptedListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)])
     informer = make_informer(lw)
 
     def explode(obj, initial):
@@ -413,6 +319,6 @@ def test_a_failing_handler_does_not_break_the_informer(make_informer):
     informer.start()
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
-    lw.emit("ADDED", "b")
+    lw.add(pod("b"))
     eventually(lambda: len(good.calls) == 2)
     eventually(lambda: bad.errors == 2)

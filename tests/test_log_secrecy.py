@@ -14,8 +14,9 @@ import pytest
 
 from pyinformers.cache import EventHandlerFuncs
 from pyinformers.controller import EnqueueMapped
-from pyinformers.testing import eventually
-from test_informer import ScriptedListerWatcher, make_informer  # noqa: F401
+from pyinformers.api.watch import WatchEvent
+from pyinformers.testing import FakeListerWatcher, eventually
+from test_informer import make_informer  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,7 +46,7 @@ def index_of_data(obj):
 
 def test_secret_data_is_absent_from_every_log_record_on_every_failure_path(make_informer, caplog):
     caplog.set_level(logging.DEBUG)
-    lw = ScriptedListerWatcher([secret("listed", 1)])
+    lw = FakeListerWatcher([secret("listed", 1)])
     nameless = secret("nameless", 1)
     del nameless["metadata"]["name"]
     lw.objects["(nameless)"] = nameless  # listed without a name: no key
@@ -67,12 +68,12 @@ def test_secret_data_is_absent_from_every_log_record_on_every_failure_path(make_
     assert informer.wait_for_sync(10)
     stream = lw.wait_for_watch()
     for i, fail in enumerate(["transform", "index", "index-string", "none"], start=2):
-        stream.push("ADDED", secret(f"s-{fail}", i, labels={"fail": fail}))
-    stream.push("DELETED", secret("listed", 9, labels={"fail": "transform"}))
-    stream.push("WEIRD", secret("odd", 10))
+        stream.push(WatchEvent("ADDED", secret(f"s-{fail}", i, labels={"fail": fail})))
+    stream.push(WatchEvent("DELETED", secret("listed", 9, labels={"fail": "transform"})))
+    stream.push(WatchEvent("WEIRD", secret("odd", 10)))
     # A watch event without a name: the reflector re-watches (and says so in the log).
-    stream.push("ADDED", {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "default"},
-                          "data": {"password": SECRET_B64}})
+    stream.push(WatchEvent("ADDED", {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "default"},
+                                     "data": {"password": SECRET_B64}}))
     eventually(lambda: informer.object_errors().get("transform", 0) >= 2
                and informer.object_errors().get("index", 0) >= 2
                and informer.object_errors().get("key", 0) >= 1

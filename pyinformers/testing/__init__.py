@@ -14,7 +14,9 @@ pyinformers.testing --port 8001 --kubeconfig kubeconfig.yaml`` runs the server
 from the command line.
 
 Without a server: :class:`ScriptedListerWatcher` and :class:`ScriptedWatch`
-feed a Reflector scripted pages and events.
+feed a Reflector scripted pages and events; :class:`FakeListerWatcher` is an
+in-memory collection an informer lists and watches live; :class:`FakeInformer` is a cache
+the test writes, whose changes reach a controller's handlers synchronously.
 
 Waiting: :func:`eventually` (a condition, with a deadline) and
 :class:`Convergence` (woken by informers' events).
@@ -31,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyinformers.clock import FakeClock
 from pyinformers.testing.clusters import Cluster
+from pyinformers.testing.fake_informer import FakeInformer
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.httpd import RequestRecord
-from pyinformers.testing.listwatch import ScriptedListerWatcher, ScriptedWatch
+from pyinformers.testing.listwatch import FakeListerWatcher, ScriptedListerWatcher, ScriptedWatch
 from pyinformers.testing.server import ApiServer
 from pyinformers.testing.simulator import DeploymentSimulator
 from pyinformers.testing.waiting import Convergence, eventually
@@ -54,6 +57,8 @@ __all__ = [
     "DeploymentSimulator",
     "Faults",
     "FakeClock",
+    "FakeInformer",
+    "FakeListerWatcher",
     "MissingBinaries",
     "RequestRecord",
     "ScriptedListerWatcher",
