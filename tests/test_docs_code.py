@@ -175,6 +175,7 @@ def run_block(block: Block, namespace: dict) -> None:
     if block.is_doctest:
         parser = doctest.DocTestParser()
         test = parser.get_doctest(block.code, namespace, block.where, str(block.page), block.line - 1)
+        test.globs = namespace  # not the copy DocTest makes: later blocks see what this one defined
         flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
         runner = doctest.DocTestRunner(optionflags=flags)
         report: list[str] = []
@@ -337,3 +338,11 @@ def test_the_scanner_finds_every_kind_of_python_block():
 def test_a_stray_untested_comment_is_an_error():
     with pytest.raises(AssertionError, match="right before its block"):
         scan(Path("sample.rst"), ".. untested: no reason to skip\n\nSome prose.\n")
+
+
+def test_a_doctest_with_the_wrong_output_fails_and_its_names_persist_for_the_next_block():
+    namespace: dict = {}
+    run_block(Block(Path("sample.rst"), 1, ">>> x = 2\n>>> x + 1\n3\n"), namespace)
+    assert namespace["x"] == 2
+    with pytest.raises(AssertionError, match="doctest failed"):
+        run_block(Block(Path("sample.rst"), 1, ">>> x + 1\n4\n"), namespace)
