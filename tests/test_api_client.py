@@ -23,6 +23,7 @@ from pyinformers.api import (
     to_model,
 )
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
+from pyinformers.testing import eventually
 from pyinformers.testing.server import ApiServer
 
 
@@ -175,10 +176,8 @@ def test_list_watch_scopes_requests_to_its_namespace_and_selectors(api_server, c
     api_server.clear_requests()
     lw.list(limit=5)
     lw.watch(resource_version="1", timeout_seconds=5).close()
-    deadline = time.monotonic() + 5
-    while len(api_server.requests) < 2:  # a watch is logged by the server thread that streams it
-        assert time.monotonic() < deadline, api_server.requests
-        threading.Event().wait(0.01)
+    # a watch is logged by the server thread that streams it
+    eventually(lambda: len(api_server.requests) >= 2, what="the list and the watch in the request log")
     listing, watching = api_server.requests[:2]
     assert listing.path == watching.path == "/api/v1/namespaces/kube-system/configmaps"
     assert listing.query["labelSelector"] == "app=x" and listing.query["limit"] == "5"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -12,24 +12,11 @@ import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from pyinformers.testing import ApiServer
+from pyinformers.testing import ApiServer, eventually
 
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
-    """Poll ``condition`` until it returns something truthy, failing after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        pause.wait(0.01)
 
 
 def raw(server: ApiServer, method: str, path: str, body: Any = None, *, headers: dict | None = None, **kw: Any):
@@ -123,7 +110,7 @@ def test_server_is_a_context_manager_and_stop_joins_its_threads():
         assert server.running
         client.CoreV1Api(server.api_client()).list_namespace()
     assert not server.running
-    wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("pyinformers-apiserver")], what="threads to end")
+    eventually(lambda: not [t for t in threading.enumerate() if t.name.startswith("pyinformers-apiserver")], what="threads to end")
 
 
 def test_stop_closes_open_watches_promptly():
@@ -140,7 +127,7 @@ def test_stop_closes_open_watches_promptly():
 
     thread = threading.Thread(target=consume, daemon=True)
     thread.start()
-    wait_for(lambda: server.counters["watches_open"] == 1, what="the watch to open")
+    eventually(lambda: server.counters["watches_open"] == 1, what="the watch to open")
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 3.0
@@ -302,7 +289,7 @@ def test_deleting_an_owner_deletes_its_dependents_in_the_background(api_server, 
         core.create_namespaced_config_map("default", _owned(f"child-{i}", owner))
     core.create_namespaced_config_map("default", cm("bystander"))
     apps.delete_namespaced_deployment("owner", "default")
-    wait_for(lambda: [o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")] == ["bystander"], what="dependents to be collected")
+    eventually(lambda: [o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")] == ["bystander"], what="dependents to be collected")
 
 
 def test_an_object_created_for_an_owner_that_no_longer_exists_is_collected(api_server, apps, core):
@@ -310,15 +297,15 @@ def test_an_object_created_for_an_owner_that_no_longer_exists_is_collected(api_s
     apps.delete_namespaced_deployment("gone", "default")
     core.create_namespaced_config_map("default", _owned("late-child", owner))  # a controller with a stale cache
     core.create_namespaced_config_map("default", cm("unowned"))
-    wait_for(lambda: [o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")] == ["unowned"], what="the late child to be collected")
+    eventually(lambda: [o["metadata"]["name"] for o in api_server.objects("configmaps", namespace="default")] == ["unowned"], what="the late child to be collected")
 
 
 def test_orphan_propagation_leaves_dependents_without_the_owner_reference(api_server, apps, core):
     owner = apps.create_namespaced_deployment("default", deployment("o"))
     core.create_namespaced_config_map("default", _owned("kept", owner))
     apps.delete_namespaced_deployment("o", "default", propagation_policy="Orphan")
-    wait_for(lambda: not api_server.objects("deployments", "apps"), what="the owner to go")
-    wait_for(lambda: api_server.gc_idle(), what="gc")
+    eventually(lambda: not api_server.objects("deployments", "apps"), what="the owner to go")
+    eventually(lambda: api_server.gc_idle(), what="gc")
     kept = core.read_namespaced_config_map("kept", "default")
     assert not kept.metadata.owner_references
 
@@ -331,10 +318,10 @@ def test_foreground_propagation_deletes_dependents_before_the_owner(api_server, 
     apps.delete_namespaced_deployment("fg", "default", propagation_policy="Foreground")
     held = apps.read_namespaced_deployment("fg", "default")
     assert "foregroundDeletion" in held.metadata.finalizers and held.metadata.deletion_timestamp
-    wait_for(lambda: core.read_namespaced_config_map("fg-child", "default").metadata.deletion_timestamp, what="the child to be deleting")
+    eventually(lambda: core.read_namespaced_config_map("fg-child", "default").metadata.deletion_timestamp, what="the child to be deleting")
     assert apps.read_namespaced_deployment("fg", "default")  # still waiting for its child
     core.patch_namespaced_config_map("fg-child", "default", {"metadata": {"finalizers": None}})
-    wait_for(lambda: not api_server.objects("deployments", "apps"), what="the owner to go")
+    eventually(lambda: not api_server.objects("deployments", "apps"), what="the owner to go")
 
 
 def test_namespaced_writes_need_an_existing_namespace_and_deleting_one_empties_it(api_server, core):
@@ -344,7 +331,7 @@ def test_namespaced_writes_need_an_existing_namespace_and_deleting_one_empties_i
     core.create_namespace({"metadata": {"name": "team"}})
     core.create_namespaced_config_map("team", cm("x"))
     core.delete_namespace("team")
-    wait_for(lambda: not [n for n in api_server.objects("namespaces") if n["metadata"]["name"] == "team"], what="namespace removal")
+    eventually(lambda: not [n for n in api_server.objects("namespaces") if n["metadata"]["name"] == "team"], what="namespace removal")
     assert not api_server.objects("configmaps", namespace="team")
 
 
@@ -585,7 +572,7 @@ def test_a_watcher_that_cannot_keep_up_is_closed_not_waited_for(api_server_facto
     api_server.faults.stall_watches = True
     http = urllib3.PoolManager()
     resp = http.request("GET", api_server.url + "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + api_server.resource_version, preload_content=False, retries=False)
-    wait_for(lambda: api_server.counters["watches_open"] == 1, what="watch")
+    eventually(lambda: api_server.counters["watches_open"] == 1, what="watch")
     for i in range(20):  # writers are never blocked by the stalled watcher
         core.create_namespaced_config_map("default", cm(f"o{i}"))
     api_server.faults.stall_watches = False
@@ -616,7 +603,7 @@ def test_a_watch_from_a_future_resource_version_sends_only_later_changes(api_ser
         daemon=True,
     )
     thread.start()
-    wait_for(lambda: api_server.counters["watches_open"] == 1, what="the watch")
+    eventually(lambda: api_server.counters["watches_open"] == 1, what="the watch")
     for name in ("one", "two", "three"):
         core.create_namespaced_config_map("default", cm(name))
     thread.join(5)
@@ -675,7 +662,7 @@ def test_drop_watches_cuts_every_open_watch(api_server, core):
     threads = [threading.Thread(target=consume, daemon=True) for _ in range(3)]
     for t in threads:
         t.start()
-    wait_for(lambda: api_server.counters["watches_open"] == 3, what="3 watches")
+    eventually(lambda: api_server.counters["watches_open"] == 3, what="3 watches")
     # The kubernetes Watch re-watches after an abrupt end? No: it raises the network error.
     assert api_server.faults.drop_watches() == 3
     for t in threads:
@@ -809,9 +796,9 @@ def test_simulated_workloads_make_deployment_status_follow_spec(api_server_facto
         status = apps.read_namespaced_deployment_status("sim", "default").status
         return status is not None and status.ready_replicas == 3 and status.available_replicas == 3 and status.observed_generation == 1
 
-    wait_for(ready, what="the deployment to become ready")
+    eventually(ready, what="the deployment to become ready")
     apps.patch_namespaced_deployment("sim", "default", {"spec": {"replicas": 1}})
-    wait_for(lambda: apps.read_namespaced_deployment("sim", "default").status.replicas == 1, what="scale down")
+    eventually(lambda: apps.read_namespaced_deployment("sim", "default").status.replicas == 1, what="scale down")
     assert apps.read_namespaced_deployment("sim", "default").status.observed_generation == 2
 
 
@@ -847,7 +834,7 @@ def test_twenty_watchers_each_see_every_one_of_thousands_of_writes_in_order(api_
     threads = [threading.Thread(target=consume, args=(received[i],), daemon=True) for i in range(20)]
     for t in threads:
         t.start()
-    wait_for(lambda: api_server.counters["watches_open"] == 20, what="20 watches", timeout=10)
+    eventually(lambda: api_server.counters["watches_open"] == 20, what="20 watches", timeout=10)
 
     def writer(offset: int):
         core = client.CoreV1Api(api_client)

@@ -12,7 +12,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from pyinformers.api import ResourceClient
 from pyinformers.api.errors import Forbidden
 from pyinformers.resources import CONFIGMAPS, SECRETS
+from pyinformers.testing import eventually
 from pyinformers.testing.controlplane import ComponentExited, ControlPlane, MissingBinaries
 from pyinformers.testing.envtest_assets import find_binaries
 from pyinformers.testing.processes import Component
@@ -118,9 +118,7 @@ def test_a_component_ends_with_sigterm_and_reports_its_status(tmp_path):
     log = tmp_path / "c.log"
     component = Component("sleeper", ["sh", "-c", "trap 'echo bye; exit 7' TERM; echo hello; while :; do sleep 0.05; done"], log)
     component.start()
-    deadline = time.monotonic() + 10
-    while "hello" not in component.log_tail() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    eventually(lambda: "hello" in component.log_tail(), timeout=10, what="the component's first line")
     component.check()
     assert component.stop(timeout=10) == 7
     assert "bye" in component.log_tail()

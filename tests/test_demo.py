@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import io
-import threading
-import time
 
 import pytest
 
+from pyinformers.testing import eventually
 from samples import demo
 from samples.sample_controller import FooController
 
@@ -48,10 +47,8 @@ def test_the_demo_runs_against_a_kubeconfig(tmp_path):
         # racing the Foo's deletion may recreate the Deployment from a stale cache; the garbage
         # collector removes such an orphan, as a real cluster's does, asynchronously.)
         assert server.objects("foos", "samplecontroller.k8s.io", namespace="kube-system") == []
-        deadline = time.monotonic() + 10
-        while server.objects("deployments", "apps", namespace="kube-system") or not server.gc_idle():
-            assert time.monotonic() < deadline, server.objects("deployments", "apps", namespace="kube-system")
-            threading.Event().wait(0.02)
+        eventually(lambda: not server.objects("deployments", "apps", namespace="kube-system") and server.gc_idle(),
+                   timeout=10, what="the orphaned Deployments to be collected")
 
 
 def test_the_demo_runs_from_a_kubeconfig_with_simulated_workloads(k8s):

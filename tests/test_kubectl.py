@@ -15,9 +15,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+
+from pyinformers.testing import eventually
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="no kubectl on PATH: the kubectl compatibility test needs one")
@@ -137,8 +138,6 @@ def test_everyday_kubectl_commands(cluster):
 
     deleted = kubectl("delete", "configmap,deployment", "-l", "app=demo")
     assert "configmap \"settings\" deleted" in deleted and "deployment.apps \"web\" deleted" in deleted
-    deadline = time.monotonic() + 10
-    while get(kubectl, "configmaps", "-l", "app=demo")["items"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert get(kubectl, "configmaps", "-l", "app=demo")["items"] == []
+    eventually(lambda: get(kubectl, "configmaps", "-l", "app=demo")["items"] == [], timeout=10,
+               what="kubectl to list no demo ConfigMaps")
     assert [i["metadata"]["name"] for i in get(kubectl, "configmaps")["items"]] == ["late"]
