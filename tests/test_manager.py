@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 from pyinformers.cache import SharedInformerFactory  # noqa: E402
 from pyinformers.controller import ANY_PORT, ConfigurationError, Controller, Manager  # noqa: E402
 from pyinformers.resources import CONFIGMAPS  # noqa: E402
+from pyinformers.testing import eventually  # noqa: E402
 
 WAIT = 15.0
 REPO = Path(__file__).resolve().parent.parent
@@ -129,10 +130,7 @@ def test_readyz_fails_until_the_caches_sync_and_stop_interrupts_the_wait(api_ser
     starter = threading.Thread(target=start, name="test-manager-start")
     starter.start()
     try:
-        deadline = time.monotonic() + WAIT
-        while manager.health_address is None:
-            assert time.monotonic() < deadline, "the probe server never came up"
-            threading.Event().wait(0.005)
+        eventually(lambda: manager.health_address is not None, timeout=WAIT, what="the probe server")
         status, body = get(manager.health_address, "/readyz")
         assert status == 503
         assert "[-]informer v1/configmaps failed: cache not synced" in body
@@ -154,10 +152,8 @@ def test_stop_during_the_cache_wait_returns_promptly(api_server):
     manager.add(Echo(manager.factory, registry))
     starter = threading.Thread(target=manager.start, name="test-manager-start")
     starter.start()
-    deadline = time.monotonic() + WAIT
-    while not any(i.is_running() for i in manager.factory.informers().values()):
-        assert time.monotonic() < deadline
-        threading.Event().wait(0.005)
+    eventually(lambda: any(i.is_running() for i in manager.factory.informers().values()), timeout=WAIT,
+               what="an informer to run")
     t0 = time.monotonic()
     manager.stop(5)
     starter.join(WAIT)
@@ -427,13 +423,11 @@ def test_stop_lets_an_in_flight_reconcile_finish_and_reports_shutting_down(api_s
     result = []
     stopper = threading.Thread(target=lambda: result.append(manager.stop(WAIT)), name="test-manager-stop")
     stopper.start()
-    deadline = time.monotonic() + WAIT
-    while True:  # the probe server stays up while controllers drain
-        status, body = get(manager.health_address, "/readyz")
-        if "shutting down" in body:
-            break
-        assert time.monotonic() < deadline, body
-        threading.Event().wait(0.005)
+    def shutting_down():  # the probe server stays up while controllers drain
+        answer = get(manager.health_address, "/readyz")
+        return answer if "shutting down" in answer[1] else None
+
+    status, body = eventually(shutting_down, timeout=WAIT, what="/readyz to say it is shutting down")
     assert status == 503 and finished == []
     release.set()
     stopper.join(WAIT)

@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from pyinformers.api.resource import Resource
 from pyinformers.controller import CacheSyncTimeout, Controller
+from pyinformers.testing import eventually
 from test_manager import WAIT, Echo, get, make_manager
 
 pytestmark = pytest.mark.timeout(60)
@@ -28,13 +28,6 @@ class WatchThings(Controller):
 
     def reconcile(self, key):
         pass
-
-
-def _wait(predicate, message):
-    deadline = time.monotonic() + WAIT
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {message}"
-        threading.Event().wait(0.01)
 
 
 class Crash(BaseException):
@@ -54,7 +47,7 @@ def test_healthz_fails_with_the_reason_when_an_informer_thread_dies(api_server):
 
         informer.reflector._lw.watch = crash  # the next re-watch kills the reflector thread
         api_server.faults.drop_watches()
-        _wait(lambda: not informer.healthy(), "the informer to notice its dead reflector")
+        eventually(lambda: not informer.healthy(), timeout=WAIT, what="the informer to notice its dead reflector")
         status, body = get(manager.health_address, "/healthz?verbose")
         assert status == 503
         assert "[-]informer v1/configmaps failed: the reflector thread crashed: Crash: watch blew up" in body
@@ -76,9 +69,9 @@ def test_a_missing_crd_is_named_in_readyz_and_in_the_sync_timeout(api_server):
     starter = threading.Thread(target=start, name="test-manager-start")
     starter.start()
     try:
-        _wait(lambda: manager.health_address is not None, "the probe server")
-        _wait(lambda: "is the CRD installed?" in get(manager.health_address, "/readyz?verbose")[1],
-              "readyz to name the missing CRD")
+        eventually(lambda: manager.health_address is not None, timeout=WAIT, what="the probe server")
+        eventually(lambda: "is the CRD installed?" in get(manager.health_address, "/readyz?verbose")[1],
+                   timeout=WAIT, what="readyz to name the missing CRD")
         status, body = get(manager.health_address, "/readyz?verbose")
         assert status == 503
         assert "informer example.com/v1/things failed: cache not synced" in body

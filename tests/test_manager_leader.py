@@ -23,6 +23,7 @@ from pyinformers.controller import ANY_PORT, Controller, Manager
 from pyinformers.controller.leader import LeaderElectionConfig, resolve_namespace
 from pyinformers.leaderelection import ElectionTiming
 from pyinformers.resources import CONFIGMAPS, LEASES
+from pyinformers.testing import eventually
 
 REPO = Path(__file__).resolve().parent.parent
 FAST = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.25)
@@ -66,15 +67,6 @@ def make(cluster, identity, namespace="default", **config):
     return manager, manager.add(Stamp(manager, identity))
 
 
-def wait_until(predicate, what, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    event = threading.Event()
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        event.wait(0.02)
-    return time.monotonic()
-
-
 def stamped_by(client, namespace="default"):
     return {cm["metadata"]["name"]: (cm["metadata"].get("annotations") or {}).get("reconciled-by")
             for cm in client.list_all(namespace).items if cm["metadata"]["name"].startswith(("cm-", "late"))}
@@ -113,11 +105,11 @@ def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(k
     b, stamp_b = make(k8s, "replica-b", ns, release_on_cancel=release)
     try:
         a.start()
-        wait_until(lambda: a.elector is not None and a.elector.is_leader(), "a to lead")
+        eventually(lambda: a.elector is not None and a.elector.is_leader(), timeout=WAIT, what="a to lead")
         b.start()  # caches sync on b too: a warm standby
         assert all(i.has_synced() for i in b.factory.informers().values())
-        wait_until(lambda: set(stamped_by(configmaps, ns).values()) == {"replica-a"}, "a to stamp every ConfigMap")
-        wait_until(lambda: b.elector is not None and b.elector.leader == "replica-a", "b to see a lead")
+        eventually(lambda: set(stamped_by(configmaps, ns).values()) == {"replica-a"}, timeout=WAIT, what="a to stamp every ConfigMap")
+        eventually(lambda: b.elector is not None and b.elector.leader == "replica-a", timeout=WAIT, what="b to see a lead")
         status, body = readyz(b)
         assert status == 200 and "[+]leader election ok" in body  # a standby is ready (to lead)
         from prometheus_client import generate_latest
@@ -126,14 +118,15 @@ def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(k
         assert b'leader_election_master_status{name="stamp-operator"} 0.0' in generate_latest(b.registry)
         assert not b.elector.is_leader() and not stamp_b.is_running() and stamp_b.writes == []
         configmaps.create({"metadata": {"name": "late", "namespace": ns}})
-        wait_until(lambda: stamped_by(configmaps, ns).get("late") == "replica-a", "a to stamp a new ConfigMap")
+        eventually(lambda: stamped_by(configmaps, ns).get("late") == "replica-a", timeout=WAIT, what="a to stamp a new ConfigMap")
         assert stamp_b.writes == []  # the standby saw the event and did nothing
 
         # Kill the leader (clean stop: with release the Lease is handed over, without it b waits it out).
         stopped_at = time.monotonic()
         assert a.stop(timeout=10)
         a_last_write = max((t for t, _ in stamp_a.writes), default=0)
-        took_over = wait_until(lambda: b.elector.is_leader(), "b to take over")
+        eventually(lambda: b.elector.is_leader(), timeout=WAIT, what="b to take over")
+        took_over = time.monotonic()
         failover = took_over - stopped_at
         if release:
             assert failover < FAST.retry_period * (1 + FAST.jitter) + 1.0
@@ -141,7 +134,7 @@ def test_a_manager_pair_only_the_leader_writes_and_the_standby_takes_over_warm(k
             assert failover > FAST.renew_deadline
         for i in range(KEYS):  # a change made after the failover is reconciled by b
             configmaps.patch(f"cm-{i:02d}", {"metadata": {"labels": {"round": "2"}}}, ns)
-        wait_until(lambda: set(stamped_by(configmaps, ns).values()) == {"replica-b"}, "b to converge")
+        eventually(lambda: set(stamped_by(configmaps, ns).values()) == {"replica-b"}, timeout=WAIT, what="b to converge")
         assert stamp_b.first_reconcile - b.leading_since < 5.0  # warm: no list before the first reconcile
         assert min(t for t, _ in stamp_b.writes) > a_last_write  # never both writing
         assert not b.lost_lease and not a.lost_lease
@@ -154,13 +147,13 @@ def test_a_leader_that_loses_its_lease_stops_its_workers(api_server, configmaps)
     a, stamp_a = make(api_server, "replica-a")
     try:
         a.start()
-        wait_until(lambda: stamp_a.is_running(), "a to lead and run")
+        eventually(lambda: stamp_a.is_running(), timeout=WAIT, what="a to lead and run")
         leases = ResourceClient(api_server.api_client(), LEASES)
         lease = leases.get("stamp-operator", "default")
         lease["spec"]["holderIdentity"] = "usurper"  # someone took the lease (an operator's manual edit)
         leases.replace(lease)
-        wait_until(lambda: a.lost_lease, "a to notice")
-        wait_until(lambda: not stamp_a.is_running() and stamp_a.workers_alive() == 0, "the workers to stop")
+        eventually(lambda: a.lost_lease, timeout=WAIT, what="a to notice")
+        eventually(lambda: not stamp_a.is_running() and stamp_a.workers_alive() == 0, timeout=WAIT, what="the workers to stop")
         assert a._stop_requested.is_set()
     finally:
         a.stop(timeout=5)
@@ -215,7 +208,7 @@ def test_by_default_losing_the_lease_ends_the_process_with_status_1(api_server, 
             except Exception:
                 return False
 
-        wait_until(held_by_child, "the child to lead", timeout=60)
+        eventually(held_by_child, timeout=60, what="the child to lead")
         lease = leases.get("exit-test", "default")
         lease["spec"]["holderIdentity"] = "usurper"
         leases.replace(lease)
