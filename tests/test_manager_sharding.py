@@ -19,6 +19,7 @@ from pyinformers.api.client import ResourceClient
 from pyinformers.controller import Controller, Manager, ShardingConfig
 from pyinformers.leaderelection import ElectionTiming, assign, shard_of
 from pyinformers.resources import CONFIGMAPS
+from pyinformers.testing import eventually
 
 # A 1.5 s safety margin (lease - renew deadline): reconciles under a loaded CI machine fit in it.
 FAST = ElectionTiming(lease_duration=3.0, renew_deadline=1.5, retry_period=0.25)
@@ -112,10 +113,7 @@ def converged(client, namespace, managers, members):
 
 def wait_converged(client, namespace, managers, members):
     start = time.monotonic()
-    event = threading.Event()
-    while not converged(client, namespace, managers, members):
-        assert time.monotonic() - start < WAIT, f"no convergence on {members}"
-        event.wait(0.05)
+    eventually(lambda: converged(client, namespace, managers, members), timeout=WAIT, what=f"convergence on {members}")
     return time.monotonic() - start
 
 

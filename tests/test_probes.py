@@ -15,6 +15,7 @@ import pytest
 
 from pyinformers.controller.metrics_auth import ApiServerAuth, bearer_token
 from pyinformers.controller.probes import ANY_PORT, ProbeServer, TLSFiles
+from pyinformers.testing import eventually
 
 ROUTES = {"/metrics": lambda q: (200, "text/plain", b"up 1\n"), "/healthz": lambda q: (200, "text/plain", b"ok\n")}
 
@@ -81,14 +82,14 @@ def test_connections_beyond_the_cap_are_closed_at_once_and_served_again_later(se
     finally:
         for s in held:
             s.close()
-    deadline = time.monotonic() + 10
-    while True:  # the held connections' threads see EOF and give their slots back
+
+    def answers():  # the held connections' threads see EOF and give their slots back
         try:
-            assert _get(server.address, timeout=2) == (200, b"ok\n")
-            break
-        except (ConnectionError, http.client.HTTPException, TimeoutError, AssertionError):
-            if time.monotonic() > deadline:
-                raise
+            return _get(server.address, timeout=2) == (200, b"ok\n")
+        except (ConnectionError, http.client.HTTPException, TimeoutError):
+            return False
+
+    eventually(answers, timeout=10, what="the freed slots to serve again")
 
 
 def test_clients_that_reset_their_connection_print_no_traceback(serve, capfd):
