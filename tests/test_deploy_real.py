@@ -37,10 +37,12 @@ pytest.importorskip("pyinformers.testing.controlplane", reason="the real control
 
 from pyinformers.api import ResourceClient
 from pyinformers.api.config import ConfigurationError
+from pyinformers.api.errors import NotFound
 from pyinformers.api.resource import Resource
 from pyinformers.controller import ANY_PORT, Manager, TLSFiles
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS, SERVICES
+from pyinformers.testing import eventually
 from samples import mydeployment, sample_controller
 from samples._support import Convergence, load_yaml
 from samples.mydeployment.__main__ import OPERATOR as MYDEPLOYMENT_OPERATOR
@@ -228,13 +230,12 @@ def _wait_until(sa_client, resource: Resource, verb: str, *, allowed: bool) -> N
     """RBAC changes reach the authorizer asynchronously: wait until it answers ``allowed`` for ``verb``."""
     from kubernetes import client as k8s
 
-    deadline = time.monotonic() + 20
-    while True:
+    def answered() -> bool:
         review = k8s.AuthorizationV1Api(sa_client).create_self_subject_access_review(
             {"spec": {"resourceAttributes": {"group": resource.group, "resource": resource.plural, "verb": verb}}})
-        if review.status.allowed == allowed or time.monotonic() > deadline:
-            return
-        time.sleep(0.1)
+        return review.status.allowed == allowed
+
+    eventually(answered, timeout=20, what=f"the authorizer to answer allowed={allowed} for {verb} {resource}")
 
 
 def test_without_list_on_foos_the_start_fails_at_once_naming_the_verb_and_resource(deployed):
@@ -303,9 +304,8 @@ def test_without_update_on_deployments_each_retry_logs_the_missing_permission(de
             # a patch, not get + replace: on a real server the controller-manager moves the Deployment's
             # status, the controller copies it into the Foo's, and a replace would race that (409)
             foos.patch("no-update", {"spec": {"replicas": 2}}, namespace="default")  # the reconcile now needs update on the Deployment, which is refused
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not any("permission missing" in r.getMessage() for r in caplog.records):
-                time.sleep(0.05)
+            eventually(lambda: any("permission missing" in r.getMessage() for r in caplog.records), timeout=30,
+                       what="the refused update to be logged")
 
         _run(SAMPLES["sample_controller"], sa_client, scenario)
         lines = [r.getMessage() for r in caplog.records if "permission missing" in r.getMessage()]
@@ -402,9 +402,8 @@ def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(de
         started = time.monotonic()
         for manager, _, _ in replicas:
             manager.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(m.elector and m.elector.is_leader() for m, _, _ in replicas):
-            time.sleep(0.05)
+        eventually(lambda: any(m.elector and m.elector.is_leader() for m, _, _ in replicas), timeout=30,
+                   what="a leader")
         leaders = [m for m, _, _ in replicas if m.elector and m.elector.is_leader()]
         assert len(leaders) == 1, "expected exactly one leader"
         elected = time.monotonic() - started
@@ -538,28 +537,26 @@ def test_the_operator_process_runs_with_the_deployments_own_args_under_its_servi
                                text=True)
     owners = ResourceClient(admin, sample.owner)
     try:
-        deadline = time.monotonic() + 30
-        ready = None
-        while time.monotonic() < deadline and process.poll() is None:
+        def readyz():
+            assert process.poll() is None, f"the operator process exited with {process.returncode}"
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as response:
-                    ready = response.status
-                    break
+                    return response.status
             except (urllib.error.URLError, ConnectionError, OSError):
-                time.sleep(0.1)
-        assert ready == 200, "the process never became ready"
+                return None
+
+        assert eventually(readyz, timeout=30, what="the process to be ready") == 200
         ready_after = time.monotonic() - started
         owners.create(sample.example("from-process"), namespace="default")
         deployments = ResourceClient(admin, DEPLOYMENTS)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def created():
             try:
-                deployments.get("from-process", "default")
-                break
-            except Exception:
-                time.sleep(0.1)
-        else:
-            pytest.fail("the operator process did not create the Deployment")
+                return deployments.get("from-process", "default")
+            except NotFound:
+                return None
+
+        eventually(created, timeout=30, what="the operator process to create the Deployment")
         assert _scrape(("127.0.0.1", metrics_port)) == 401  # HTTPS, authenticated
         stopping = time.monotonic()
         process.send_signal(signal.SIGTERM)
