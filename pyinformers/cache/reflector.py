@@ -49,13 +49,13 @@ vanished is also caught by TCP keepalive on the watch connection (see
 Backoff delays come from :class:`~pyinformers.cache.backoff.Backoff` (0.8 s
 doubling to 30 s, jittered, forgotten after a failure-free stretch).
 
-Threads. :meth:`run` drives :meth:`step` on the calling thread, and nothing
-else runs a thread of the reflector's own. :meth:`stop` may be called from
-any thread: it closes the open watch stream (the blocked reader returns at
-once) and wakes a backoff wait, so it never waits for the network. An
-in-flight *list* request is not interruptible; it ends within the client's
-request timeout. Counters are written by the reflector's thread and read
-anywhere.
+Threads. :meth:`run` drives :meth:`step` on the calling thread; the only
+other thread of the reflector's own is a periodic resync's, while it runs
+(see Timers). :meth:`stop` may be called from any thread: it closes the open
+watch stream (the blocked reader returns at once) and wakes a backoff wait,
+so it never waits for the network. An in-flight *list* request is not
+interruptible; it ends within the client's request timeout. Counters are
+written by the reflector's thread and read anywhere.
 
 Timers. What happens at a time is a timer of the reflector's clock
 (:meth:`~pyinformers.clock.Clock.call_later`), run by the clock: on the real
@@ -69,15 +69,18 @@ past a stall finds the watch closed when ``step`` returns. There are three:
   and otherwise marks the watch stalled and closes it. Events only write a
   timestamp: the hot path never touches a timer. Cancelled when the watch ends.
 * the **resync timer**, armed by :meth:`run` every ``resync_period`` (from the
-  start of one resync to the next) while the reflector runs; it calls
-  ``store.resync()`` once the first list is in the store and
-  ``should_resync()`` agrees.
+  start of one resync to the next) while the reflector runs. Once the first
+  list is in the store it starts a short-lived thread,
+  ``pyinformers-reflector-<name>-resync``, that calls ``store.resync()`` if
+  ``should_resync()`` agrees: a resync walks the whole cache, too slow for a
+  timer callback. A test on a fake clock steps one period and then waits for
+  :attr:`stats` ``.resyncs`` (or the handlers' updates).
 * the **stop poll**: when :meth:`run` is given a ``stop`` event, a timer of
   the *real* clock looks at it every 0.2 s and turns it into :meth:`stop`
   (an event is set in real time, whatever clock the reflector runs on).
 
-``run`` cancels all three before it returns, and waits for a resync that is
-running, so nothing touches the store once ``run`` has returned.
+``run`` cancels all three before it returns, and joins a resync thread that
+is running, so nothing touches the store once ``run`` has returned.
 
 Memory. While a list page is decoded and while the full list is handed to the
 store, the cyclic garbage collector is paused (:func:`~pyinformers.gc_policy.gc_paused`, reference
@@ -233,11 +236,12 @@ class Reflector:
         self._running = False
         # Invariant: armed exactly while _stream is set (and stall_timeout is not None).
         self._stall_timer: Optional[TimerHandle] = None
-        # _timer_lock guards the run() timers: armed while run() runs, None otherwise.
-        # The resync callback holds it while it resyncs, so cancelling waits for it.
+        # _timer_lock guards the run() timers (armed while run() runs, None otherwise)
+        # and _resync_thread, the resync in progress (see _on_resync).
         self._timer_lock = threading.Lock()
         self._resync_timer: Optional[TimerHandle] = None
         self._stop_timer: Optional[TimerHandle] = None
+        self._resync_thread: Optional[threading.Thread] = None
 
         # Written only by the stepping thread.
         self._pending: list = []  # items of the list pages fetched so far
@@ -365,24 +369,41 @@ class Reflector:
                 self._stop_timer = REAL_CLOCK.call_later(_STOP_POLL, lambda: self._poll_stop(stop))
 
     def _cancel_run_timers(self) -> None:
-        with self._timer_lock:  # waits for a resync in progress
+        with self._timer_lock:
             for timer in (self._resync_timer, self._stop_timer):
                 if timer is not None:
                     timer.cancel()
             self._resync_timer = self._stop_timer = None
+            resync = self._resync_thread
+        if resync is not None:
+            resync.join()  # nothing touches the store once run() has returned
 
     def _on_resync(self) -> None:
-        """The resync timer: re-arm, then ``store.resync()`` if synced and wanted (clock's timer thread)."""
+        """The resync timer (clock's timer thread): re-arm, and start this period's resync.
+
+        ``store.resync()`` walks the whole cache (about 0.6 s for 100,000
+        objects), too long for a timer callback, which would hold up every
+        timer of the process behind it: it runs on a thread of its own,
+        ``pyinformers-reflector-<name>-resync``, which ends with it. A period
+        that comes while the last resync still runs is skipped.
+        """
         with self._timer_lock:
             if self._resync_timer is None:  # cancelled while it fired
                 return
             self._resync_timer = self._clock.call_later(self.resync_period, self._on_resync)
-            try:
-                if self._synced and (self._should_resync is None or self._should_resync()):
-                    self._resyncs += 1
-                    self._store.resync()
-            except Exception:  # the next period tries again; the timer must not die
-                log.exception("%s: periodic resync failed", self.name)
+            if not self._synced or (self._resync_thread is not None and self._resync_thread.is_alive()):
+                return
+            thread = threading.Thread(target=self._resync, name=f"pyinformers-reflector-{self.name}-resync", daemon=True)
+            self._resync_thread = thread
+            thread.start()
+
+    def _resync(self) -> None:
+        try:
+            if self._should_resync is None or self._should_resync():
+                self._resyncs += 1
+                self._store.resync()
+        except Exception:  # the next period tries again
+            log.exception("%s: periodic resync failed", self.name)
 
     def _poll_stop(self, stop: threading.Event) -> None:
         """The stop poll (real clock): turn ``run()``'s stop event into :meth:`stop`."""

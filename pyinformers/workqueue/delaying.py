@@ -100,15 +100,15 @@ class DelayingQueue(Queue):
             self._waiting_for[item] = (ready_at, seq)
             heapq.heappush(self._heap, (ready_at, seq, item))
             if self._timer is None or ready_at < self._timer_at:
-                self._arm_locked(ready_at)
+                self._arm_locked(ready_at, delay)
 
     def waiting_count(self) -> int:
         """How many distinct items wait for their ready time."""
         return len(self._waiting_for)
 
     # -- the timer ----------------------------------------------------------------
-    def _arm_locked(self, ready_at: float) -> None:
-        """Arm the one timer for ``ready_at``, replacing the armed one (delay lock held)."""
+    def _arm_locked(self, ready_at: float, delay: float) -> None:
+        """Arm the one timer for ``ready_at`` (``delay`` from now), replacing the armed one (delay lock held)."""
         if self._timer is not None:
             self._timer.cancel()
         token = object()
@@ -116,7 +116,7 @@ class DelayingQueue(Queue):
         self._timer_at = ready_at
         # A callback may run before call_later returns (on the real clock's thread);
         # it then waits for the delay lock, which this thread holds until _timer is set.
-        self._timer = self._clock.call_later(ready_at - self._now(), lambda: self._on_timer(token))
+        self._timer = self._clock.call_later(delay, lambda: self._on_timer(token))
 
     def _on_timer(self, token: object) -> None:
         """Move the items now due to the queue, in heap order; re-arm for the next one."""
@@ -140,7 +140,7 @@ class DelayingQueue(Queue):
                     ready.append(item)
                 else:
                     if self._timer is None or ready_at < self._timer_at:
-                        self._arm_locked(ready_at)
+                        self._arm_locked(ready_at, ready_at - now)
                     break
         for item in ready:  # outside the delay lock: add() takes the queue lock
             self.add(item)
