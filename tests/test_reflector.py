@@ -414,6 +414,35 @@ def test_resync_runs_every_period_after_sync_when_should_resync_agrees():
     assert clock.timer_count() == 0  # run() cancelled its timers
 
 
+def test_periods_that_pass_during_a_slow_resync_make_one_more_pass_not_more_threads():
+    class SlowStore(RecordingStore):
+        def __init__(self):
+            super().__init__()
+            self.entered = threading.Semaphore(0)
+            self.release = threading.Event()
+
+        def resync(self):
+            super().resync()
+            self.entered.release()
+            assert self.release.wait(JOIN)
+
+    watch = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "5")], "10")], watches=[watch])
+    store = SlowStore()
+    reflector, _, clock = make(lw, store=store, resync_period=10, stall_timeout=None)
+    with Running(reflector):
+        assert watch.blocking.wait(JOIN)
+        clock.step(10)
+        assert store.entered.acquire(timeout=JOIN)  # the first resync is running ...
+        clock.step(30)  # ... while three more periods pass
+        threads = [t for t in threading.enumerate() if t.name.endswith("-resync")]
+        assert len(threads) == 1
+        store.release.set()
+        assert store.entered.acquire(timeout=JOIN)  # one more pass for the three periods
+        eventually(lambda: reflector.stats.resyncs == 2, what="both passes")
+    assert store.resyncs == 2 and reflector.stats.resyncs == 2  # run() joined the resync thread: no third
+
+
 def test_no_resync_before_the_first_list():
     lw = ScriptedListerWatcher(lists=[ServerError("down")])
     reflector, store, clock = make(lw, resync_period=5, backoff_initial=100, backoff_max=100)

@@ -73,8 +73,9 @@ past a stall finds the watch closed when ``step`` returns. There are three:
   list is in the store it starts a short-lived thread,
   ``pyinformers-reflector-<name>-resync``, that calls ``store.resync()`` if
   ``should_resync()`` agrees: a resync walks the whole cache, too slow for a
-  timer callback. A test on a fake clock steps one period and then waits for
-  :attr:`stats` ``.resyncs`` (or the handlers' updates).
+  timer callback. A period that comes while a resync runs makes it run once
+  more when done. ``stats.resyncs`` counts finished resyncs: a test on a fake
+  clock steps a period, then waits for it (or for the handlers' updates).
 * the **stop poll**: when :meth:`run` is given a ``stop`` event, a timer of
   the *real* clock looks at it every 0.2 s and turns it into :meth:`stop`
   (an event is set in real time, whatever clock the reflector runs on).
@@ -237,11 +238,13 @@ class Reflector:
         # Invariant: armed exactly while _stream is set (and stall_timeout is not None).
         self._stall_timer: Optional[TimerHandle] = None
         # _timer_lock guards the run() timers (armed while run() runs, None otherwise)
-        # and _resync_thread, the resync in progress (see _on_resync).
+        # and the resync thread: set exactly while one runs (it clears itself as it
+        # leaves); _resync_again asks it for one more pass (see _on_resync).
         self._timer_lock = threading.Lock()
         self._resync_timer: Optional[TimerHandle] = None
         self._stop_timer: Optional[TimerHandle] = None
         self._resync_thread: Optional[threading.Thread] = None
+        self._resync_again = False
 
         # Written only by the stepping thread.
         self._pending: list = []  # items of the list pages fetched so far
@@ -384,26 +387,42 @@ class Reflector:
         ``store.resync()`` walks the whole cache (about 0.6 s for 100,000
         objects), too long for a timer callback, which would hold up every
         timer of the process behind it: it runs on a thread of its own,
-        ``pyinformers-reflector-<name>-resync``, which ends with it. A period
-        that comes while the last resync still runs is skipped.
+        ``pyinformers-reflector-<name>-resync``, which ends with it. Periods
+        that come while a resync runs ask it for one more pass (several
+        coalesce into one), so every period is followed by a resync and a
+        slow resync never piles up threads.
         """
         with self._timer_lock:
             if self._resync_timer is None:  # cancelled while it fired
                 return
             self._resync_timer = self._clock.call_later(self.resync_period, self._on_resync)
-            if not self._synced or (self._resync_thread is not None and self._resync_thread.is_alive()):
+            if not self._synced:
                 return
-            thread = threading.Thread(target=self._resync, name=f"pyinformers-reflector-{self.name}-resync", daemon=True)
+            if self._resync_thread is not None:
+                self._resync_again = True
+                return
+            thread = threading.Thread(
+                target=self._resync_passes, name=f"pyinformers-reflector-{self.name}-resync", daemon=True
+            )
             self._resync_thread = thread
             thread.start()
 
-    def _resync(self) -> None:
-        try:
-            if self._should_resync is None or self._should_resync():
-                self._resyncs += 1
-                self._store.resync()
-        except Exception:  # the next period tries again
-            log.exception("%s: periodic resync failed", self.name)
+    def _resync_passes(self) -> None:
+        """The resync thread: resync, again while periods came meanwhile; stop with run()."""
+        while True:
+            try:
+                if self._should_resync is None or self._should_resync():
+                    try:
+                        self._store.resync()
+                    finally:
+                        self._resyncs += 1  # counted once done: a test waits on it
+            except Exception:  # the next period tries again
+                log.exception("%s: periodic resync failed", self.name)
+            with self._timer_lock:
+                if not self._resync_again or self._resync_timer is None:
+                    self._resync_thread = None
+                    return
+                self._resync_again = False
 
     def _poll_stop(self, stop: threading.Event) -> None:
         """The stop poll (real clock): turn ``run()``'s stop event into :meth:`stop`."""
