@@ -25,22 +25,9 @@ from pyinformers.api.client import ListPage
 from pyinformers.cache.reflector import Reflector
 from pyinformers.cache.reflector_states import BackingOff, Watching
 from pyinformers.clock import FakeClock
+from pyinformers.testing import ScriptedWatch
 
 NAMES = st.sampled_from([f"o{i}" for i in range(6)])
-
-
-class ModelStream:
-    def __init__(self, events, error=None) -> None:
-        self.events = events
-        self.error = error
-
-    def __iter__(self):
-        yield from self.events
-        if self.error is not None:
-            raise self.error
-
-    def close(self) -> None:
-        pass
 
 
 class ModelServer:
@@ -108,11 +95,11 @@ class ModelServer:
         if allow_bookmarks:
             events.append(WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(self.rv)}}))
         if fault == "cut":
-            return ModelStream(events[: len(events) // 2], ConnectionResetError("cut"))
+            return ScriptedWatch(events[: len(events) // 2], error=ConnectionResetError("cut"))
         if fault == "gone-event":
             self.gone_answers += 1
-            return ModelStream(events[: len(events) // 2], Gone("too old", reason="Expired"))
-        return ModelStream(events)
+            return ScriptedWatch(events[: len(events) // 2], error=Gone("too old", reason="Expired"))
+        return ScriptedWatch(events)
 
 
 class DictStore:
