@@ -14,12 +14,12 @@ from __future__ import annotations
 import itertools
 import random
 import sys
-import time
 import threading
 
 import pytest
 
 from pyinformers.clock import FakeClock
+from pyinformers.testing import eventually
 from pyinformers.workqueue import Queue, RateLimitingQueue
 
 PRODUCERS = 3
@@ -84,17 +84,14 @@ def fine_grained_switching():
 
 def wait_until_idle(q: Queue) -> None:
     """Block (real time, bounded) until nothing is queued or being processed."""
-    tick = threading.Event()
-    give_up = time.monotonic() + BOUND
-    while True:
+
+    def idle() -> bool:
         # One snapshot under the queue's lock: reading len() and processing_count() one after the
         # other can miss a key that done() moves from processing back to the queue in between.
         with q._lock:
-            busy = len(q._queue) or len(q._processing)
-        if not busy:
-            return
-        assert time.monotonic() < give_up, f"queue never went idle: {q!r}"
-        tick.wait(0.001)
+            return not (len(q._queue) or len(q._processing))
+
+    eventually(idle, timeout=BOUND, what=f"the queue to go idle: {q!r}")
 
 
 @pytest.mark.parametrize("queue_type", [Queue, RateLimitingQueue])
