@@ -1,7 +1,9 @@
 """Every Python block in the docs runs in the test suite.
 
-Whole programs and tests live in files (``docs/quickstart/``, ``samples/``)
-that are ``literalinclude``'d and run as tests of their own. Everything written
+Whole programs and tests live in files (``docs/quickstart/``,
+``docs/examples/``, ``samples/``) that are ``literalinclude``'d and run as
+tests of their own; this file checks that each included ``.py`` file is a
+test the suite collects or a module one of its tests imports. Everything written
 inline in ``docs/*.rst`` and ``README.rst`` runs here, a page at a time, like a
 notebook: the page's Python blocks execute in order in one namespace, so a
 later snippet uses what an earlier one defined. A page may add context the
@@ -56,7 +58,8 @@ PAGES = sorted((ROOT / "docs").glob("*.rst")) + [ROOT / "README.rst"]
 #: At most this many blocks may be marked ``.. untested:``; keep it small.
 MAX_UNTESTED = 6
 
-_PYTHON_DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode):: (python3?|py|pycon)\s*$")
+_PYTHON_DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::(?: (?:python3?|py|pycon))?\s*$")
+_INCLUDE = re.compile(r"^\s*\.\. literalinclude:: (\S+\.py)\s*$")
 _OTHER_DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::")
 _HIDDEN_DIRECTIVE = re.compile(r"^(\s*)\.\. (testsetup|testcode|testcleanup|doctest)::")
 _UNTESTED = re.compile(r"^\s*\.\. untested:(.*)$")
@@ -346,3 +349,30 @@ def test_a_doctest_with_the_wrong_output_fails_and_its_names_persist_for_the_nex
     assert namespace["x"] == 2
     with pytest.raises(AssertionError, match="doctest failed"):
         run_block(Block(Path("sample.rst"), 1, ">>> x + 1\n4\n"), namespace)
+
+
+def included_python_files() -> list[tuple[str, Path]]:
+    """Every ``.py`` file a page ``literalinclude``'s: (page, file)."""
+    found = []
+    for page in PAGES:
+        for line in page.read_text().splitlines():
+            include = _INCLUDE.match(line)
+            if include:
+                found.append((page.name, (page.parent / include.group(1)).resolve()))
+    return found
+
+
+def test_every_literal_included_python_file_is_run_by_the_suite():
+    """An included file is a test the suite collects, or a module one of the suite's tests imports."""
+    testpaths = [ROOT / p for p in re.search(r"^testpaths = (.*)$", (ROOT / "setup.cfg").read_text(), re.M)[1].split()]
+    tests = [f for d in testpaths for f in d.glob("test_*.py")]
+    sources = "\n".join(f.read_text() for f in tests)
+    included = included_python_files()
+    assert len(included) >= 10
+    for page, path in included:
+        if path in tests or (path.name == "conftest.py" and path.parent in testpaths):
+            continue
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        package = module.rsplit(".", 1)[0]
+        imported = re.search(rf"^\s*(from|import) ({re.escape(module)}|{re.escape(package)}|{path.stem})\b", sources, re.M)
+        assert imported, f"{page} includes {path.relative_to(ROOT)}, which no test runs"
