@@ -4,10 +4,11 @@ A named queue keeps raw timestamps and buffered durations and computes its
 metrics when scraped (see :mod:`pyinformers.workqueue.metrics`).
 :class:`ClientGoMetrics` is the reference: client-go's ``defaultQueueMetrics``
 on prometheus-client's own ``Counter``, ``Gauge`` and ``Histogram``, updated
-on every operation. :class:`MetricsMachine` drives a queue on a fake clock
-with adds, gets, dones, retries, clock steps, scrapes and the replacement of
-the queue by a new one of the same name, and asserts after every step that
-both registries report the same samples.
+on every operation. :class:`MetricsMachine` drives a named delaying queue
+through the model of test_workqueue_stateful (adds, gets, dones, delayed and
+immediate retries, clock steps, shutdown), plus steps across bucket bounds and
+the replacement of the queue by a new one of the same name, and asserts after
+every step that both registries report the same samples.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import rule, run_state_machine_as_test
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from test_workqueue_stateful import DelayingQueueMachine
 
 from pyinformers.clock import FakeClock
 from pyinformers.workqueue import DelayingQueue, Queue
 from pyinformers.workqueue import queue as queue_module
-from pyinformers.workqueue.metrics import DURATION_BUCKETS
+from pyinformers.workqueue.metrics import DURATION_BUCKETS, _Histogram
 
 NAME = "model"
-ITEMS = st.sampled_from(["a", "b", "c", "d", ("ns", "e")])
 # Steps that land exactly on bucket bounds, between them, and past the last one.
 STEPS = st.sampled_from([0.0, 1e-8, 1e-7, 3e-7, 1e-6, 1e-5, 1e-3, 0.25, 1.0, 10.0, 12.5])
 
@@ -56,10 +57,10 @@ class ClientGoMetrics:
         self.processing_start_times: dict = {}
 
     # What client-go's queue calls, when it calls it.
-    def add(self, item) -> None:
+    def add(self, item, at=None) -> None:
         self.adds.inc()
         self.depth.inc()
-        self.add_times.setdefault(item, self.clock.now())
+        self.add_times.setdefault(item, self.clock.now() if at is None else at)
 
     def get(self, item) -> None:
         self.depth.dec()
@@ -98,64 +99,36 @@ def samples(registry: CollectorRegistry) -> dict:
     }
 
 
-class MetricsMachine(RuleBasedStateMachine):
+class MetricsMachine(DelayingQueueMachine):
+    """The delaying queue's model (test_workqueue_stateful), on a named queue whose
+    scrapes must match :class:`ClientGoMetrics` fed with the model's transitions."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.clock = FakeClock()
+        self.queue.shutdown()  # the unnamed one the model made; this machine's is named
         self.registry = CollectorRegistry()
         self.queue = DelayingQueue(NAME, clock=self.clock, metrics_registry=self.registry)
         self.reference = ClientGoMetrics(self.clock)
-        # The queue's state, as in test_workqueue_stateful.QueueMachine.
-        self.order: list = []
-        self.dirty: set = set()
-        self.processing: set = set()
 
-    def _add(self, item) -> None:
-        if item in self.dirty:
-            return
-        self.reference.add(item)
-        self.dirty.add(item)
-        if item not in self.processing:
-            self.order.append(item)
+    def became_dirty(self, item, at) -> None:
+        self.reference.add(item, at)
 
-    @rule(item=ITEMS)
-    def add(self, item):
-        self.queue.add(item)
-        self._add(item)
-
-    @rule(item=ITEMS)
-    def retry_at_once(self, item):
-        self.queue.add_after(item, 0)
-        self.reference.retry()
-        self._add(item)
-
-    @precondition(lambda self: self.order)
-    @rule()
-    def get(self):
-        item, _ = self.queue.get(timeout=0)
-        assert item == self.order.pop(0)
-        self.dirty.remove(item)
-        self.processing.add(item)
+    def handed_out(self, item) -> None:
         self.reference.get(item)
 
-    @precondition(lambda self: self.processing)
-    @rule(data=st.data())
-    def done(self, data):
-        item = data.draw(st.sampled_from(sorted(self.processing, key=repr)))
-        self.queue.done(item)
-        self.processing.remove(item)
+    def finished(self, item) -> None:
         self.reference.done(item)
-        if item in self.dirty:
-            self.order.append(item)
 
-    @rule(item=ITEMS)
-    def done_for_an_item_not_processing(self, item):
-        if item not in self.processing:
-            self.queue.done(item)
+    def retried(self, item) -> None:
+        self.reference.retry()
 
     @rule(seconds=STEPS)
-    def step(self, seconds):
-        self.clock.step(seconds)
+    def step_across_bucket_bounds(self, seconds):
+        self.step(seconds)
+
+    def teardown(self):
+        self.scrapes_match_client_gos_bookkeeping()
+        super().teardown()
 
     @rule()
     def replace_the_queue(self):
@@ -163,9 +136,11 @@ class MetricsMachine(RuleBasedStateMachine):
         self.queue.shutdown()
         self.queue = DelayingQueue(NAME, clock=self.clock, metrics_registry=self.registry)
         self.reference.queue_replaced(len(self.dirty))
-        self.order, self.dirty, self.processing = [], set(), set()
+        self.order, self.dirty, self.processing, self.waiting, self.shut = [], set(), set(), {}, False
 
-    @invariant()
+    # A rule, not an invariant: between scrapes the queue buffers several durations, so that
+    # folds sort batches spanning several buckets.
+    @rule()
     def scrapes_match_client_gos_bookkeeping(self):
         self.reference.update_unfinished_work()
         ours, expected = samples(self.registry), samples(self.reference.registry)
@@ -176,8 +151,23 @@ class MetricsMachine(RuleBasedStateMachine):
             else:
                 assert ours[key] == value, key
 
-    def teardown(self):
-        self.queue.shutdown()
+
+@given(
+    values=st.lists(st.one_of(st.sampled_from(DURATION_BUCKETS), st.floats(0.0, 20.0)), max_size=40),
+    cuts=st.lists(st.integers(0, 40), max_size=5),
+)
+def test_folding_batches_buckets_values_as_prometheus_client_does(values, cuts):
+    histogram = _Histogram()
+    reference = Histogram("h", "", buckets=DURATION_BUCKETS, registry=CollectorRegistry())
+    bounds = sorted({0, len(values), *(cut for cut in cuts if cut <= len(values))})
+    for start, end in zip(bounds, bounds[1:]):
+        histogram.pending.extend(values[start:end])
+        histogram.fold()
+    for value in values:
+        reference.observe(value)
+    expected = {s.labels["le"]: s.value for s in reference.collect()[0].samples if s.name == "h_bucket"}
+    assert dict(histogram.family_buckets()) == expected
+    assert histogram.total == pytest.approx(sum(values), rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("fold_at", [2, queue_module._FOLD_AT], ids=["folding-often", "default"])

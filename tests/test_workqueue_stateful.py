@@ -36,9 +36,14 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(item=ITEMS)
     def add(self, item):
         self.queue.add(item)
+        self.model_add(item)
+
+    def model_add(self, item, at=None) -> None:
+        """The model's side of an add the queue has made; ``at``: when, if not now."""
         if self.shut or item in self.dirty:
             return
         self.dirty.add(item)
+        self.became_dirty(item, at)
         if item not in self.processing:
             self.order.append(item)
 
@@ -50,6 +55,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert (item, shutting_down) == (expected, False)
         self.dirty.remove(item)
         self.processing.add(item)
+        self.handed_out(item)
 
     @precondition(lambda self: not self.order)
     @rule()
@@ -70,6 +76,7 @@ class QueueMachine(RuleBasedStateMachine):
         item = data.draw(st.sampled_from(sorted(self.processing, key=repr)))
         self.queue.done(item)
         self.processing.remove(item)
+        self.finished(item)
         if item in self.dirty:
             self.order.append(item)
 
@@ -83,6 +90,16 @@ class QueueMachine(RuleBasedStateMachine):
     def shutdown(self):
         self.queue.shutdown()
         self.shut = True
+
+    # Hooks for machines that model more than the queue (its metrics): the transitions of the model.
+    def became_dirty(self, item, at) -> None:
+        """An add made ``item`` waiting (it was not), at clock time ``at`` (None: now)."""
+
+    def handed_out(self, item) -> None:
+        """``get`` handed ``item`` out."""
+
+    def finished(self, item) -> None:
+        """``done`` finished ``item``, which was being processed."""
 
     @invariant()
     def lengths_match(self):
@@ -123,13 +140,17 @@ class DelayingQueueMachine(QueueMachine):
         self.queue.add_after(item, delay)
         if self.shut:
             return
+        self.retried(item)
         if delay <= 0:
-            QueueMachine.add(self, item)
+            self.model_add(item)
             return
         ready_at = self.clock.now() + delay
         if item not in self.waiting or ready_at < self.waiting[item][0]:
             self.waiting[item] = (ready_at, self.seq)
             self.seq += 1
+
+    def retried(self, item) -> None:
+        """``add_after`` was called (a retry, as the queue's metrics count them) before shutdown."""
 
     @rule(seconds=st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 10.0]))
     def step(self, seconds):
@@ -137,7 +158,7 @@ class DelayingQueueMachine(QueueMachine):
         now = self.clock.now()
         for entry, item in sorted((entry, item) for item, entry in self.waiting.items() if entry[0] <= now):
             del self.waiting[item]
-            QueueMachine.add(self, item)
+            self.model_add(item, at=entry[0])  # the timer added it at its ready time
 
     @rule()
     def shutdown(self):
