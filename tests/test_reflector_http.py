@@ -155,9 +155,10 @@ def test_compaction_while_disconnected_ends_in_a_relist_that_drops_deleted_objec
     store = DictStore()
     with Running(client, store, clock=clock) as reflector:
         store.wait(lambda s: s.names() == {"keep", "doomed"})
-        eventually(lambda: api_server.counters.get("watches_open", 0) >= 1)
+        clock.block_until_timers(1)  # the watch is open (its stall timer armed)
         api_server.faults.drop_watches()
-        eventually(lambda: isinstance(reflector.state, BackingOff))  # waiting on the fake clock
+        clock.block_until_waiters(1)  # backing off on the fake clock
+        assert isinstance(reflector.state, BackingOff)
         client.delete("doomed", "default")
         client.create(cm("newcomer"), "default")
         api_server.compact()
@@ -174,8 +175,7 @@ def test_server_errors_back_off_without_a_busy_loop(api_server, client):
     api_server.clear_requests()
     with Running(client, store, clock=clock) as reflector:
         clock.block_until_waiters(1)  # the first list failed; now it waits on the clock
-        eventually(lambda: len(requests_of(api_server, watch=False)) >= 1)
-        assert len(requests_of(api_server, watch=False)) == 1
+        assert len(requests_of(api_server, watch=False)) == 1  # logged before it was answered
         first = reflector.state
         assert isinstance(first, BackingOff) and 0.8 <= first.delay < 1.0
         clock.step(first.delay)  # wakes the wait (it is no longer counted when step returns) ...
@@ -185,8 +185,8 @@ def test_server_errors_back_off_without_a_busy_loop(api_server, client):
         assert reflector.state.delay >= 1.6  # doubled
         api_server.faults.error_rate = 0.0
         clock.step(reflector.state.delay)
-        eventually(reflector.has_synced_once)
-        assert reflector.stats.errors == 2
+        clock.block_until_timers(1)  # listed, and watching: the watch's stall timer is armed
+        assert reflector.has_synced_once() and reflector.stats.errors == 2
 
 
 def test_throttling_waits_for_retry_after(api_server, client):
@@ -197,7 +197,7 @@ def test_throttling_waits_for_retry_after(api_server, client):
     api_server.clear_requests()
     with Running(client, store, clock=clock) as reflector:
         clock.block_until_waiters(1)
-        eventually(lambda: len(requests_of(api_server, watch=False)) >= 1)
+        assert len(requests_of(api_server, watch=False)) == 1  # logged before it was answered
         state = reflector.state
         assert isinstance(state, BackingOff) and state.delay >= 7.0
         clock.step(6.5)
@@ -205,7 +205,8 @@ def test_throttling_waits_for_retry_after(api_server, client):
         assert len(requests_of(api_server, watch=False)) == 1  # ...without a second request
         api_server.faults.throttle_rate = 0.0
         clock.step(1.0)
-        eventually(reflector.has_synced_once)
+        clock.block_until_timers(1)  # listed, and watching: the watch's stall timer is armed
+        assert reflector.has_synced_once()
 
 
 def test_a_stalled_watch_is_restarted(api_server, client):
