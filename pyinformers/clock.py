@@ -137,19 +137,73 @@ def _call(callback: Callable[[], Any]) -> None:
 _PENDING, _FIRED, _CANCELLED = 0, 1, 2
 
 
-class _RealTimer:
-    """A real-clock timer: an entry of the timer service's heap."""
+class _Timer:
+    """A timer of either clock: what :meth:`Clock.call_later` returns."""
 
-    __slots__ = ("_service", "deadline", "callback", "state")
+    __slots__ = ("_cancel", "deadline", "callback", "state")
 
-    def __init__(self, service: "_TimerService", deadline: float, callback: Callable[[], Any]) -> None:
-        self._service = service
-        self.deadline = deadline  # time.monotonic() seconds
+    def __init__(self, deadline: float, callback: Callable[[], Any], cancel: Callable[["_Timer"], bool]) -> None:
+        self._cancel = cancel  # the owning clock's cancel (it takes the clock's lock)
+        self.deadline = deadline  # on the owning clock's time
         self.callback: Optional[Callable[[], Any]] = callback  # None once fired or cancelled
         self.state = _PENDING
 
     def cancel(self) -> bool:
-        return self._service.cancel(self)
+        return self._cancel(self)
+
+
+class _TimerHeap:
+    """Pending timers in ``(deadline, order made)`` order; both clocks keep theirs in one.
+
+    Not thread-safe: the owning clock's lock guards it. Invariants: ``_heap``
+    holds ``(deadline, seq, timer)`` for every pending timer, and possibly
+    cancelled ones not yet dropped (skipped when they reach the head, and
+    dropped all at once when they are the majority of a large heap);
+    ``pending`` counts the pending ones.
+    """
+
+    _COMPACT_AT = 64
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Timer]] = []
+        self._seq = itertools.count()
+        self.pending = 0
+
+    def push(self, timer: _Timer) -> bool:
+        """Add a pending timer; True when it is now the earliest."""
+        heapq.heappush(self._heap, (timer.deadline, next(self._seq), timer))
+        self.pending += 1
+        return self._heap[0][2] is timer
+
+    def cancel(self, timer: _Timer) -> bool:
+        """Mark ``timer`` cancelled if it is pending; True when this call did."""
+        if timer.state != _PENDING:
+            return False
+        timer.state = _CANCELLED
+        timer.callback = None
+        self.pending -= 1
+        if len(self._heap) >= self._COMPACT_AT and self.pending * 2 < len(self._heap):
+            self._heap = [entry for entry in self._heap if entry[2].state == _PENDING]
+            heapq.heapify(self._heap)
+        return True
+
+    def earliest(self) -> Optional[_Timer]:
+        """The pending timer due first, or None."""
+        heap = self._heap
+        while heap and heap[0][2].state != _PENDING:
+            heapq.heappop(heap)
+        return heap[0][2] if heap else None
+
+    def pop_due(self, until: float) -> Optional[Callable[[], Any]]:
+        """Fire the earliest timer if its deadline is ``<= until``: return its callback (or None)."""
+        timer = self.earliest()
+        if timer is None or timer.deadline > until:
+            return None
+        heapq.heappop(self._heap)
+        timer.state = _FIRED
+        self.pending -= 1
+        callback, timer.callback = timer.callback, None
+        return callback
 
 
 class _TimerService:
@@ -161,61 +215,43 @@ class _TimerService:
     thread starts with the first timer and ends after :attr:`idle_linger`
     seconds with nothing pending, so an idle process keeps no thread.
 
-    Invariants, under ``_cond``:
+    Invariants, under ``_cond``: ``_timers`` holds every pending timer (see
+    :class:`_TimerHeap`); ``_thread`` is the one thread serving it, or None
+    when none runs (set to None only by that thread, as it leaves).
 
-    * ``_heap`` holds ``(deadline, seq, timer)`` for every pending timer, and
-      possibly cancelled ones not yet dropped (they are skipped when they
-      reach the head, and dropped all at once when they are the majority);
-    * ``_pending`` is the number of pending timers in ``_heap``;
-    * ``_thread`` is the one thread serving the heap, or None when none runs
-      (set to None only by that thread, under the lock, as it leaves).
-
-    Ordering: timers fire in ``(deadline, seq)`` order; ``seq`` is the order
-    they were scheduled in, so equal deadlines fire first come, first served.
-    A slow callback delays the timers behind it, never reorders them.
+    Ordering: timers fire in deadline order, equal deadlines in the order
+    they were made. A slow callback delays the timers behind it, never
+    reorders them.
     """
 
     idle_linger = 2.0
-    _COMPACT_AT = 256  # heap size from which cancelled entries may be dropped in bulk
 
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._heap: list[tuple[float, int, _RealTimer]] = []
-        self._seq = itertools.count()
-        self._pending = 0
+        self._timers = _TimerHeap()
         self._thread: Optional[threading.Thread] = None
 
-    def schedule(self, delay: float, callback: Callable[[], Any]) -> _RealTimer:
-        timer = _RealTimer(self, _time.monotonic() + delay, callback)
+    def schedule(self, delay: float, callback: Callable[[], Any]) -> _Timer:
+        timer = _Timer(_time.monotonic() + delay, callback, self.cancel)
         with self._cond:
-            heapq.heappush(self._heap, (timer.deadline, next(self._seq), timer))
-            self._pending += 1
+            earliest = self._timers.push(timer)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="pyinformers-clock-timers", daemon=True)
                 self._thread.start()
-            elif self._heap[0][2] is timer:  # earlier than what the thread sleeps for
+            elif earliest:  # earlier than what the thread sleeps for
                 self._cond.notify()
         return timer
 
-    def cancel(self, timer: _RealTimer) -> bool:
+    def cancel(self, timer: _Timer) -> bool:
         with self._cond:
-            if timer.state != _PENDING:
-                return False
-            timer.state = _CANCELLED
-            timer.callback = None
-            self._pending -= 1
-            heap = self._heap
-            if len(heap) >= self._COMPACT_AT and self._pending * 2 < len(heap):
-                self._heap = [entry for entry in heap if entry[2].state == _PENDING]
-                heapq.heapify(self._heap)
-            return True
+            return self._timers.cancel(timer)
 
     def pending(self) -> int:
         with self._cond:
-            return self._pending
+            return self._timers.pending
 
     def _serve(self) -> None:
         cond = self._cond
@@ -223,19 +259,15 @@ class _TimerService:
         while True:
             with cond:
                 while True:
-                    heap = self._heap
-                    while heap and heap[0][2].state != _PENDING:
-                        heapq.heappop(heap)
                     now = _time.monotonic()
-                    if heap:
+                    callback = self._timers.pop_due(now)
+                    if callback is not None:
                         idle_since = None
-                        if heap[0][0] <= now:
-                            timer = heapq.heappop(heap)[2]
-                            timer.state = _FIRED
-                            self._pending -= 1
-                            callback, timer.callback = timer.callback, None
-                            break
-                        cond.wait(heap[0][0] - now)
+                        break
+                    timer = self._timers.earliest()
+                    if timer is not None:
+                        idle_since = None
+                        cond.wait(timer.deadline - now)
                         continue
                     if idle_since is None:
                         idle_since = now
@@ -243,7 +275,7 @@ class _TimerService:
                         self._thread = None
                         return
                     cond.wait(self.idle_linger - (now - idle_since))
-            _call(callback)  # type: ignore[arg-type]
+            _call(callback)
 
 
 _TIMERS = _TimerService()
@@ -263,21 +295,6 @@ class _Waiter:
         self.deadline = deadline
         self.wake = wake  # called (without the clock's lock) when time passes deadline
         self.fired = False
-
-
-class _FakeTimer:
-    """A fake-clock timer; fired by :meth:`FakeClock.step` once time reaches ``deadline``."""
-
-    __slots__ = ("_clock", "deadline", "callback", "state")
-
-    def __init__(self, clock: "FakeClock", deadline: float, callback: Callable[[], Any]) -> None:
-        self._clock = clock
-        self.deadline = deadline
-        self.callback: Optional[Callable[[], Any]] = callback  # None once fired or cancelled
-        self.state = _PENDING
-
-    def cancel(self) -> bool:
-        return self._clock._cancel_timer(self)
 
 
 class FakeClock:
@@ -326,10 +343,7 @@ class FakeClock:
         self._wall_offset = float(wall_start) - float(start)
         # invariant: every waiter in _heap has fired == False
         self._heap: list[tuple[float, int, _Waiter]] = []
-        # (deadline, seq, timer) of pending timers and of cancelled ones not yet popped;
-        # _timer_count counts the pending ones.
-        self._timers: list[tuple[float, int, _FakeTimer]] = []
-        self._timer_count = 0
+        self._timers = _TimerHeap()
         self._seq = itertools.count()
 
     # -- reading time -----------------------------------------------------------------
@@ -357,12 +371,12 @@ class FakeClock:
                 raise ValueError(f"a clock cannot go backwards (from {self._now} to {now})")
         while True:
             with self._lock:
-                timer = self._pop_due_timer_locked(now)
-                callback = None
-                if timer is not None:
-                    callback, timer.callback = timer.callback, None
+                timer = self._timers.earliest()
+                if timer is not None and timer.deadline > now:
+                    timer = None
                 # Time walks to the next timer's deadline (or the target), never backwards.
                 horizon = max(self._now, timer.deadline if timer is not None else now)
+                callback = self._timers.pop_due(horizon) if timer is not None else None
                 self._now = horizon
                 due = []
                 while self._heap and self._heap[0][0] <= horizon:
@@ -375,21 +389,6 @@ class FakeClock:
             if callback is None:
                 return
             _call(callback)
-
-    def _pop_due_timer_locked(self, until: float) -> Optional[_FakeTimer]:
-        timers = self._timers
-        while timers:
-            deadline, _, timer = timers[0]
-            if timer.state != _PENDING:
-                heapq.heappop(timers)
-                continue
-            if deadline > until:
-                return None
-            heapq.heappop(timers)
-            timer.state = _FIRED
-            self._timer_count -= 1
-            return timer
-        return None
 
     # -- observing waiters and timers -------------------------------------------------
     def waiter_count(self) -> int:
@@ -405,15 +404,13 @@ class FakeClock:
     def timer_count(self) -> int:
         """How many timers from :meth:`call_later` have neither fired nor been cancelled."""
         with self._lock:
-            return self._timer_count
+            return self._timers.pending
 
     def next_timer_deadline(self) -> Optional[float]:
         """The earliest deadline of a pending timer, or None."""
         with self._lock:
-            timers = self._timers
-            while timers and timers[0][2].state != _PENDING:
-                heapq.heappop(timers)
-            return timers[0][0] if timers else None
+            timer = self._timers.earliest()
+            return timer.deadline if timer is not None else None
 
     def block_until_waiters(self, count: int = 1, timeout: float = 10.0) -> None:
         """Block (in real time) until at least ``count`` threads wait with a deadline.
@@ -430,7 +427,7 @@ class FakeClock:
         timer, armed when a watch opens): once it is pending, ``step`` fires
         it. Raises :class:`TimeoutError` after ``timeout`` real seconds.
         """
-        self._block_until(lambda: self._timer_count, count, timeout, "timer")
+        self._block_until(lambda: self._timers.pending, count, timeout, "timer")
 
     def _block_until(self, measure: Callable[[], int], count: int, timeout: float, what: str) -> None:
         deadline = _time.monotonic() + timeout
@@ -500,23 +497,15 @@ class FakeClock:
     def call_later(self, delay: float, callback: Callable[[], Any]) -> TimerHandle:
         """Make a timer that :meth:`step` runs once time reaches ``now() + delay`` (see the class doc)."""
         with self._lock:
-            timer = _FakeTimer(self, self._now + max(0.0, delay), callback)
-            heapq.heappush(self._timers, (timer.deadline, next(self._seq), timer))
-            self._timer_count += 1
+            timer = _Timer(self._now + max(0.0, delay), callback, self._cancel_timer)
+            self._timers.push(timer)
             self._lock.notify_all()  # block_until_timers
             return timer
 
-    def _cancel_timer(self, timer: _FakeTimer) -> bool:
+    def _cancel_timer(self, timer: _Timer) -> bool:
         with self._lock:
-            if timer.state != _PENDING:
+            if not self._timers.cancel(timer):
                 return False
-            timer.state = _CANCELLED
-            timer.callback = None
-            self._timer_count -= 1
-            timers = self._timers
-            if len(timers) > 64 and self._timer_count * 2 < len(timers):
-                self._timers = [entry for entry in timers if entry[2].state == _PENDING]
-                heapq.heapify(self._timers)
             self._lock.notify_all()
             return True
 
