@@ -117,6 +117,15 @@ def test_any_hashable_item_can_be_queued():
     assert drain(q) == [("ns", "name"), 42]
 
 
+@pytest.mark.parametrize("name", [None, "foos"], ids=["unnamed", "named"])
+def test_an_unhashable_item_is_refused_and_the_queue_stays_usable(name):
+    q = Queue(name, metrics_registry=CollectorRegistry())
+    with pytest.raises(TypeError):
+        q.add(["not", "hashable"])
+    q.add("a")  # the lock was released on the way out
+    assert drain(q) == ["a"]
+
+
 def test_len_counts_queued_items_not_processing_ones():
     q = Queue()
     q.add("a")
