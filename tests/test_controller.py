@@ -106,14 +106,14 @@ def test_raising_requeues_rate_limited_and_logs_once_with_key_and_traceback(regi
         with pytest.raises(TimeoutError):
             c.queue.get(timeout=0)
         clock.step(0.1)
-        key, _ = c.queue.get(timeout=WAIT)  # the delay thread moves it over
+        key, _ = c.queue.get(timeout=0)  # the queue's timer queued it inside step()
         assert c.process(key) == "error"
         # second failure doubles the delay: 2 s
         clock.step(1.9)
         with pytest.raises(TimeoutError):
             c.queue.get(timeout=0)
         clock.step(0.1)
-        key, _ = c.queue.get(timeout=WAIT)
+        key, _ = c.queue.get(timeout=0)
         assert c.process(key) == "success"
         assert c.queue.num_requeues("ns/a") == 0
         assert sample(registry, "controller_runtime_reconcile_errors_total", controller="failing") == 2
@@ -134,7 +134,7 @@ def test_requeue_true_backs_off_through_the_rate_limiter(registry):
         assert step_one(c)[1] == "requeue"
         assert c.queue.num_requeues("ns/a") == 1
         clock.step(2.0)
-        assert c.queue.get(timeout=WAIT)[0] == "ns/a"
+        assert c.queue.get(timeout=0)[0] == "ns/a"
     finally:
         c.stop(1)
 
@@ -146,14 +146,14 @@ def test_requeue_after_forgets_and_reruns_after_the_delay(registry):
         c.queue.add("ns/a")
         step_one(c)  # error: one requeue recorded
         clock.step(1)
-        key, _ = c.queue.get(timeout=WAIT)
+        key, _ = c.queue.get(timeout=0)
         assert c.process(key) == "requeue_after"
         assert c.queue.num_requeues("ns/a") == 0  # forgotten
         clock.step(29.5)
         with pytest.raises(TimeoutError):
             c.queue.get(timeout=0)
         clock.step(0.5)
-        assert c.queue.get(timeout=WAIT)[0] == "ns/a"
+        assert c.queue.get(timeout=0)[0] == "ns/a"
         assert sample(registry, "controller_runtime_reconcile_total", controller="later", result="requeue_after") == 1
     finally:
         c.stop(1)
