@@ -93,8 +93,9 @@ def make_informer():
         assert informer.stop(timeout=5.0), f"{informer!r} did not stop"
 
 
-def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(make_informer):
-    lw = FakeListerWatcher([pod(f"p{i}", i + 1) for i in range(50)])
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "streaming-list"])
+def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(make_informer, watch_list):
+    lw = FakeListerWatcher([pod(f"p{i}", i + 1) for i in range(50)], watch_list=watch_list)
     informer = make_informer(lw)
     rec = Recorder()
     registration = informer.add_event_handler(rec)
@@ -107,10 +108,12 @@ def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(make_
     assert all(c[0] == "add" and c[3] is True for c in rec.calls)
     assert informer.last_sync_resource_version() == "51"
     assert informer.lister is not None and informer.is_running()
+    assert lw.lists == (0 if watch_list else 1)
 
 
-def test_changes_after_sync_reach_every_handler_in_order(make_informer):
-    lw = FakeListerWatcher([pod("a", 1)])
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "streaming-list"])
+def test_changes_after_sync_reach_every_handler_in_order(make_informer, watch_list):
+    lw = FakeListerWatcher([pod("a", 1)], watch_list=watch_list)
     informer = make_informer(lw)
     recorders = [Recorder(), Recorder()]
     for rec in recorders:
@@ -212,19 +215,20 @@ def test_resync_replays_the_cache_as_updates_to_handlers_whose_period_is_due(mak
     assert lw.lists == 1, "a resync is not a relist"
 
 
-def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(make_informer):
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "streaming-list"])
+def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(make_informer, watch_list):
     assert gc.isenabled()
-    lw = FakeListerWatcher([pod("a", 1)])
+    lw = FakeListerWatcher([pod("a", 1)], watch_list=watch_list)
     listing = threading.Event()
     gate = threading.Event()
-    original = lw.list
+    original = lw.watch if watch_list else lw.list
 
     def slow_list(**kwargs):
         listing.set()
         assert gate.wait(10)
         return original(**kwargs)
 
-    lw.list = slow_list
+    setattr(lw, "watch" if watch_list else "list", slow_list)
     informer = make_informer(lw)
     informer.start()
     assert listing.wait(10)

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.timeout(90)
 def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, informers):
     seed(api_server, "configmaps", [configmap(f"cm-{i:04d}", data=str(i)) for i in range(2000)])
     api_server.clear_requests()
-    informer = make_informer(api_client, CONFIGMAPS, reflector_options={"page_size": 100})
+    # The list path (use_watch_list=False, and the fallback for servers without streaming lists).
+    informer = make_informer(api_client, CONFIGMAPS, reflector_options={"page_size": 100, "use_watch_list": False})
     informers.append(informer)
     log = EventLog()
     registration = informer.add_event_handler(log)
@@ -44,6 +45,25 @@ def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, in
     assert all("continue" in r.query and "resourceVersion" not in r.query for r in lists[1:])
     assert informer.last_sync_resource_version() == api_server.resource_version
     assert informer.lister.get("cm-0042", namespace="default")["data"] == {"data": "42"}
+
+
+def test_by_default_the_initial_sync_is_a_streaming_list(api_server, api_client, informers):
+    seed(api_server, "configmaps", [configmap(f"cm-{i:04d}", data=str(i)) for i in range(2000)])
+    api_server.clear_requests()
+    informer = make_informer(api_client, CONFIGMAPS)
+    informers.append(informer)
+    log = EventLog()
+    registration = informer.add_event_handler(log)
+    informer.start()
+    assert informer.wait_for_sync(30)
+    assert registration.has_synced()
+    assert versions(informer.indexer.list()) == versions(api_server.objects("configmaps"))
+    calls = log.snapshot()
+    assert len(calls) == 2000 and all(c[0] == "add" and c[3] is True for c in calls)
+    requests = [r for r in api_server.requests if r.method == "GET" and r.path.endswith("/configmaps")]
+    assert requests[0].query.get("watch") == "true" and requests[0].query.get("sendInitialEvents") == "true"
+    assert all(r.query.get("watch") == "true" for r in requests)  # no list request at all
+    assert informer.last_sync_resource_version() == api_server.resource_version
 
 
 def test_changes_after_sync_reach_every_handler_in_order_per_key(api_server, api_client, informers):

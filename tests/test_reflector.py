@@ -10,9 +10,9 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pyinformers.api import BadRequest, Gone, ServerError, TooManyRequests, WatchEvent
+from pyinformers.api import BadRequest, Gone, NotFound, ServerError, TooManyRequests, WatchEvent
 from pyinformers.api.client import ListPage
-from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
+from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector, StreamingListUnsupported
 from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
 from pyinformers.clock import FakeClock
 from pyinformers.gc_policy import gc_paused
@@ -274,19 +274,28 @@ def test_an_unknown_event_type_is_ignored():
 # --------------------------------------------------------------------------- streaming list
 
 
+def test_a_streaming_list_is_the_default_unless_the_lister_watcher_opts_out():
+    streaming = ScriptedListerWatcher(watch_list=True)
+    assert make(streaming)[0].state == WatchListing()  # no option: the streaming list
+    assert make(streaming, use_watch_list=False)[0].state == NeedList()
+    # A lister-watcher that cannot stream (a scripted fake by default) is listed.
+    assert make(ScriptedListerWatcher())[0].state == NeedList()
+
+
 def test_a_streaming_list_collects_the_initial_events_then_replaces_and_keeps_watching():
     stream = ScriptedWatch(
         [
             WatchEvent("ADDED", pod("a", "3")),
             WatchEvent("ADDED", pod("b", "4")),
+            # Changes made after the list's snapshot may come before the end bookmark.
             WatchEvent("DELETED", pod("a", "5")),
             WatchEvent("ADDED", pod("c", "6")),
             bookmark("8", initial_end=True),
             WatchEvent("MODIFIED", pod("b", "9")),
         ]
     )
-    lw = ScriptedListerWatcher(watches=[stream])
-    reflector, store, _ = make(lw, use_watch_list=True)
+    lw = ScriptedListerWatcher(watches=[stream], watch_list=True)
+    reflector, store, _ = make(lw)
     assert reflector.state == WatchListing()
     assert not reflector.has_synced_once()
     assert reflector.step() == Watching("9")
@@ -297,25 +306,150 @@ def test_a_streaming_list_collects_the_initial_events_then_replaces_and_keeps_wa
     assert lw.list_calls() == []
 
 
-def test_a_streaming_list_falls_back_to_a_paged_list_when_the_server_rejects_it():
+def test_a_streaming_list_transforms_each_object_as_it_is_decoded():
+    seen = []
+
+    def transform(obj):
+        seen.append((obj["metadata"]["name"], len(store.ops)))  # the store has nothing yet
+        obj["metadata"].pop("managedFields", None)
+        return obj
+
+    first, second = pod("a", "3"), pod("b", "4")
+    first["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    lw = ScriptedListerWatcher(
+        watches=[ScriptedWatch([WatchEvent("ADDED", first), WatchEvent("ADDED", second), bookmark("5", initial_end=True)])],
+        watch_list=True,
+    )
+    store = RecordingStore()
+    reflector, _, _ = make(lw, store=store, list_transform=transform)
+    assert reflector.step() == Watching("5")
+    assert seen == [("a", 0), ("b", 0)]
+    assert "managedFields" not in first["metadata"]
+
+
+class GcProbe:
+    """A watch stream that notes, as each event is read, whether the cyclic GC is enabled."""
+
+    def __init__(self, events) -> None:
+        self.events = events
+        self.gc_enabled: list[bool] = []
+
+    def __iter__(self):
+        for event in self.events:
+            self.gc_enabled.append(gc.isenabled())
+            yield event
+        self.gc_enabled.append(gc.isenabled())
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_cyclic_gc_is_paused_while_the_initial_events_arrive_and_restored_after():
+    assert gc.isenabled()
+    probe = GcProbe([WatchEvent("ADDED", pod("a", "3")), WatchEvent("ADDED", pod("b", "4")),
+                     bookmark("5", initial_end=True), WatchEvent("MODIFIED", pod("a", "6"))])
+    reflector, _, _ = make(ScriptedListerWatcher(watches=[probe], watch_list=True))
+    assert reflector.step() == Watching("6")
+    # Read before: the first event (the watch just opened), the second, the end bookmark;
+    # after the end bookmark the collector runs again.
+    assert probe.gc_enabled == [False, False, False, True, True]
+    assert gc.isenabled()
+
+
+def test_a_streaming_list_falls_back_to_a_list_for_good_when_the_server_rejects_it():
     lw = ScriptedListerWatcher(
         lists=[ListPage([pod("a", "1")], "5"), ListPage([pod("a", "1")], "7")],
         watches=[BadRequest("sendInitialEvents is not supported"), Gone("old")],
+        watch_list=True,
     )
-    reflector, store, _ = make(lw, use_watch_list=True)
+    reflector, store, _ = make(lw)
     assert reflector.step() == NeedList()
-    reflector.step()
+    assert reflector.step() == Listing(None, resource_version="0")  # the fallback reads the watch cache
     assert reflector.step() == Watching("5")
-    assert reflector.step() == NeedList(consistent=True)  # after a 410 it stays on paged lists
+    assert reflector.step() == NeedList(consistent=True)  # after a 410 it stays on lists
     assert store.ops[0] == ("replace", ["a"], "5")
 
 
-def test_a_streaming_list_that_ends_before_the_end_bookmark_is_retried():
-    lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("ADDED", pod("a", "3"))])])
-    reflector, store, _ = make(lw, use_watch_list=True)
+def test_a_404_or_403_on_the_streaming_list_lists_this_time_only():
+    lw = ScriptedListerWatcher(lists=[ListPage([], "5")], watches=[NotFound("no such CRD"), Gone("old")], watch_list=True)
+    reflector, _, _ = make(lw)
+    assert reflector.step() == NeedList()  # the list says what is missing, with its hint
+    reflector.step()
+    assert reflector.step() == Watching("5")
+    assert reflector.step() == WatchListing()  # a relist streams again
+
+
+def test_a_server_that_ignores_send_initial_events_is_listed_for_good():
+    # It sends the objects as ADDED events and then a plain bookmark: never the end bookmark.
+    ignoring = ScriptedWatch([WatchEvent("ADDED", pod("a", "3")), bookmark("9")], block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "3")], "9"), ListPage([], "12")],
+                               watches=[ignoring, Gone("old")], watch_list=True)
+    errors: list = []
+    reflector, store, _ = make(lw, on_watch_error=errors.append)
+    assert reflector.step() == NeedList()
+    assert ignoring.closed.is_set()
+    assert store.ops == [] and not reflector.has_synced_once()  # nothing half-listed reached the store
+    assert isinstance(errors[0], StreamingListUnsupported)
+    reflector.step()
+    assert reflector.step() == Watching("9")
+    assert store.ops == [("replace", ["a"], "9")] and reflector.has_synced_once()
+    assert reflector.step() == NeedList(consistent=True)  # after a 410: still lists
+
+
+def test_a_streaming_list_that_ends_before_the_end_bookmark_lists_this_time():
+    lw = ScriptedListerWatcher(lists=[ListPage([], "5")],
+                               watches=[ScriptedWatch([WatchEvent("ADDED", pod("a", "3"))]), Gone("old")],
+                               watch_list=True)
+    reflector, store, _ = make(lw)
+    assert reflector.step() == NeedList()
+    assert store.ops == [] and not reflector.has_synced_once()
+    reflector.step()
+    assert reflector.step() == Watching("5")
+    assert reflector.step() == WatchListing()  # not for good: a relist streams again
+
+
+def test_a_network_error_during_the_initial_events_retries_the_streaming_list():
+    lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("ADDED", pod("a", "3"))], error=ConnectionError("reset"))],
+                               watch_list=True)
+    reflector, store, _ = make(lw)
     state = reflector.step()
     assert isinstance(state, BackingOff) and state.then == WatchListing()
     assert store.ops == []
+
+
+def test_a_silent_streaming_list_without_its_end_bookmark_is_given_up_for_a_list():
+    # A server that ignores sendInitialEvents and sends no bookmarks: the objects, then silence.
+    silent = ScriptedWatch([WatchEvent("ADDED", pod("a", "3"))], block=True)
+    listed_watch = ScriptedWatch(block=True)
+    lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "3")], "9")], watches=[silent, listed_watch], watch_list=True)
+    reflector, store, clock = make(lw, initial_events_timeout=10)
+    with Running(reflector):
+        assert silent.blocking.wait(JOIN)
+        clock.step(9.9)
+        assert not silent.closed.is_set() and not reflector.has_synced_once()
+        clock.step(0.1)  # the initial-events timer ran inside step(): the stream is closed
+        assert silent.closed.is_set()
+        assert listed_watch.blocking.wait(JOIN)  # then a list, and a watch from its resourceVersion
+        assert store.ops == [("replace", ["a"], "9")] and reflector.has_synced_once()
+        assert lw.list_calls()[0]["resource_version"] == "0"
+        assert lw.watch_calls()[1]["resource_version"] == "9"
+
+
+def test_a_long_streaming_list_that_keeps_coming_is_not_cut():
+    watch = GatedWatch(initial=True)
+    lw = ScriptedListerWatcher(watches=[watch], watch_list=True)
+    reflector, store, clock = make(lw, initial_events_timeout=10)
+    with Running(reflector):
+        clock.block_until_timers(2)  # the stall and the initial-events timers
+        clock.step(8)
+        watch.gate.set()
+        assert watch.spoke.wait(JOIN)  # an object at +8 s
+        clock.step(8)  # the timer fires at +10 s, finds the stream spoke 2 s ago: re-armed
+        assert not watch.closed.is_set()
+        watch.finish.set()
+        eventually(lambda: reflector.has_synced_once(), JOIN, what="the end bookmark")
+        assert store.ops == [("replace", ["a"], "11")]
+        assert clock.timer_count() == 1  # only the stall timer is left
 
 
 # --------------------------------------------------------------------------- errors, health, metrics
@@ -516,17 +650,25 @@ def test_a_stalled_watch_is_closed_and_reopened_from_the_same_resource_version()
 
 
 class GatedWatch:
-    """A watch that says one bookmark when the test opens ``gate``, then nothing until closed."""
+    """A watch that says one bookmark when the test opens ``gate``, then nothing until closed.
 
-    def __init__(self) -> None:
+    ``initial``: a streaming list's stream, which says an ADDED object at the gate instead,
+    and its end bookmark once the test sets ``finish``.
+    """
+
+    def __init__(self, *, initial: bool = False) -> None:
+        self.initial = initial
         self.gate = threading.Event()
-        self.spoke = threading.Event()  # set once the reflector has taken the bookmark in
+        self.finish = threading.Event()
+        self.spoke = threading.Event()  # set once the reflector has taken the event in
         self.closed = threading.Event()
 
     def __iter__(self):
         if self.gate.wait(JOIN) and not self.closed.is_set():
-            yield bookmark("11")
-            self.spoke.set()  # the reader asked for more: it has handled the bookmark
+            yield WatchEvent("ADDED", pod("a", "3")) if self.initial else bookmark("11")
+            self.spoke.set()  # the reader asked for more: it has handled the event
+        if self.initial and self.finish.wait(JOIN) and not self.closed.is_set():
+            yield bookmark("11", initial_end=True)
         self.closed.wait(JOIN)
 
     def close(self) -> None:

@@ -110,7 +110,8 @@ def test_syncs_in_pages_and_follows_later_changes(api_server, client):
         client.create(cm(f"c{i:03d}"), "default")
     store = DictStore()
     api_server.clear_requests()
-    with Running(client, store, page_size=100) as reflector:
+    # The list path: use_watch_list=False, and the fallback for servers without streaming lists.
+    with Running(client, store, page_size=100, use_watch_list=False) as reflector:
         store.wait(lambda s: len(s.objects) == 250)
         eventually(lambda: len(requests_of(api_server, watch=False)) >= 1)  # the log lags the answer a little
         lists = requests_of(api_server, watch=False)
@@ -144,7 +145,8 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version_without_relistin
         watches = requests_of(api_server, watch=True)
         assert len(watches) == 2
         assert watches[1].query["resourceVersion"] == rv_before_drop
-        assert len(requests_of(api_server, watch=False)) == 1  # no relist
+        assert "sendInitialEvents" not in watches[1].query
+        assert requests_of(api_server, watch=False) == []  # synced by a streaming list; no relist
         assert reflector.stats.relists == 0 and reflector.stats.restarts >= 1
 
 
@@ -173,7 +175,7 @@ def test_server_errors_back_off_without_a_busy_loop(api_server, client):
     clock = FakeClock()
     store = DictStore()
     api_server.clear_requests()
-    with Running(client, store, clock=clock) as reflector:
+    with Running(client, store, clock=clock, use_watch_list=False) as reflector:
         clock.block_until_waiters(1)  # the first list failed; now it waits on the clock
         assert len(requests_of(api_server, watch=False)) == 1  # logged before it was answered
         first = reflector.state
@@ -195,7 +197,7 @@ def test_throttling_waits_for_retry_after(api_server, client):
     clock = FakeClock()
     store = DictStore()
     api_server.clear_requests()
-    with Running(client, store, clock=clock) as reflector:
+    with Running(client, store, clock=clock, use_watch_list=False) as reflector:
         clock.block_until_waiters(1)
         assert len(requests_of(api_server, watch=False)) == 1  # logged before it was answered
         state = reflector.state
@@ -232,18 +234,55 @@ def test_a_stalled_watch_is_restarted(api_server, client):
         assert reflector.stats.relists == 0
 
 
-def test_a_streaming_list_syncs_without_a_list_request(api_server, client):
+def test_by_default_a_streaming_list_syncs_without_a_list_request(api_server, client):
     for name in ("x", "y"):
         client.create(cm(name), "default")
     store = DictStore()
     api_server.clear_requests()
-    with Running(client, store, use_watch_list=True) as reflector:
+    with Running(client, store) as reflector:
         store.wait(lambda s: s.names() == {"x", "y"})
         assert reflector.has_synced_once() and reflector.stats.lists == 1
         client.create(cm("z"), "default")
         store.wait(lambda s: "z" in s.names())
         assert requests_of(api_server, watch=False) == []
-        assert requests_of(api_server, watch=True)[0].query["sendInitialEvents"] == "true"
+        first = requests_of(api_server, watch=True)[0].query
+        assert first["sendInitialEvents"] == "true" and first["resourceVersionMatch"] == "NotOlderThan"
+        assert first["allowWatchBookmarks"] == "true" and "resourceVersion" not in first
+
+
+class IgnoresInitialEvents(ListWatch):
+    """A server that ignores sendInitialEvents: the watch goes out without it (rv unset: the
+    server sends the current objects as ADDED events, and nothing marks their end)."""
+
+    def watch(self, **kwargs):
+        kwargs["send_initial_events"] = False
+        return super().watch(**kwargs)
+
+
+def test_a_server_that_ignores_send_initial_events_is_listed_instead(api_server, client):
+    for name in ("x", "y"):
+        client.create(cm(name), "default")
+    store = DictStore()
+    errors: list = []
+    api_server.clear_requests()
+    reflector = Reflector(IgnoresInitialEvents(client, namespace="default"), store, name="test/configmaps",
+                          metrics_registry=CollectorRegistry(), initial_events_timeout=0.3,
+                          on_watch_error=errors.append)
+    thread = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
+    thread.start()
+    try:
+        store.wait(lambda s: s.names() == {"x", "y"})
+        assert reflector.has_synced_once()
+        assert store.replaces and len(store.replaces) == 1  # one replace: from the list, never a partial one
+        lists = requests_of(api_server, watch=False)
+        assert len(lists) == 1 and lists[0].query.get("resourceVersion") == "0"
+        assert type(errors[0]).__name__ == "StreamingListUnsupported"
+        client.create(cm("z"), "default")
+        store.wait(lambda s: "z" in s.names())
+    finally:
+        reflector.stop()
+        thread.join(2)
+    assert not thread.is_alive()
 
 
 def test_stop_with_an_open_watch_returns_within_a_second(api_server, client):

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from pyinformers.api import Gone, ServerError, TooManyRequests, WatchEvent
 from pyinformers.api.client import ListPage
-from pyinformers.cache.reflector import Reflector
+from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
 from pyinformers.cache.reflector_states import BackingOff, Watching
 from pyinformers.clock import FakeClock
 from pyinformers.testing import ScriptedWatch
@@ -31,7 +31,12 @@ NAMES = st.sampled_from([f"o{i}" for i in range(6)])
 
 
 class ModelServer:
-    def __init__(self) -> None:
+    """``streams``: it serves streaming lists; otherwise it ignores ``send_initial_events``
+    (a watch with no resourceVersion replays its history, then a plain bookmark), which the
+    reflector must detect and list instead."""
+
+    def __init__(self, *, streams: bool = False) -> None:
+        self.streams = streams
         self.rv = 1
         self.objects: dict[str, dict] = {}
         self.history: list[tuple[int, str, dict]] = []
@@ -39,6 +44,7 @@ class ModelServer:
         self.snapshots: dict[int, list[dict]] = {}
         self.faults: list[str] = []  # consumed by the next list/watch call
         self.gone_answers = 0  # 410s handed out
+        self.list_calls = 0
 
     def _write(self, etype: str, name: str, obj: dict) -> None:
         self.rv += 1
@@ -62,6 +68,7 @@ class ModelServer:
 
     # -- the ListerWatcher protocol ----------------------------------------------------
     def list(self, *, limit=None, continue_=None, resource_version=None, resource_version_match=None):
+        self.list_calls += 1
         fault = self.faults.pop(0) if self.faults and self.faults[0] in ("500", "429") else None
         if fault == "500":
             raise ServerError("injected")
@@ -88,12 +95,18 @@ class ModelServer:
         if fault == "429":
             raise TooManyRequests("injected", retry_after=3.0)
         since = int(resource_version or 0)
-        if since < self.compacted:
-            self.gone_answers += 1
-            raise Gone("too old", reason="Expired")
-        events = [WatchEvent(t, o) for rv, t, o in self.history if rv > since]
-        if allow_bookmarks:
-            events.append(WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(self.rv)}}))
+        if send_initial_events and self.streams:
+            # The current objects, then the bookmark that ends them (no resourceVersion: no 410).
+            events = [WatchEvent("ADDED", self.objects[k]) for k in sorted(self.objects)]
+            end = {"resourceVersion": str(self.rv), "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}}
+            events.append(WatchEvent("BOOKMARK", {"metadata": end}))
+        else:
+            if since < self.compacted:
+                self.gone_answers += 1
+                raise Gone("too old", reason="Expired")
+            events = [WatchEvent(t, o) for rv, t, o in self.history if rv > since]
+            if allow_bookmarks:
+                events.append(WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(self.rv)}}))
         if fault == "cut":
             return ScriptedWatch(events[: len(events) // 2], error=ConnectionResetError("cut"))
         if fault == "gone-event":
@@ -122,9 +135,11 @@ class DictStore:
 
 
 class ReflectorAgainstModel(RuleBasedStateMachine):
+    streams = False  # the server ignores streaming lists: the reflector detects it and lists
+
     def __init__(self) -> None:
         super().__init__()
-        self.server = ModelServer()
+        self.server = ModelServer(streams=self.streams)
         self.store = DictStore()
         self.clock = FakeClock()
         self.reflector = Reflector(
@@ -184,10 +199,18 @@ class ReflectorAgainstModel(RuleBasedStateMachine):
         assert have == want
         stats = self.reflector.stats
         assert stats.relists <= self.server.gone_answers
+        if self.streams:  # a server that streams is never listed, whatever the faults
+            assert self.server.list_calls == 0
         rv = int(self.reflector.last_sync_resource_version() or 0)
         assert rv >= self.last_rv
         self.last_rv = rv
 
 
+class ReflectorAgainstAStreamingModel(ReflectorAgainstModel):
+    streams = True  # the default path: streaming lists, relists included
+
+
 ReflectorAgainstModel.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+ReflectorAgainstAStreamingModel.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
 test_reflector_against_a_model_server = ReflectorAgainstModel.TestCase
+test_reflector_against_a_streaming_model_server = ReflectorAgainstAStreamingModel.TestCase

@@ -100,8 +100,9 @@ def test_the_first_list_reads_the_watch_cache_and_a_relist_after_410_reads_consi
         api_server, api_client, informers):
     seed(api_server, "configmaps", [configmap(f"rv-{i}", namespace="default") for i in range(5)])
     before = len(_lists(api_server))
+    # The list path (use_watch_list=False, and the fallback for servers without streaming lists).
     informer = make_informer(api_client, CONFIGMAPS, namespace="default",
-                             reflector_options={"backoff_initial": 0.02, "backoff_max": 0.2})
+                             reflector_options={"backoff_initial": 0.02, "backoff_max": 0.2, "use_watch_list": False})
     informers.append(informer)
     informer.start()
     assert informer.wait_for_sync(30)

@@ -1,9 +1,12 @@
 """``Reflector``: keep a store in step with one collection of the API server.
 
-A reflector lists a collection (in pages), hands the result to a store with
+A reflector syncs a collection, hands the result to a store with
 ``replace(objects, resource_version)``, then watches from that
 resourceVersion and hands every change to the store (``add``/``update``/
-``delete``). It is written as an explicit state machine, after kube-rs'
+``delete``). By default the sync is a streaming list (a watch with
+``sendInitialEvents``, which goes on as the watch); on the list path
+(``use_watch_list=False``, or a server without streaming lists) it is a list,
+in pages where the server pages it. It is written as an explicit state machine, after kube-rs'
 watcher: every recovery rule is one visible transition of :meth:`Reflector.step`.
 The states themselves, the counters and the store protocol live in
 :mod:`pyinformers.cache.reflector_states`; the Prometheus collector in
@@ -16,9 +19,15 @@ States and transitions::
                    │ a relist after 410 asks a consistent read (no resourceVersion)
                    │ 410 on a continue token: restart with one unpaged, consistent list (Listing(paged=False))
                    │ other error: Backoff(→ the same page)
-    WatchListing (use_watch_list=True): one watch with sendInitialEvents; objects collected until the
-                   bookmark annotated k8s.io/initial-events-end, then replace(); then it goes on as a watch.
-                   A server that rejects the request makes the reflector fall back to NeedList for good.
+    WatchListing (the default; use_watch_list=False skips it): one watch with sendInitialEvents;
+                   objects collected (transformed as they are decoded) until the bookmark annotated
+                   k8s.io/initial-events-end, then replace(); then it goes on as a watch.
+                   400/422/405 (a server without streaming lists): NeedList, and lists for good
+                   a plain bookmark before the end bookmark (the server ignores sendInitialEvents):
+                     NeedList, and lists for good
+                   no end bookmark after initial_events_timeout of silence, or the stream ended
+                     normally before it, or 403/404: NeedList for this sync (a relist streams again)
+                   network error / 5xx during the initial events: Backoff(→ WatchListing)
     Watching(rv) ──open watch from rv, consume events──►
                    normal close after a healthy watch: Watching(last rv)          (re-watch at once)
                    normal close of a watch that was short and empty: Backoff(→ Watching(last rv))
@@ -83,14 +92,21 @@ past a stall finds the watch closed when ``step`` returns. There are three:
 ``run`` cancels all three before it returns, and joins a resync thread that
 is running, so nothing touches the store once ``run`` has returned.
 
-Memory. While a list page is decoded and while the full list is handed to the
-store, the cyclic garbage collector is paused (:func:`~pyinformers.gc_policy.gc_paused`, reference
-counted across threads): it would otherwise re-traverse the growing cache
-over and over, which makes filling a large cache several times slower.
+Memory. A streaming list's objects arrive one per event and are transformed
+as each is decoded (``list_transform``), so a large collection never exists in
+full, managedFields included, at once: what the transform frees is reused by
+the next object. A list answered in one response (``resourceVersion=0``) is
+decoded whole before the transform runs; pages are transformed one by one.
+While a list page is decoded, while a streaming list's initial events arrive,
+and while the full list is handed to the store, the cyclic garbage collector
+is paused (:func:`~pyinformers.gc_policy.gc_paused`, reference counted across
+threads): it would otherwise re-traverse the growing cache over and over,
+which makes filling a large cache several times slower.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -102,7 +118,11 @@ from pyinformers.api.meta import describe
 from pyinformers.api.watch import WatchStream
 from pyinformers.cache.backoff import Backoff
 from pyinformers.cache.reflector_metrics import ReflectorCollector
-from pyinformers.cache.reflector_options import DEFAULT_STALL_TIMEOUT, ReflectorOptions
+from pyinformers.cache.reflector_options import (
+    DEFAULT_INITIAL_EVENTS_TIMEOUT,
+    DEFAULT_STALL_TIMEOUT,
+    ReflectorOptions,
+)
 from pyinformers.cache.reflector_states import (
     BackingOff,
     Listing,
@@ -118,7 +138,14 @@ from pyinformers.clock import REAL_CLOCK, Clock, TimerHandle
 from pyinformers.gc_policy import gc_paused
 from pyinformers.metrics import collector_for, resolve_registry
 
-__all__ = ["Reflector", "INITIAL_EVENTS_END_ANNOTATION", "DEFAULT_STALL_TIMEOUT", "MalformedEvent"]
+__all__ = [
+    "Reflector",
+    "INITIAL_EVENTS_END_ANNOTATION",
+    "DEFAULT_STALL_TIMEOUT",
+    "DEFAULT_INITIAL_EVENTS_TIMEOUT",
+    "MalformedEvent",
+    "StreamingListUnsupported",
+]
 
 log = logging.getLogger("pyinformers.reflector")
 
@@ -155,7 +182,11 @@ class Reflector:
     * ``page_size`` -- items per list page (``limit``); 0 or None lists in one request.
     * ``resync_period`` / ``should_resync`` -- every ``resync_period`` seconds (0: never),
       call ``store.resync()`` if ``should_resync()`` (default: always) says so.
-    * ``use_watch_list`` -- sync with a streaming list (``sendInitialEvents``) instead of a paged one.
+    * ``use_watch_list`` -- sync with a streaming list (``sendInitialEvents``; the default) instead
+      of a list. A lister-watcher whose ``supports_watch_list`` attribute is False (scripted
+      fakes) is always listed.
+    * ``initial_events_timeout`` -- a streaming list silent for this long before its
+      initial-events-end bookmark is given up for a list (see the module doc).
     * ``min_watch_timeout`` / ``max_watch_timeout`` -- each watch asks the server to end it
       after a random number of seconds in this range (spreads reconnects).
     * ``backoff_initial`` / ``backoff_max`` -- the retry delays.
@@ -188,7 +219,8 @@ class Reflector:
         page_size: Optional[int] = 500,
         resync_period: float = 0,
         should_resync: Optional[Callable[[], bool]] = None,
-        use_watch_list: bool = False,
+        use_watch_list: bool = True,
+        initial_events_timeout: float = DEFAULT_INITIAL_EVENTS_TIMEOUT,
         min_watch_timeout: float = 300,
         max_watch_timeout: float = 600,
         backoff_initial: float = 0.8,
@@ -205,7 +237,8 @@ class Reflector:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
         # One validator for the tunables, whether they came as keywords or as ReflectorOptions.
         ReflectorOptions(
-            page_size=page_size, use_watch_list=use_watch_list, min_watch_timeout=min_watch_timeout,
+            page_size=page_size, use_watch_list=use_watch_list, initial_events_timeout=initial_events_timeout,
+            min_watch_timeout=min_watch_timeout,
             max_watch_timeout=max_watch_timeout, backoff_initial=backoff_initial, backoff_max=backoff_max,
             stall_timeout=stall_timeout, on_watch_error=on_watch_error,
         )
@@ -217,7 +250,9 @@ class Reflector:
         self.page_size = page_size or None
         self.resync_period = float(resync_period)
         self._should_resync = should_resync
-        self.use_watch_list = use_watch_list
+        # A lister-watcher that cannot serve streaming lists says so (client-go's fakes do the same).
+        self.use_watch_list = use_watch_list and getattr(lister_watcher, "supports_watch_list", True) is not False
+        self.initial_events_timeout = initial_events_timeout
         self.min_watch_timeout = min_watch_timeout
         self.max_watch_timeout = max_watch_timeout
         self.stall_timeout = stall_timeout
@@ -230,13 +265,18 @@ class Reflector:
         # (and is _cond's lock).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._state: State = WatchListing() if use_watch_list else NeedList()
+        self._state: State = WatchListing() if self.use_watch_list else NeedList()
         self._stream: Optional[WatchStream] = None  # the open watch, closed by stop() / a stall
         self._stopping = False  # set once by stop(); the next step goes to Stopped
         self._stalled = False  # the stall timer closed the open stream for silence
         self._running = False
         # Invariant: armed exactly while _stream is set (and stall_timeout is not None).
         self._stall_timer: Optional[TimerHandle] = None
+        # Streaming lists: armed while the open watch has not sent its initial-events-end bookmark;
+        # _initial_silent is set when it closed the stream for that silence. Both under _lock.
+        self._initial_timer: Optional[TimerHandle] = None
+        self._initial_silent = False
+        self._initial_gc_pause: Optional[contextlib.AbstractContextManager] = None  # stepping thread
         # _timer_lock guards the run() timers (armed while run() runs, None otherwise)
         # and the resync thread: set exactly while one runs (it clears itself as it
         # leaves); _resync_again asks it for one more pass (see _on_resync).
@@ -595,17 +635,98 @@ class Reflector:
                 self._stream = stream
                 self._stalled = False
                 self._arm_stall_timer_locked(stream)
+                if initial is not None:
+                    self._initial_silent = False
+                    self._arm_initial_timer_locked(stream, self.initial_events_timeout)
         if stopped:
             stream.close()
             return Stopped()
         self._watches += 1
+        if initial is not None:
+            # Objects arrive one per event, each decoded while the collection grows: keep the
+            # cyclic collector off it until the initial events are in the store (see gc_policy).
+            self._initial_gc_pause = gc_paused()
+            self._initial_gc_pause.__enter__()
         try:
             return self._consume(stream, resource_version or "", initial, started)
         finally:
             with self._lock:
                 self._stream = None
                 self._cancel_stall_timer_locked()
+                self._cancel_initial_timer_locked()
+            self._end_initial_gc_pause()
             stream.close()
+
+    # -- streaming lists ---------------------------------------------------------------
+    def _arm_initial_timer_locked(self, stream: WatchStream, delay: float) -> None:
+        """Arm the initial-events timer of a streaming list (``_lock`` held)."""
+        self._initial_timer = self._clock.call_later(delay, lambda: self._on_initial_timer(stream))
+
+    def _cancel_initial_timer_locked(self) -> None:
+        timer, self._initial_timer = self._initial_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _on_initial_timer(self, stream: WatchStream) -> None:
+        """Close ``stream`` if it said nothing for ``initial_events_timeout`` before its end bookmark.
+
+        A server that ignores ``sendInitialEvents`` sends the current objects
+        as ADDED events and then nothing that marks their end: without this
+        timer the reflector would wait for the watch to time out (minutes),
+        with the cache unsynced. Silence is measured from the last event, so
+        a long stream that keeps coming is never cut.
+        """
+        timeout = self.initial_events_timeout
+        with self._lock:
+            if self._stream is not stream or self._initial_timer is None or self._last_activity is None:
+                return  # the initial events ended (or the watch did) as this timer fired
+            silent = self._clock.now() - self._last_activity
+            if silent < timeout:
+                self._arm_initial_timer_locked(stream, timeout - silent)
+                return
+            self._initial_silent = True
+            self._initial_timer = None
+        stream.close()
+
+    def _end_initial_gc_pause(self) -> None:
+        pause, self._initial_gc_pause = self._initial_gc_pause, None
+        if pause is not None:
+            pause.__exit__(None, None, None)
+
+    def _finish_streaming_list(self, initial: dict, rv: str) -> None:
+        """The initial-events-end bookmark: hand the collected objects to the store at ``rv``."""
+        with self._lock:
+            self._cancel_initial_timer_locked()
+            if not self._stopping:
+                self._state = Watching(rv)  # the same stream goes on as a watch from rv
+        items = list(initial.values())
+        initial.clear()
+        with gc_paused():
+            self._store.replace(items, rv)
+        del items
+        self._end_initial_gc_pause()
+        self._lists += 1
+        self._list_rv = self._last_rv = rv
+        self._synced = True
+        self._succeeded()
+
+    def _streaming_list_failed(self, reason: str, *, for_good: bool) -> State:
+        """The server did not end a streaming list's initial events: list instead.
+
+        ``for_good`` when the server proved it ignores ``sendInitialEvents``;
+        otherwise only this sync lists (a relist after 410 streams again).
+        The objects collected so far are dropped: the cache never takes a
+        partial initial state, and is not marked synced before the list.
+        """
+        if for_good:
+            self._watch_list_rejected = True
+        self._errors += 1
+        self._notify_error(StreamingListUnsupported(reason))
+        log.warning(
+            "%s: streaming list: %s; listing instead%s (a lister-watcher that cannot stream says so with "
+            "supports_watch_list = False)", self.name, reason, "" if for_good else " this time",
+        )
+        return NeedList()
 
     def _consume(self, stream: WatchStream, rv: str, initial: Optional[dict], started: float) -> State:
         store = self._store
@@ -650,26 +771,24 @@ class Reflector:
                 # An object the store could not key: the stream is not to be trusted from here.
                 return self._malformed(etype, obj, rv, initial, progressed=received > 1)
             if initial is not None:
-                # The initial events of a streaming list: collect, then replace all at once.
-                if etype == "BOOKMARK":
-                    self._bookmarks += 1
-                    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-                    if annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true":
-                        items = list(initial.values())
-                        initial = None
-                        with gc_paused():
-                            store.replace(items, new_rv or rv)
-                        del items
-                        self._lists += 1
-                        self._list_rv = self._last_rv = new_rv or rv
-                        self._synced = True
-                        self._succeeded()
-                elif etype == "DELETED":
-                    initial.pop(_object_key(obj), None)
-                elif etype in ("ADDED", "MODIFIED"):
-                    initial[_object_key(obj)] = obj if self._list_transform is None else self._transform_listed(obj)
+                # The initial events of a streaming list: collect (transformed as decoded, so
+                # what the transform drops is freed at once), then replace all at once. Changes
+                # made after the list's snapshot may come before the end bookmark: apply them.
                 if new_rv:
                     rv = new_rv
+                if etype == "ADDED" or etype == "MODIFIED":
+                    initial[_object_key(obj)] = obj if self._list_transform is None else self._transform_listed(obj)
+                elif etype == "DELETED":
+                    initial.pop(_object_key(obj), None)
+                elif etype == "BOOKMARK":
+                    self._bookmarks += 1
+                    if not _ends_initial_events(obj):
+                        # A server that streams lists sends the end bookmark before any other.
+                        return self._streaming_list_failed(
+                            "a bookmark came before the initial-events-end bookmark (the server ignores "
+                            "sendInitialEvents)", for_good=True)
+                    self._finish_streaming_list(initial, rv)
+                    initial = None
                 continue
             if etype == "MODIFIED":
                 store.update(obj)
@@ -695,8 +814,12 @@ class Reflector:
         if self._stopping:
             return Stopped()
         if initial is not None:
-            # Ended before the initial events were complete: the streaming list failed.
-            return self._fail(ConnectionError("watch ended before the initial events were complete"), WatchListing(), "streaming list")
+            with self._lock:
+                silent, self._initial_silent = self._initial_silent, False
+            if silent:
+                return self._streaming_list_failed(
+                    f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence", for_good=False)
+            return self._streaming_list_failed("the watch ended before the initial-events-end bookmark", for_good=False)
         if stalled:
             self._stalls += 1
             self._restarts += 1
@@ -755,15 +878,33 @@ class Reflector:
         return then
 
     def _reject_watch_list(self, error: ApiError) -> State:
+        """A streaming list refused: a server without them lists from now on; 403/404 list this time.
+
+        A 403 or 404 says nothing about streaming lists (a missing CRD, a
+        missing permission): the list that follows, and the watch after it,
+        report it with their hints (and to ``on_watch_error``, which therefore
+        does not hear of this first refusal).
+        """
+        if isinstance(error, (Forbidden, NotFound)):
+            log.info("%s: streaming list refused (%s); listing this time", self.name, _describe(error))
+            return NeedList()
         self._watch_list_rejected = True
         self._notify_error(error)
-        log.info("%s: the server rejects streaming lists (%s); using paged lists", self.name, _describe(error))
+        log.info("%s: the server refuses streaming lists (%s); listing from now on", self.name, _describe(error))
         return NeedList()
 
 
 def _rejects_watch_list(error: ApiError) -> bool:
-    """Whether an error says the server does not support ``sendInitialEvents`` (not a transient failure)."""
+    """Whether an error refuses the streaming list itself (not a transient failure)."""
     return isinstance(error, (BadRequest, Invalid, Forbidden, NotFound, MethodNotAllowed))
+
+
+def _ends_initial_events(bookmark: Any) -> bool:
+    """Whether a BOOKMARK event's object carries the ``k8s.io/initial-events-end: "true"`` annotation."""
+    try:
+        return bookmark["metadata"]["annotations"][INITIAL_EVENTS_END_ANNOTATION] == "true"
+    except (KeyError, TypeError):
+        return False
 
 
 def _describe(error: BaseException) -> str:
@@ -796,6 +937,13 @@ def _hint(error: BaseException, resource: Any) -> str:
         f" -- the server does not serve {resource.plural} in {resource.api_version}: "
         "is this API version available on this cluster? (kubectl api-resources); retrying"
     )
+
+
+class StreamingListUnsupported(ConnectionError):
+    """A streaming list whose initial events were never marked as ended (given to ``on_watch_error``).
+
+    The reflector lists instead; see :meth:`Reflector._streaming_list_failed`.
+    """
 
 
 class MalformedEvent(ValueError):

@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
-__all__ = ["ReflectorOptions", "DEFAULT_STALL_TIMEOUT"]
+__all__ = ["ReflectorOptions", "DEFAULT_STALL_TIMEOUT", "DEFAULT_INITIAL_EVENTS_TIMEOUT"]
 
 #: Seconds without any event (bookmarks included) after which a watch counts as stalled
 #: and is re-opened from the last resourceVersion. Real servers bookmark an idle watch
@@ -26,6 +26,13 @@ __all__ = ["ReflectorOptions", "DEFAULT_STALL_TIMEOUT"]
 #: healthy watch and recovers a stalled one within about two and a half minutes. A false
 #: alarm costs one re-watch (see docs/operations.rst).
 DEFAULT_STALL_TIMEOUT = 150.0
+
+#: Seconds a streaming list may stay silent before its initial-events-end bookmark. A
+#: server that streams lists sends the bookmark right after the last initial object (the
+#: recorded kube-apiserver: at once), and it waits at most about 3 s for its watch cache to
+#: be fresh before the first one; a server that ignores ``sendInitialEvents`` never sends
+#: it. Past this silence the reflector lists instead (client-go warns at the same 10 s).
+DEFAULT_INITIAL_EVENTS_TIMEOUT = 10.0
 
 
 def _number(name: str, value: Any, *, minimum: float = 0.0, allow_zero: bool = False) -> None:
@@ -41,8 +48,17 @@ class ReflectorOptions:
     """How a Reflector lists, watches and retries (see :class:`~pyinformers.cache.reflector.Reflector`).
 
     :param page_size: items per list page (``limit``); 0 or None lists in one request.
-    :param use_watch_list: sync with a streaming list (``sendInitialEvents``)
-        instead of a paged one; falls back to paged lists if the server refuses.
+    :param use_watch_list: sync with a streaming list (a watch with
+        ``sendInitialEvents=true``; the default, as in client-go since 1.35):
+        objects arrive one per event and are transformed as they are decoded,
+        so a large collection never exists in full, managedFields included,
+        at once. False syncs with a list (``resourceVersion=0``, which the API
+        server answers in one response from its watch cache). A server that
+        refuses or ignores streaming lists makes the reflector list instead.
+    :param initial_events_timeout: seconds a streaming list may stay silent
+        before the bookmark that ends its initial events; past that, the
+        server is taken not to send it, and the reflector lists instead
+        (default :data:`DEFAULT_INITIAL_EVENTS_TIMEOUT`, 10 s).
     :param min_watch_timeout: each watch asks the server to end it after a
         random number of seconds between this ...
     :param max_watch_timeout: ... and this (spreads reconnects).
@@ -57,7 +73,8 @@ class ReflectorOptions:
     """
 
     page_size: Optional[int] = 500
-    use_watch_list: bool = False
+    use_watch_list: bool = True
+    initial_events_timeout: float = DEFAULT_INITIAL_EVENTS_TIMEOUT
     min_watch_timeout: float = 300
     max_watch_timeout: float = 600
     backoff_initial: float = 0.8
@@ -73,6 +90,7 @@ class ReflectorOptions:
                 raise ValueError(f"ReflectorOptions.page_size must be >= 0, got {self.page_size}")
         if not isinstance(self.use_watch_list, bool):
             raise TypeError(f"ReflectorOptions.use_watch_list must be a bool, got {self.use_watch_list!r}")
+        _number("initial_events_timeout", self.initial_events_timeout)
         _number("min_watch_timeout", self.min_watch_timeout)
         _number("max_watch_timeout", self.max_watch_timeout)
         if self.min_watch_timeout > self.max_watch_timeout:

@@ -30,6 +30,7 @@ from pyinformers.api import meta
 from pyinformers.api.client import ListPage
 from pyinformers.api.errors import Gone
 from pyinformers.api.watch import WatchEvent
+from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION
 
 __all__ = ["FakeListerWatcher", "ScriptedListerWatcher", "ScriptedWatch"]
 
@@ -111,11 +112,21 @@ class ScriptedListerWatcher:
 
     An empty queue fails the call with ``AssertionError`` (the test did not
     script that far).
+
+    A reflector lists it unless ``watch_list=True``: the first ``watch()``
+    then is a streaming list (``send_initial_events=True``), and its script
+    must end the initial events with a bookmark annotated
+    ``k8s.io/initial-events-end`` (what :attr:`supports_watch_list` tells the
+    reflector; client-go's fake clients opt out the same way).
     """
 
-    def __init__(self, lists: Iterable[Answer] = (), watches: Iterable[Answer] = ()) -> None:
+    def __init__(
+        self, lists: Iterable[Answer] = (), watches: Iterable[Answer] = (), *, watch_list: bool = False
+    ) -> None:
         self.lists: deque[Answer] = deque(lists)
         self.watches: deque[Answer] = deque(watches)
+        #: whether a reflector may sync with a streaming list (see the class doc)
+        self.supports_watch_list = watch_list
         #: every call, in order: ``("list" | "watch", keyword arguments)``
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
@@ -154,10 +165,17 @@ class FakeListerWatcher:
 
     ``objects`` maps keys to the stored objects; ``lists`` counts ``list()``
     calls; ``streams`` holds every watch opened, oldest first.
+
+    A reflector lists it unless ``watch_list=True``: then a watch asked with
+    ``send_initial_events`` first sends every stored object as ``ADDED`` and
+    the bookmark annotated ``k8s.io/initial-events-end`` at the current
+    resourceVersion, as kube-apiserver does.
     Thread-safe: one lock guards the collection and the streams.
     """
 
-    def __init__(self, objects: Iterable[dict] = ()) -> None:
+    def __init__(self, objects: Iterable[dict] = (), *, watch_list: bool = False) -> None:
+        #: whether a reflector may sync with a streaming list (see the class doc)
+        self.supports_watch_list = watch_list
         self._cond = threading.Condition()
         self.objects: dict[str, dict] = {meta.object_key(obj): obj for obj in objects}
         self.resource_version = max((int(meta.resource_version(o) or 0) for o in self.objects.values()), default=0) + 1
@@ -176,6 +194,11 @@ class FakeListerWatcher:
         with self._cond:
             self.calls.append(("watch", kwargs))
             stream = ScriptedWatch(block=True)
+            if self.supports_watch_list and kwargs.get("send_initial_events"):
+                for obj in self.objects.values():
+                    stream.push(WatchEvent("ADDED", dict(obj)))
+                end = {"resourceVersion": str(self.resource_version), "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}}
+                stream.push(WatchEvent("BOOKMARK", {"metadata": end}))
             self.streams.append(stream)
             self._cond.notify_all()
             return stream
