@@ -6,15 +6,22 @@ child process, so it starts from a clean heap and its peak RSS is its own:
 
 * the baseline: ``CoreV1Api().list_namespaced_pod`` returning typed
   ``V1Pod`` models (one request, as most code calls it), 10,000 Pods;
-* a pyinformers ``SharedIndexInformer``, from start until
-  ``has_synced()``: 10,000 Pods with the factory's default transform (drop
-  managedFields) and without it, and 100,000 Pods with the default;
-* the same 100,000 with the cyclic GC left running during the fill (the
-  reflector's and the informer's GC pause disabled), to show what the pause
-  buys; and, after the sync, how long a full ``gc.collect()`` takes with
-  and without ``gc.freeze()``.
+* a pyinformers ``SharedIndexInformer`` with the library's defaults, from
+  start until ``has_synced()``: a streaming list (a watch with
+  ``sendInitialEvents``), each object transformed (managedFields dropped) as
+  it is decoded; at 10,000 and 100,000 Pods, and at 10,000 without the
+  transform;
+* the list path at 10,000 and 100,000 (``use_watch_list=False``, also the
+  fallback for servers without streaming lists): ``resourceVersion=0``,
+  which the server answers from its watch cache in one response;
+* the default at 100,000 with the cyclic GC left running during the fill
+  (the reflector's and the informer's GC pause disabled), to show what the
+  pause buys; and, after the sync, how long a full ``gc.collect()`` takes
+  with and without ``gc.freeze()``.
 
-Memory per cached object is the deep size of what the cache (or the typed
+RSS is the growth of the child's RSS over the sync, measured after it (the
+cache held, the informer running); the peak is ``ru_maxrss`` over the same
+baseline. Memory per cached object is the deep size of what the cache (or the typed
 list) holds, counting every reachable object once (strings shared between
 objects are counted once, which is what they cost). The typed baseline runs
 at 10,000 only: at 100,000 it would need ~7 GB and minutes; its per-object
@@ -41,7 +48,8 @@ RESULTS = Path(__file__).resolve().parent / "report" / "results"
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 SMALL, LARGE = 10_000, 100_000
 NS_SMALL, NS_LARGE = "sync-10k", "sync-100k"
-SMALL_PAGE, LARGE_PAGE = 500, 500  # the informer's default page size
+DEFAULT_LABEL = "pyinformers informer, defaults (streaming list, drop managedFields)"
+RV0_LABEL = "pyinformers informer, list resourceVersion=0 (one response)"
 
 
 # --------------------------------------------------------------------------- measuring memory
@@ -67,19 +75,23 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # KB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6  # KiB on Linux
 
 
 # --------------------------------------------------------------------------- one measurement, in a child process
-def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: int, page_size: int) -> None:
-    from kubernetes import config
+def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: int, options: dict) -> None:
+    from kubernetes import client, config
+
+    from pyinformers.api.client import ResourceClient
+    from pyinformers.api.listwatch import ListWatch
+    from pyinformers.cache import SharedIndexInformer, drop_managed_fields
+    from pyinformers.resources import PODS
 
     api_client = config.new_client_from_config_dict(kubeconfig)
     result: dict[str, Any] = {}
+    # The baseline after the imports: what the libraries cost is the same for any cache size.
     before = _rss_mb()
     if variant == "typed":
-        from kubernetes import client
-
         api = client.CoreV1Api(api_client)
         started, cpu_started = time.perf_counter(), time.process_time()
         pods = api.list_namespaced_pod(namespace).items
@@ -90,11 +102,6 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
         gc.collect()
         result["final_growth_mb"] = _rss_mb() - before
     else:
-        from pyinformers.api.client import ResourceClient
-        from pyinformers.api.listwatch import ListWatch
-        from pyinformers.cache import SharedIndexInformer, drop_managed_fields
-        from pyinformers.resources import PODS
-
         if variant == "gc-running":
             import pyinformers.cache.reflector as reflector_module
 
@@ -105,7 +112,7 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
             transform=None if variant == "keep-managed-fields" else drop_managed_fields,
             pause_gc_during_sync=variant != "gc-running",
             metrics_registry=False,
-            reflector_options={"page_size": page_size},
+            reflector_options=options,
         )
         started, cpu_started = time.perf_counter(), time.process_time()
         informer.start()
@@ -136,10 +143,10 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
     conn.send(result)
 
 
-def _run(kubeconfig: dict, namespace: str, variant: str, count: int, page_size: int) -> dict:
+def _run(kubeconfig: dict, namespace: str, variant: str, count: int, options: dict) -> dict:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=_measure, args=(child, kubeconfig, namespace, variant, count, page_size),
+    process = ctx.Process(target=_measure, args=(child, kubeconfig, namespace, variant, count, options),
                           daemon=True)
     process.start()
     if not parent.poll(900):
@@ -150,8 +157,12 @@ def _run(kubeconfig: dict, namespace: str, variant: str, count: int, page_size: 
     return result
 
 
-def server_ceiling(kubeconfig: dict, namespace: str, page_size: int) -> float:
-    """Seconds to fetch every page as raw bytes (nothing decoded): what the server alone costs."""
+def server_ceiling(kubeconfig: dict, namespace: str) -> float:
+    """Seconds to read a streaming list as raw bytes, up to its end bookmark (nothing decoded).
+
+    What the server alone costs for the default sync: the informer cannot be
+    faster than this on the same machine.
+    """
     import urllib3
     from kubernetes import config
 
@@ -159,21 +170,18 @@ def server_ceiling(kubeconfig: dict, namespace: str, page_size: int) -> float:
     host = api_client.configuration.host
     api_client.close()
     http = urllib3.PoolManager()
+    marker = b"k8s.io/initial-events-end"
+    url = (f"{host}/api/v1/namespaces/{namespace}/pods?watch=true&sendInitialEvents=true"
+           "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=600")
     started = time.perf_counter()
-    token = ""
-    while True:
-        url = f"{host}/api/v1/namespaces/{namespace}/pods?limit={page_size}"
-        if token:
-            url += f"&continue={token}"
-        body = http.request("GET", url, retries=False).data
-        # The continue token sits in the list metadata, before the items: a cheap search.
-        head = body[:400]
-        start = head.find(b'"continue":"')
-        if start < 0:
+    response = http.request("GET", url, retries=False, preload_content=False)
+    tail = b""
+    for chunk in response.stream(1 << 16):
+        if marker in tail + chunk:
             break
-        start += len(b'"continue":"')
-        token = head[start:head.index(b'"', start)].decode()
+        tail = chunk[-len(marker):]
     elapsed = time.perf_counter() - started
+    response.release_conn()
     http.clear()
     return elapsed
 
@@ -186,24 +194,27 @@ def main() -> None:
     with ServerProcess(plan) as server:
         print(f"server seeded with {SMALL + LARGE:,} Pods in {time.perf_counter() - started:.1f}s "
               "(each measurement below runs in a fresh process)", flush=True)
+        default: dict = {}  # the library's defaults: a streaming list (watch with sendInitialEvents)
+        rv0 = {"use_watch_list": False}  # the list fallback: resourceVersion=0, one response
         runs = [
-            ("official list_namespaced_pod, typed V1Pod", NS_SMALL, "typed", SMALL, 0),
-            ("pyinformers informer, default (drop managedFields)", NS_SMALL, "default", SMALL, SMALL_PAGE),
-            ("pyinformers informer, managedFields kept", NS_SMALL, "keep-managed-fields", SMALL, SMALL_PAGE),
-            ("pyinformers informer, default (drop managedFields)", NS_LARGE, "default", LARGE, LARGE_PAGE),
-            ("pyinformers informer, default, GC running during the fill", NS_LARGE, "gc-running", LARGE,
-             LARGE_PAGE),
+            ("official list_namespaced_pod, typed V1Pod", NS_SMALL, "typed", SMALL, default),
+            (DEFAULT_LABEL, NS_SMALL, "default", SMALL, default),
+            (RV0_LABEL, NS_SMALL, "default", SMALL, rv0),
+            ("pyinformers informer, managedFields kept", NS_SMALL, "keep-managed-fields", SMALL, default),
+            (DEFAULT_LABEL, NS_LARGE, "default", LARGE, default),
+            (RV0_LABEL, NS_LARGE, "default", LARGE, rv0),
+            ("pyinformers informer, default, GC running during the fill", NS_LARGE, "gc-running", LARGE, default),
         ]
         if QUICK:  # BENCH_QUICK=1: the 10,000-Pod runs only
             runs = [run for run in runs if run[3] == SMALL]
         results = []
-        for label, namespace, variant, count, page_size in runs:
-            result = _run(server.kubeconfig, namespace, variant, count, page_size)
+        for label, namespace, variant, count, options in runs:
+            result = _run(server.kubeconfig, namespace, variant, count, options)
             results.append((label, count, result))
             print(f"  measured {label} ({count:,}): {result['seconds']:.2f}s", flush=True)
-        ceilings = {SMALL: server_ceiling(server.kubeconfig, NS_SMALL, SMALL_PAGE)}
+        ceilings = {SMALL: server_ceiling(server.kubeconfig, NS_SMALL)}
         if not QUICK:
-            ceilings[LARGE] = server_ceiling(server.kubeconfig, NS_LARGE, LARGE_PAGE)
+            ceilings[LARGE] = server_ceiling(server.kubeconfig, NS_LARGE)
     typed = results[0][2]
     typed_rate = SMALL / typed["seconds"]
     typed_cpu_rate = SMALL / typed["cpu_seconds"]
@@ -229,19 +240,21 @@ def main() -> None:
               f"{result['cpu_seconds']:>6.2f}  {cpu_rate / typed_cpu_rate:>6.1f}x  "
               f"{result['bytes_per_object']:>10,.0f}  {result['bytes_per_object'] / typed_bytes:>6.2f}x  "
               f"{rss_kb:>10.1f}  {peak_ratio:>9.2f}x")
-    large = results[3][2] if not QUICK else {}
-    gc_running = results[4][2] if not QUICK else {}
+    by_run = {(label, count): result for label, count, result in results}
+    large = by_run.get((DEFAULT_LABEL, LARGE), {})
+    gc_running = by_run.get(("pyinformers informer, default, GC running during the fill", LARGE), {})
     if not QUICK:
         print()
         print(f"GC pause during the fill: 100,000 Pods sync in {large['seconds']:.1f}s with it, "
               f"{gc_running['seconds']:.1f}s without ({gc_running['seconds'] / large['seconds']:.1f}x slower).")
         print(f"After the sync ({large['tracked_objects']:,} GC-tracked objects): a full gc.collect() takes "
               f"{large['collect_seconds'] * 1000:.0f} ms; after gc.freeze() {large['collect_frozen_seconds'] * 1000:.0f} ms.")
-    for count, page in ((SMALL, SMALL_PAGE), (LARGE, LARGE_PAGE))[: len(ceilings)]:
-        print(f"Server ceiling, {count:,} Pods in pages of {page:,} fetched as raw bytes (nothing decoded): "
-              f"{ceilings[count]:.2f}s = {count / ceilings[count]:,.0f} objects/s.")
-    print("The test server sorts a collection once per list (later pages are a slice of that snapshot), "
-          f"so every run uses the informer's default page size ({SMALL_PAGE:,}).")
+    for count in (SMALL, LARGE)[: len(ceilings)]:
+        print(f"Server ceiling, a streaming list of {count:,} Pods read as raw bytes up to its end bookmark "
+              f"(nothing decoded): {ceilings[count]:.2f}s = {count / ceilings[count]:,.0f} objects/s.")
+    print("Defaults: a streaming list (watch with sendInitialEvents), each object transformed as it is decoded.")
+    print("List resourceVersion=0: the list path (use_watch_list=False, and the fallback for servers without")
+    print("streaming lists); the server answers it from its watch cache in one response, whatever the limit.")
     print("CPU s: process CPU time of the sync, all threads (robust on a loaded machine); its x typed compares")
     print("objects per CPU-second.")
     print("live B/obj: deep size of the cached objects (typed: the V1Pod models) per object.")

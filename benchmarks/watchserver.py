@@ -11,8 +11,11 @@ server does no work per request beyond writing bytes it built at start-up:
   every ``MODIFIED`` event after the requested resourceVersion as fast as
   the socket takes them (chunks of about 64 KB of whole lines), and then
   keeps the stream open, silent, until the harness re-arms the gate;
-  ``sendInitialEvents=true`` first streams the list as ``ADDED`` events and
-  the ``k8s.io/initial-events-end`` bookmark;
+  ``sendInitialEvents=true`` (a streaming list, how pyinformers and client-go
+  sync by default) first streams the namespace's Pods as ``ADDED`` events,
+  then a ``BOOKMARK`` at ``list_rv`` annotated ``k8s.io/initial-events-end:
+  "true"``, as kube-apiserver does (all pre-framed, before the gate), and
+  then goes on like a watch from ``list_rv``;
 * with a ``pace`` (events per second) a namespace's events are written one
   per chunk at that rate instead, each stamped with the wall time it was
   sent (``metadata.annotations["bench/sent"]``), for latency measurements;
@@ -75,6 +78,11 @@ class Namespace:
         self.last_rv = str(self.list_rv + events) if events else str(self.list_rv)
         self.last_key = f"{name}/{names[(events - 1) % pods]}" if events and pods else ""
         self.chunks = _frame(self.lines)
+        # A streaming list: every Pod as ADDED, then the bookmark that ends the initial events.
+        end = {"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {
+            "resourceVersion": str(self.list_rv), "annotations": {"k8s.io/initial-events-end": "true"}}}}
+        self.initial_chunks = _frame([b'{"type":"ADDED","object":' + item + b"}\n" for item in self.items]
+                                     + [orjson.dumps(end) + b"\n"])
 
     def info(self) -> dict:
         return {"list_rv": str(self.list_rv), "last_rv": self.last_rv, "last_key": self.last_key,
@@ -229,11 +237,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             rv = int(query.get("resourceVersion") or 0)
             if query.get("sendInitialEvents") == "true":
-                for item in ns.items:
-                    write(_chunk(b'{"type":"ADDED","object":' + item + b"}\n"))
-                bookmark = {"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {
-                    "resourceVersion": str(ns.list_rv), "annotations": {"k8s.io/initial-events-end": "true"}}}}
-                write(_chunk(orjson.dumps(bookmark) + b"\n"))
+                for chunk in ns.initial_chunks:
+                    write(chunk)
                 self.wfile.flush()
                 rv = ns.list_rv
             with state.cond:  # the gate
