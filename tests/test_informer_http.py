@@ -20,50 +20,41 @@ from test_informer_support import (
 pytestmark = pytest.mark.timeout(90)
 
 
-def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, informers):
+def _sync_2000(api_server, api_client, informers, **reflector_options):
+    """An informer synced over 2,000 ConfigMaps, each announced once as an initial add; its requests."""
     seed(api_server, "configmaps", [configmap(f"cm-{i:04d}", data=str(i)) for i in range(2000)])
     api_server.clear_requests()
-    # The list path (use_watch_list=False, and the fallback for servers without streaming lists).
-    informer = make_informer(api_client, CONFIGMAPS, reflector_options={"page_size": 100, "use_watch_list": False})
+    informer = make_informer(api_client, CONFIGMAPS, reflector_options=reflector_options)
     informers.append(informer)
     log = EventLog()
     registration = informer.add_event_handler(log)
     informer.start()
     assert informer.wait_for_sync(30)
     assert registration.has_synced()
-
     assert versions(informer.indexer.list()) == versions(api_server.objects("configmaps"))
     calls = log.snapshot()
     assert len(calls) == 2000 and all(c[0] == "add" and c[3] is True for c in calls)
-    lists = [r for r in api_server.requests if r.method == "GET" and "watch" not in r.query
-             and r.path.endswith("/configmaps")]
+    assert informer.last_sync_resource_version() == api_server.resource_version
+    assert informer.lister.get("cm-0042", namespace="default")["data"] == {"data": "42"}
+    return [r for r in api_server.requests if r.method == "GET" and r.path.endswith("/configmaps")]
+
+
+def test_initial_sync_of_2000_objects_in_pages_of_100(api_server, api_client, informers):
+    # The list path (use_watch_list=False, and the fallback for servers without streaming lists).
+    requests = _sync_2000(api_server, api_client, informers, page_size=100, use_watch_list=False)
+    lists = [r for r in requests if "watch" not in r.query]
     # The first list asks resourceVersion=0: the server answers from its watch cache, which (like
     # a real kube-apiserver's) ignores the limit. Had it paged, later pages would carry only
     # their continue token.
     assert lists[0].query.get("resourceVersion") == "0", [r.query for r in lists]
     assert all(r.query.get("limit") == "100" for r in lists)
     assert all("continue" in r.query and "resourceVersion" not in r.query for r in lists[1:])
-    assert informer.last_sync_resource_version() == api_server.resource_version
-    assert informer.lister.get("cm-0042", namespace="default")["data"] == {"data": "42"}
 
 
 def test_by_default_the_initial_sync_is_a_streaming_list(api_server, api_client, informers):
-    seed(api_server, "configmaps", [configmap(f"cm-{i:04d}", data=str(i)) for i in range(2000)])
-    api_server.clear_requests()
-    informer = make_informer(api_client, CONFIGMAPS)
-    informers.append(informer)
-    log = EventLog()
-    registration = informer.add_event_handler(log)
-    informer.start()
-    assert informer.wait_for_sync(30)
-    assert registration.has_synced()
-    assert versions(informer.indexer.list()) == versions(api_server.objects("configmaps"))
-    calls = log.snapshot()
-    assert len(calls) == 2000 and all(c[0] == "add" and c[3] is True for c in calls)
-    requests = [r for r in api_server.requests if r.method == "GET" and r.path.endswith("/configmaps")]
+    requests = _sync_2000(api_server, api_client, informers)
     assert requests[0].query.get("watch") == "true" and requests[0].query.get("sendInitialEvents") == "true"
     assert all(r.query.get("watch") == "true" for r in requests)  # no list request at all
-    assert informer.last_sync_resource_version() == api_server.resource_version
 
 
 def test_changes_after_sync_reach_every_handler_in_order_per_key(api_server, api_client, informers):
