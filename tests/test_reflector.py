@@ -379,7 +379,7 @@ def test_a_404_or_403_on_the_streaming_list_lists_this_time_only():
     assert reflector.step() == WatchListing()  # a relist streams again
 
 
-def test_a_server_that_ignores_send_initial_events_is_listed_for_good():
+def test_a_server_that_ignores_send_initial_events_is_listed_this_time():
     # It sends the objects as ADDED events and then a plain bookmark: never the end bookmark.
     ignoring = ScriptedWatch([WatchEvent("ADDED", pod("a", "3")), bookmark("9")], block=True)
     lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "3")], "9"), ListPage([], "12")],
@@ -393,7 +393,7 @@ def test_a_server_that_ignores_send_initial_events_is_listed_for_good():
     reflector.step()
     assert reflector.step() == Watching("9")
     assert store.ops == [("replace", ["a"], "9")] and reflector.has_synced_once()
-    assert reflector.step() == NeedList(consistent=True)  # after a 410: still lists
+    assert reflector.step() == WatchListing()  # after a 410 it tries a streaming list again
 
 
 def test_a_streaming_list_that_ends_before_the_end_bookmark_lists_this_time():
@@ -406,6 +406,16 @@ def test_a_streaming_list_that_ends_before_the_end_bookmark_lists_this_time():
     reflector.step()
     assert reflector.step() == Watching("5")
     assert reflector.step() == WatchListing()  # not for good: a relist streams again
+
+
+def test_a_410_to_a_streaming_list_lists_this_time_instead_of_relisting_in_a_loop():
+    # A streaming list asks no resourceVersion: a server that answers 410 to it does not stream.
+    lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "3")], "5")], watches=[Gone("old")], watch_list=True)
+    reflector, store, _ = make(lw)
+    assert reflector.step() == NeedList()
+    reflector.step()
+    assert reflector.step() == Watching("5")
+    assert store.ops == [("replace", ["a"], "5")] and reflector.stats.relists == 0
 
 
 def test_a_network_error_during_the_initial_events_retries_the_streaming_list():

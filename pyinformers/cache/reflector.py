@@ -23,10 +23,10 @@ States and transitions::
                    objects collected (transformed as they are decoded) until the bookmark annotated
                    k8s.io/initial-events-end, then replace(); then it goes on as a watch.
                    400/422/405 (a server without streaming lists): NeedList, and lists for good
-                   a plain bookmark before the end bookmark (the server ignores sendInitialEvents):
-                     NeedList, and lists for good
-                   no end bookmark after initial_events_timeout of silence, or the stream ended
-                     normally before it, or 403/404: NeedList for this sync (a relist streams again)
+                   the initial events not ended (the server ignores sendInitialEvents): a plain
+                     bookmark before the end bookmark, initial_events_timeout of silence before it,
+                     or the stream ended normally before it; a 410 to the request; or 403/404:
+                     NeedList for this sync (a relist after 410 streams again)
                    network error / 5xx during the initial events: Backoff(→ WatchListing)
     Watching(rv) ──open watch from rv, consume events──►
                    normal close after a healthy watch: Watching(last rv)          (re-watch at once)
@@ -620,6 +620,8 @@ class Reflector:
                 send_initial_events=initial is not None,
             )
         except Gone as error:
+            if initial is not None:  # a 410 to a request with no resourceVersion: not a streaming server
+                return self._streaming_list_failed(f"the server answered 410 ({_describe(error)})")
             return self._relist(error)
         except ApiError as error:
             if initial is not None and _rejects_watch_list(error):
@@ -710,21 +712,20 @@ class Reflector:
         self._synced = True
         self._succeeded()
 
-    def _streaming_list_failed(self, reason: str, *, for_good: bool) -> State:
-        """The server did not end a streaming list's initial events: list instead.
+    def _streaming_list_failed(self, reason: str) -> State:
+        """The server did not end a streaming list's initial events: list this time.
 
-        ``for_good`` when the server proved it ignores ``sendInitialEvents``;
-        otherwise only this sync lists (a relist after 410 streams again).
-        The objects collected so far are dropped: the cache never takes a
-        partial initial state, and is not marked synced before the list.
+        Only this sync lists: a relist after 410 streams again (as client-go
+        falls back for one round only), so a misjudged server costs one list,
+        never a process's memory for good; relists are rare. The objects
+        collected so far are dropped: the cache never takes a partial initial
+        state, and is not marked synced before the list.
         """
-        if for_good:
-            self._watch_list_rejected = True
         self._errors += 1
         self._notify_error(StreamingListUnsupported(reason))
         log.warning(
-            "%s: streaming list: %s; listing instead%s (a lister-watcher that cannot stream says so with "
-            "supports_watch_list = False)", self.name, reason, "" if for_good else " this time",
+            "%s: streaming list: %s; listing instead this time (a lister-watcher that cannot stream says "
+            "so with supports_watch_list = False)", self.name, reason,
         )
         return NeedList()
 
@@ -786,7 +787,7 @@ class Reflector:
                         # A server that streams lists sends the end bookmark before any other.
                         return self._streaming_list_failed(
                             "a bookmark came before the initial-events-end bookmark (the server ignores "
-                            "sendInitialEvents)", for_good=True)
+                            "sendInitialEvents)")
                     self._finish_streaming_list(initial, rv)
                     initial = None
                 continue
@@ -818,8 +819,8 @@ class Reflector:
                 silent, self._initial_silent = self._initial_silent, False
             if silent:
                 return self._streaming_list_failed(
-                    f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence", for_good=False)
-            return self._streaming_list_failed("the watch ended before the initial-events-end bookmark", for_good=False)
+                    f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence")
+            return self._streaming_list_failed("the watch ended before the initial-events-end bookmark")
         if stalled:
             self._stalls += 1
             self._restarts += 1
