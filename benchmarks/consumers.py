@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
 import sys
 import threading
@@ -74,6 +75,16 @@ class GCWatch:
                 self.max_pause = pause
 
 
+def context_switches() -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of the process so far, all threads.
+
+    Voluntary switches count the times a thread blocked (a wake-up of another thread
+    follows each hand-off): they measure the hand-offs per event whatever the load.
+    """
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw, usage.ru_nivcsw
+
+
 def release_gate(server: str) -> None:
     request = urllib.request.Request(f"{server}/_bench/go", data=b"", method="POST")
     with urllib.request.urlopen(request, timeout=30) as response:
@@ -101,6 +112,8 @@ class Timing:
         self.result["rss_synced_kb"] = rss_kb()
         self.result["peak_rss_synced_kb"] = peak_rss_kb()
         self.gc.armed = True
+        self._switches0 = context_switches()
+        self._times0 = os.times()
         self._cpu0 = time.process_time()
         self._wall0 = time.perf_counter()
         release_gate(server)
@@ -108,6 +121,11 @@ class Timing:
     def finished(self) -> None:
         self.result["wall"] = time.perf_counter() - self._wall0
         self.result["cpu"] = time.process_time() - self._cpu0
+        times = os.times()
+        self.result["cpu_user"] = times.user - self._times0.user
+        self.result["cpu_system"] = times.system - self._times0.system
+        voluntary, involuntary = context_switches()
+        self.result["context_switches"] = [voluntary - self._switches0[0], involuntary - self._switches0[1]]
         self.gc.armed = False
         self.result["gc_collections"] = list(self.gc.collections)
         self.result["gc_max_pause_ms"] = self.gc.max_pause * 1000
