@@ -29,6 +29,8 @@ from pyinformers.api.transport import release, shutdown_reader
 __all__ = ["WatchEvent", "WatchEventType", "WatchStream"]
 
 _READ_SIZE = 64 * 1024
+# First bytes of a line that may be blank (whitespace only): such lines are skipped.
+_BLANK = frozenset(b" \t\r\n\x0b\x0c")
 
 
 class WatchEventType:
@@ -148,29 +150,37 @@ class WatchStream:
             for chunk in self._chunks():
                 if self._closed:
                     return
-                if b"\n" not in chunk:
+                end = chunk.find(b"\n")
+                if end < 0:
                     pending += chunk
                     continue
                 if pending:
                     chunk = pending + chunk
-                lines = chunk.split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if not line or line.isspace():
-                        continue
-                    raw = loads(line)
-                    etype = raw["type"]
-                    obj = raw["object"]
-                    if etype == "ERROR":
-                        code = obj.get("code", 0) if isinstance(obj, dict) else 0
-                        raise error_from_status(obj if isinstance(obj, dict) else None, code or 0)
-                    if kind is not None and "kind" not in obj:
-                        obj["kind"] = kind
-                        obj["apiVersion"] = api_version
-                    self._events += 1
-                    yield WatchEvent(etype, obj)
-                    if self._closed:
-                        return
+                    end = chunk.find(b"\n", len(pending))
+                # Lines are found with find() (memchr) and decoded from a memoryview of the
+                # chunk: no split() scan and no copy of each line.
+                view = memoryview(chunk)
+                find = chunk.find
+                start = 0
+                while end >= 0:
+                    if end > start and not (chunk[start] in _BLANK and chunk[start:end].isspace()):
+                        raw = loads(view[start:end])
+                        etype = raw["type"]
+                        obj = raw["object"]
+                        if etype == "ERROR":
+                            code = obj.get("code", 0) if isinstance(obj, dict) else 0
+                            raise error_from_status(obj if isinstance(obj, dict) else None, code or 0)
+                        if kind is not None and "kind" not in obj:
+                            obj["kind"] = kind
+                            obj["apiVersion"] = api_version
+                        self._events += 1
+                        yield WatchEvent(etype, obj)
+                        if self._closed:
+                            return
+                    start = end + 1
+                    end = find(b"\n", start)
+                pending = chunk[start:]
+                del view
             if pending.strip() and not self._closed:
                 raise ValueError(f"watch stream ended inside an event ({len(pending)} bytes unterminated)")
             clean = not self._closed
