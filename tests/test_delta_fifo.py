@@ -526,3 +526,144 @@ def test_a_full_budget_delays_a_producer_at_most_max_wait_and_replace_takes_no_s
     assert budget.held == 1
     with pytest.raises(ValueError):
         HandoffBudget(0)
+
+
+# -- inline delivery (deliver_inline) --------------------------------------------------------
+class InlineDeltaFIFOMachine(DeltaFIFOMachine):
+    """The same model, with a consumer that takes changes inline whenever the FIFO is synced and empty."""
+
+    def __init__(self):
+        super().__init__()
+        self.delivered: list[tuple[str, DeltaType]] = []
+
+        def deliver(key, delta_type, o):
+            assert key == self.fifo.key_of(o)
+            self.delivered.append((key, delta_type))
+            applying(self.store)((Delta(delta_type, o),), False)
+
+        self.fifo.deliver_inline(deliver)
+
+    def _inline(self):
+        m = self.model
+        return not m.queue and m.populated and m.initial == 0
+
+    @rule(name=st.sampled_from(NAMES), kind=st.sampled_from(["add", "update"]))
+    def add_or_update(self, name, kind):
+        if not self._inline():
+            return super().add_or_update(name, kind)
+        o = self.next(name)
+        getattr(self.fifo, kind)(o)
+        self.model.known[object_key(o)] = o
+        assert self.delivered[-1] == (object_key(o), A if kind == "add" else U)
+
+    @rule(name=st.sampled_from(NAMES), tombstone=st.booleans())
+    def delete(self, name, tombstone):
+        if not self._inline():
+            return super().delete(name, tombstone)
+        o = self.next(name)
+        key = object_key(o)
+        before = len(self.delivered)
+        self.fifo.delete(DeletedFinalStateUnknown(key, o) if tombstone else o)
+        if key in self.model.known:
+            del self.model.known[key]
+            assert self.delivered[before:] == [(key, D)]
+        else:
+            assert len(self.delivered) == before  # nothing to tell the consumer
+
+
+InlineDeltaFIFOMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
+test_inline_delivery_against_model = InlineDeltaFIFOMachine.TestCase
+
+
+def test_inline_delivery_waits_for_the_sync_and_for_an_empty_fifo():
+    store = Indexer()
+    fifo = DeltaFIFO(known_objects=store)
+    delivered = []
+    fifo.deliver_inline(lambda key, t, o: (delivered.append((key, t)), store.update(o)))
+    fifo.replace([obj("a")], "1")
+    fifo.update(obj("a", 2))  # the initial list is still queued: this queues behind it
+    assert delivered == [] and fifo.list_keys() == ["default/a"]
+    pop_all(fifo)
+    fifo.update(obj("b", 3))  # synced and empty: delivered on this thread
+    assert delivered == [("default/b", U)] and len(fifo) == 0
+    fifo.resync()  # a resync queues (b: what the store holds), and the next change queues behind it
+    fifo.update(obj("a", 4))
+    assert delivered == [("default/b", U)]
+    assert {k: types(d) for k, d, _ in pop_all(fifo)} == {"default/b": [S], "default/a": [U]}
+    fifo.close()
+    fifo.update(obj("c", 5))  # closed: nobody takes it
+    assert delivered == [("default/b", U)]
+
+
+def test_a_key_being_popped_is_not_delivered_inline_and_a_failing_delivery_is_requeued():
+    fifo = DeltaFIFO(requeue_on_error=True)
+    fifo.add(obj("a"))
+    pop_all(fifo)
+    seen = []
+
+    def deliver(key, t, o):
+        raise RuntimeError("consumer failed")
+
+    fifo.deliver_inline(deliver)
+    with pytest.raises(RuntimeError):
+        fifo.update(obj("a", 2))
+    assert fifo.get_by_key("default/a") == (Delta(U, obj("a", 2)),)  # requeued for a pop
+    fifo.deliver_inline(lambda key, t, o: seen.append(("inline", key)))
+
+    def process(deltas, initial):
+        fifo.update(obj("a", 3))  # while "a" is being popped: queued, never inline
+        seen.append(("pop", types(deltas)))
+
+    assert fifo.pop(process, timeout=0)
+    assert seen == [("pop", [U])] and fifo.list_keys() == ["default/a"]
+
+
+def test_inline_delivery_keeps_per_key_order_against_a_concurrent_consumer_and_resyncs():
+    store = Indexer()
+    fifo = DeltaFIFO(known_objects=store)
+    keys = [f"k{i}" for i in range(10)]
+    lock = threading.Lock()
+    active: set[str] = set()
+    seen: dict[str, list[int]] = {}
+    problems: list[str] = []
+
+    def apply(key, o):
+        with lock:
+            if key in active:
+                problems.append(f"{key} delivered by two threads at once")
+            active.add(key)
+        seq = int(o["metadata"]["resourceVersion"])
+        seen.setdefault(key, []).append(seq)
+        store.update(o)
+        with lock:
+            active.discard(key)
+
+    fifo.replace([obj(k, 0) for k in keys], "0")
+    pop_all(fifo)
+    fifo.deliver_inline(lambda key, t, o: apply(key, o))
+    done = threading.Event()
+
+    def consume():
+        while not done.is_set() or len(fifo):
+            fifo.pop(lambda deltas, initial: [apply(fifo.key_of(d.object), d.object) for d in deltas if d.type is not S],
+                     timeout=0.01)
+
+    def resync():
+        while not done.is_set():
+            fifo.resync()
+
+    threads = [threading.Thread(target=f, name=f"pyinformers-test-{f.__name__}", daemon=True) for f in (consume, resync)]
+    for t in threads:
+        t.start()
+    for seq in range(1, 3001):
+        fifo.update(obj(keys[seq % len(keys)], seq))
+    done.set()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert not problems, problems[:5]
+    for key, seqs in seen.items():
+        assert seqs == sorted(seqs), f"{key} went back in time"
+    assert {k: store.get_by_key(f"default/{k}")["metadata"]["resourceVersion"] for k in keys} == {
+        k: str(max(s for s in range(3001) if keys[s % len(keys)] == k)) for k in keys
+    }

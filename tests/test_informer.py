@@ -326,3 +326,34 @@ def test_a_failing_handler_does_not_break_the_informer(make_informer):
     lw.add(pod("b"))
     eventually(lambda: len(good.calls) == 2)
     eventually(lambda: bad.errors == 2)
+
+
+class _InlineThreads:
+    """An inline handler (like the built-in enqueue handlers) recording which thread applied each change."""
+
+    runs_inline = True
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def on_update(self, old, new):
+        self.threads.append(threading.current_thread().name)
+
+
+def test_in_steady_state_the_reflector_thread_applies_watch_events_and_a_relist_backlog_is_popped(make_informer):
+    lw = FakeListerWatcher([pod(f"p{i}", i + 1) for i in range(5)])
+    informer = make_informer(lw)
+    handler = _InlineThreads()
+    informer.add_event_handler(handler)
+    informer.start()
+    assert informer.wait_for_sync(10)
+    lw.wait_for_watch()
+    for i in range(50):
+        lw.modify(pod(f"p{i % 5}"))
+    eventually(lambda: len(handler.threads) == 50, what="50 updates delivered")
+    assert {name.split("-")[1] for name in handler.threads} == {"reflector"}, "one hand-off: no informer thread"
+    lw.expire_watches()  # 410: a relist, whose objects the informer thread pops; events queue behind it
+    for i in range(10):
+        lw.modify(pod(f"p{i % 5}"))
+    eventually(lambda: cache_state(informer) == {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+                                                 for o in lw.objects.values()}, what="cache equals the server")

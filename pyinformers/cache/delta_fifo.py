@@ -26,10 +26,23 @@ Invariants (under the lock):
 * two consecutive ``Deleted`` deltas of one key collapse into one (the one
   that is not a tombstone, when there is a choice).
 
+Delivery without a hand-off: a consumer may register a function with
+:meth:`DeltaFIFO.deliver_inline`. A change that arrives while the FIFO has
+synced, holds no pending delta and is not processing that key then goes
+straight to that function, on the producer's thread and under the FIFO's
+lock, instead of being queued for a ``pop`` on another thread: in steady state
+a watch event costs no thread wake-up between producer and consumer. No
+``pop``, ``resync`` or other producer interleaves with such a delivery, so the
+per-key order and the invariants above hold whichever thread delivers. Any
+backlog (a relist, a resync, changes arriving while a ``pop`` is slow) is
+queued and popped as before, and changes arriving meanwhile queue up behind
+it until the FIFO is empty again.
+
 Thread-safety: all methods are safe from any thread. ``process`` runs
 without the FIFO's lock held, so producers are never blocked by a slow
-consumer. ``known_objects`` is read while the FIFO's lock is held; it must
-never call back into the FIFO.
+consumer; an inline delivery runs with it held and must be quick.
+``known_objects`` is read, and the inline consumer called, while the FIFO's
+lock is held; neither may ever call back into the FIFO.
 """
 
 from __future__ import annotations
@@ -98,6 +111,8 @@ class FIFOClosedError(Exception):
 
 
 ProcessFunc = Callable[["tuple[Delta, ...]", bool], None]
+#: ``deliver(key, delta_type, obj)``: one change handed over on the producer's thread.
+InlineFunc = Callable[[str, "DeltaType", Any], None]
 
 _DELETED = DeltaType.DELETED
 
@@ -224,6 +239,8 @@ class DeltaFIFO:
         self._queue: deque[str] = deque()
         # key -> deltas handed to a process() that has not returned yet
         self._processing: dict[str, tuple[Delta, ...]] = {}
+        # see deliver_inline(); None: every change is queued for pop()
+        self._deliver: InlineFunc | None = None
         # True once anything was added/updated/deleted/replaced
         self._populated = False
         # keys of the first replace (plus what was queued then) not yet fully processed
@@ -289,10 +306,15 @@ class DeltaFIFO:
             if self._transform is not None:
                 obj = self._transform(obj)
             stage = "key"
-            key = self.key_of(obj)
+            key = obj.key if type(obj) is DeletedFinalStateUnknown else self._key_func(obj)
         except Exception as error:
             self._failed(stage, obj, error)
             return
+        if self._deliver is not None:
+            with self._lock:
+                if self._inline_ready_locked(key):
+                    self._deliver_locked(key, delta_type, obj)
+                    return
         budget = self._budget
         if budget is not None:
             budget.acquire()
@@ -305,6 +327,52 @@ class DeltaFIFO:
                     budget.release(1)
                 else:
                     self._budgeted += 1
+
+    # ------------------------------------------------------------------ inline delivery
+
+    def deliver_inline(self, deliver: InlineFunc | None) -> None:
+        """Let producers hand changes straight to ``deliver`` while nothing is queued (None: never).
+
+        From then on, :meth:`add`, :meth:`update` and :meth:`delete` call
+        ``deliver(key, delta_type, obj)`` on the producer's thread instead of
+        queueing a delta, when the FIFO has synced (its first population was
+        popped through), holds no pending delta, is not closed, and is not
+        processing ``key`` in a :meth:`pop`; ``obj`` is the transformed object
+        (or the tombstone, for a ``Deleted``). Otherwise the change is queued
+        for :meth:`pop`.
+
+        ``deliver`` runs while the FIFO's lock is held, so no :meth:`pop`,
+        :meth:`resync` or other producer interleaves with it: it must be quick
+        and must never call back into the FIFO (nor wait for a thread that
+        does). It is the consumer's ``process`` for a single change and keeps
+        its rules: the change is applied completely before it returns. It
+        should not raise; if it does, the exception propagates to the producer
+        (with ``requeue_on_error``, after the change was queued for a
+        :meth:`pop`). A bounded FIFO's wait and a :class:`HandoffBudget` slot
+        are skipped: nothing is left pending.
+        """
+        with self._lock:
+            self._deliver = deliver
+
+    def _inline_ready_locked(self, key: str) -> bool:
+        """Whether a change of ``key`` may go to the inline consumer now (see :meth:`deliver_inline`). Lock held."""
+        return (
+            self._deliver is not None
+            and not self._items
+            and key not in self._processing
+            and self._populated
+            and not self._initial_population
+            and not self._closed
+        )
+
+    def _deliver_locked(self, key: str, delta_type: DeltaType, obj: Any) -> None:
+        """Hand one change to the inline consumer (lock held; :meth:`_inline_ready_locked` said yes)."""
+        try:
+            self._deliver(key, delta_type, obj)  # type: ignore[misc]
+        except BaseException:
+            if self._requeue_on_error:
+                self._requeue_locked(key, (Delta(delta_type, obj),))
+            raise
 
     def _downstream_state(self, key: str) -> tuple[bool, Any]:
         """(exists, object) for ``key`` as the consumer will hold it once in-flight work lands.
@@ -352,9 +420,13 @@ class DeltaFIFO:
                 exists, last = self._downstream_state(key)
                 if exists:
                     obj = last
-            self._populated = True
             if key not in self._items and not self._downstream_state(key)[0]:
+                self._populated = True
                 return  # never seen, or already deleted: nothing to tell the consumer
+            if self._inline_ready_locked(key):
+                self._deliver_locked(key, _DELETED, obj)
+                return
+            self._populated = True
             self._queue_locked(key, Delta(_DELETED, obj))
 
     def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:

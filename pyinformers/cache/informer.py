@@ -2,31 +2,44 @@
 
 Threads of one informer named ``N``:
 
-* ``pyinformers-reflector-N`` lists and watches the API server and writes
-  deltas into the :class:`~pyinformers.cache.delta_fifo.DeltaFIFO`;
-* ``pyinformers-informer-N`` pops the FIFO, applies each change to the
+* ``pyinformers-reflector-N`` lists and watches the API server and hands
+  every change to the :class:`~pyinformers.cache.delta_fifo.DeltaFIFO`. Once
+  the cache has synced, a watch event that finds the FIFO empty (the steady
+  state) is applied by this thread itself: to the
   :class:`~pyinformers.cache.store.Indexer` (the cache every
-  :class:`~pyinformers.cache.lister.Lister` reads) and appends a notification
-  to every handler's buffer;
-* ``pyinformers-handler-N-<k>``, one per registered handler, calls the handler
-  (see :mod:`pyinformers.cache.processor`).
+  :class:`~pyinformers.cache.lister.Lister` reads), then to every handler
+  (see :meth:`~pyinformers.cache.delta_fifo.DeltaFIFO.deliver_inline`). A
+  watch event then costs no thread hand-off before the work queue;
+* ``pyinformers-informer-N`` pops whatever the FIFO queued -- the initial
+  list, a relist, a resync, events that arrived while a pop was in progress
+  -- and applies it the same way; in steady state it sleeps;
+* ``pyinformers-handler-N-<k>``, one per registered user handler, calls the
+  handler from its own buffer (see :mod:`pyinformers.cache.processor`). The
+  built-in enqueue handlers run on the applying thread instead: they only
+  make a non-blocking ``queue.add``.
 
-The informer thread never calls user code and never blocks on a handler, so
-the cache is updated at the pace of the watch whatever the handlers do.
+Neither applying thread calls user code or blocks on a handler, so the cache
+is updated at the pace of the watch whatever the handlers do.
 
 Invariants:
 
-* the cache is written only by the informer thread, while it holds the
-  delivery lock (``_lock``); a change is in the cache before any handler is
-  told about it, so a handler that reads the cache sees that change or a
-  newer one;
+* the cache is written only while the delivery lock (``_lock``) is held, by
+  whichever thread applies the change (the reflector's inline, the
+  informer's for a popped backlog); a change is in the cache before any
+  handler is told about it, so a handler that reads the cache sees that
+  change or a newer one;
 * per key, every handler receives the changes in the order the API server
-  made them (the DeltaFIFO hands a key's deltas to one ``pop`` at a time, and
-  each handler's buffer is FIFO);
+  made them: the DeltaFIFO hands a key's changes to one consumer at a time
+  (an inline delivery happens only when nothing is queued, and holds the
+  FIFO's lock, so no pop interleaves with it), and each handler's buffer is
+  FIFO;
 * a handler added after start gets the cache as it is at that moment as adds
   (``is_in_initial_list=True``) and then every later change: holding the
   delivery lock while snapshotting guarantees it misses nothing and sees
-  nothing twice.
+  nothing twice, whichever thread delivers;
+* a change that cannot be applied (see :mod:`pyinformers.cache.object_errors`
+  for objects a transform, key or index function fails on) is logged and
+  skipped; it never ends either thread.
 
 GC: filling a large cache with the cyclic garbage collector running costs
 about five times as much as without it (the collector re-traverses the
@@ -225,6 +238,8 @@ class SharedIndexInformer:
         )
         resource = getattr(lister_watcher, "resource", None)  # tells the lister the scope
         self._lister = Lister(self._indexer, resource=resource if isinstance(resource, Resource) else None)
+        # Once synced, the reflector thread applies a watch event itself when nothing is queued.
+        self._fifo.deliver_inline(self._apply)
 
         # The delivery lock: held while a popped change is applied to the cache and
         # fanned out, and while a late handler snapshots the cache.
@@ -498,14 +513,16 @@ class SharedIndexInformer:
                 target=self._run_reflector, args=(reflector, stop),
                 name=f"pyinformers-reflector-{self._name}", daemon=True,
             )
+            # The GC pause starts before the reflector can receive anything (a streaming list
+            # delivers its objects through the watch, which the reflector does not pause for).
+            gc_held = False
+            if self._pause_gc:
+                self._gc_pause = gc_paused()
+                self._gc_pause.__enter__()
+                gc_held = True
             # Started under the state lock for the same reason as the informer thread; the
             # reflector buffers into the FIFO, so handler threads may start after it.
             self._reflector_thread.start()
-        gc_held = False
-        if self._pause_gc:
-            self._gc_pause = gc_paused()
-            self._gc_pause.__enter__()
-            gc_held = True
         gc_deadline = time.monotonic() + self._gc_pause_limit
         try:
             self._handlers.start()
@@ -559,9 +576,6 @@ class SharedIndexInformer:
                 fifo.pop(process, timeout=_IDLE_POLL)
             except FIFOClosedError:
                 return
-            except Exception:
-                # _process already logged; a failing change must not stop the informer.
-                self._process_errors += 1
             if not self._synced:
                 self.has_synced()  # marks the sync (and wakes wait_for_sync) once the FIFO has it
             if gc_held and not self._gc_released:
@@ -576,36 +590,46 @@ class SharedIndexInformer:
 
     # -- the hot path ---------------------------------------------------------------------
     def _process(self, deltas: tuple, is_in_initial_list: bool) -> None:
-        """Apply one key's deltas to the cache and fan them out (informer thread)."""
-        indexer = self._indexer
-        key_func = indexer._key_func
-        handlers = self._handlers
+        """Apply one key's deltas to the cache and fan them out (a pop, on the informer thread)."""
+        key_of = self._fifo.key_of
+        apply = self._apply
         with self._lock:
             for delta in deltas:
                 obj = delta.object
-                kind = delta.type
-                try:
-                    if kind is _DELETED:
-                        indexer.delete(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
-                        handlers.distribute((_DELETE, obj, None))
-                        continue
-                    # One key computation and one store lock per change.
-                    old = indexer._put(key_func(obj), obj)
-                    if old is not None:
-                        # A resync, or a relist that found the object unchanged, only
-                        # concerns handlers whose resync is due.
-                        sync = kind is _SYNC or (
-                            kind is _REPLACED and _resource_version(old) == _resource_version(obj)
-                        )
-                        handlers.distribute((_UPDATE, old, obj), sync)
-                    else:
-                        if is_in_initial_list:
-                            handlers.distribute_initial(obj)
-                        else:
-                            handlers.distribute((_ADD, obj, False))
-                except Exception:
-                    log.exception("informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj))
-                    raise
+                apply(key_of(obj), delta.type, obj, is_in_initial_list)
+
+    def _apply(self, key: str, kind: DeltaType, obj: Any, is_in_initial_list: bool = False) -> None:
+        """Apply one change to the cache, then tell the handlers, under the delivery lock.
+
+        Called for each popped delta on the informer thread, and by the FIFO
+        on the reflector thread for a watch event that found the FIFO empty
+        (see :meth:`~pyinformers.cache.delta_fifo.DeltaFIFO.deliver_inline`), with the key the FIFO computed.
+        A change that cannot be applied is logged and counted, never raised:
+        one bad object must not stop either thread.
+        """
+        handlers = self._handlers
+        try:
+            with self._lock:
+                if kind is _DELETED:
+                    self._indexer.delete(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+                    handlers.distribute((_DELETE, obj, None), key)
+                    return
+                # One store lock per change, with the key the FIFO computed.
+                old = self._indexer._put(key, obj)
+                if old is not None:
+                    # A resync, or a relist that found the object unchanged, only
+                    # concerns handlers whose resync is due.
+                    sync = kind is _SYNC or (
+                        kind is _REPLACED and _resource_version(old) == _resource_version(obj)
+                    )
+                    handlers.distribute((_UPDATE, old, obj), key, sync)
+                elif is_in_initial_list:
+                    handlers.distribute_initial(obj, key)
+                else:
+                    handlers.distribute((_ADD, obj, False), key)
+        except Exception:
+            self._process_errors += 1
+            log.exception("informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj))
 
     def __repr__(self) -> str:
         state = ("stopped" if self._stopping.is_set() else "running" if self._started else "new")

@@ -270,8 +270,12 @@ class HandlerRegistration:
         thread.join(timeout)
         return not thread.is_alive()
 
-    def add(self, notification: Notification) -> None:
-        """Buffer one notification (informer side; caller holds the delivery lock)."""
+    def add(self, notification: Notification, key: Optional[str] = None) -> None:
+        """Buffer one notification (informer side; caller holds the delivery lock).
+
+        ``key`` is the changed object's cache key when the informer knows it;
+        a threaded handler does not need it.
+        """
         buffer = self._buffer
         buffer.append(notification)
         # The handler thread sets _sleeping *before* re-checking the buffer, so either
@@ -294,7 +298,7 @@ class HandlerRegistration:
             self.name, backlog, self.backlog_warning, self._handled, self._errors,
         )
 
-    def add_initial(self, obj: Any) -> None:
+    def add_initial(self, obj: Any, key: Optional[str] = None) -> None:
         """Buffer an add flagged ``is_in_initial_list`` (counts towards has_synced)."""
         self._initial_queued += 1
         self.add((_ADD, obj, True))
@@ -367,7 +371,7 @@ class HandlerRegistration:
 
 
 class _InlineRegistration(HandlerRegistration):
-    """A handler the informer thread calls itself: no buffer, no thread, no hand-off.
+    """A handler the delivering thread calls itself: no buffer, no thread, no hand-off.
 
     For handlers that declare ``runs_inline = True``: the built-in enqueue
     handlers, which only compute keys and make a non-blocking ``queue.add``
@@ -376,11 +380,23 @@ class _InlineRegistration(HandlerRegistration):
     decoding the event) and frees the replaced object at once instead of
     keeping it alive in a buffer.
 
-    Invariants: the handler runs on the informer thread, under the delivery
+    A handler that also has ``on_event_key(key)`` declares that its whole
+    reaction to an add, update or delete of the object with cache key ``key``
+    (tombstones included) is ``on_event_key(key)``; it is then given the key
+    the informer already computed instead of the objects (the unfiltered
+    :class:`~pyinformers.controller.EnqueueForObject` does this: one key
+    computation per event).
+
+    Invariants: the handler runs on the delivering thread (the reflector's
+    for a watch event, the informer's for a backlog), under the delivery
     lock, in notification order (the same order a threaded handler sees); an
     exception is counted, logged and skipped; ``backlog()`` is always 0.
     User handlers never run inline: they might block the cache.
     """
+
+    def __init__(self, handler: Any, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self._on_event_key: Optional[Callable[[str], Any]] = getattr(handler, "on_event_key", None)
 
     def start(self) -> None:
         pass
@@ -389,26 +405,29 @@ class _InlineRegistration(HandlerRegistration):
         self._stopped = True
         return True
 
-    def add(self, notification: Notification) -> None:
+    def add(self, notification: Notification, key: Optional[str] = None) -> None:
         if self._stopped:
             return
-        kind, a, b = notification
         try:
-            if kind == _UPDATE:
-                if self._on_update is not None:
-                    self._on_update(a, b)
-            elif kind == _ADD:
-                if self._on_add is not None:
-                    self._on_add(a, b)
-            elif self._on_delete is not None:
-                self._on_delete(a)
+            if key is not None and self._on_event_key is not None:
+                self._on_event_key(key)
+            else:
+                kind, a, b = notification
+                if kind == _UPDATE:
+                    if self._on_update is not None:
+                        self._on_update(a, b)
+                elif kind == _ADD:
+                    if self._on_add is not None:
+                        self._on_add(a, b)
+                elif self._on_delete is not None:
+                    self._on_delete(a)
         except Exception:
             self._errors += 1
             log.exception("event handler %s failed", self.name)
         self._handled += 1
 
-    def add_initial(self, obj: Any) -> None:
-        self.add((_ADD, obj, True))
+    def add_initial(self, obj: Any, key: Optional[str] = None) -> None:
+        self.add((_ADD, obj, True), key)
 
     def __repr__(self) -> str:
         return "<inline " + super().__repr__()[1:]
@@ -520,14 +539,15 @@ class HandlerSet:
         return ok
 
     # -- fan-out (caller holds lock) --------------------------------------------------
-    def distribute(self, notification: Notification, sync: bool = False) -> None:
-        """Buffer ``notification`` for every handler, or only the syncing ones."""
+    def distribute(self, notification: Notification, key: Optional[str] = None, sync: bool = False) -> None:
+        """Hand ``notification`` (about the object with cache key ``key``, when known) to every
+        handler, or only to the syncing ones."""
         for registration in self._syncing if sync else self._all:
-            registration.add(notification)
+            registration.add(notification, key)
 
-    def distribute_initial(self, obj: Any) -> None:
+    def distribute_initial(self, obj: Any, key: Optional[str] = None) -> None:
         for registration in self._all:
-            registration.add_initial(obj)
+            registration.add_initial(obj, key)
 
     # -- resync ------------------------------------------------------------------------
     def should_resync(self) -> bool:

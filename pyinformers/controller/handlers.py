@@ -23,9 +23,10 @@ known object is used).
 Threading: an informer calls a bound handler one event at a time, from that
 handler's own delivery thread -- or, for the built-in handlers without
 predicates (:class:`EnqueueForObject`, :class:`EnqueueForOwner`), from the
-informer thread itself (``runs_inline``): they only compute keys and make a
-non-blocking ``queue.add``, so a thread and a wake-up per event would be pure
-cost. A bound handler keeps no mutable state
+thread that applies the change to the cache (``runs_inline``: the reflector's
+for a watch event, the informer's for a backlog): they only compute keys and
+make a non-blocking ``queue.add``, so a thread and a wake-up per event would
+be pure cost. A bound handler keeps no mutable state
 and can be shared; the queue does its own locking. A handler never lets an
 exception escape into the informer: an object it cannot map (no name, a
 mapping function that raised) is logged and skipped, and the informer goes
@@ -158,10 +159,15 @@ class _ObjectKeyHandler(BoundHandler):
 
     Same behaviour as :class:`BoundHandler` with no predicates; it skips the
     Event allocation because an informer for a busy resource calls it for
-    every change.
+    every change. Running inline, it is handed the key the informer computed
+    (:meth:`on_event_key`) instead of the objects.
     """
 
     __slots__ = ()
+
+    def on_event_key(self, key: str) -> None:
+        """An add, update or delete of the object whose cache key is ``key``: enqueue it."""
+        self.queue.add(key)
 
     def on_add(self, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> None:
         self._add(obj)
