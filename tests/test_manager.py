@@ -173,6 +173,33 @@ def test_a_sync_timeout_names_the_informer(api_server):
         get(manager.metrics_address, "/metrics")
 
 
+def test_reflector_options_reach_every_informer_and_the_users_error_callback_runs_after_the_managers(api_server):
+    errors = []
+    manager, registry = make_manager(api_server, metrics_port=0, health_port=0,
+                                     reflector_options={"use_watch_list": False, "on_watch_error": errors.append})
+    echo = Echo(manager.factory, registry)
+    manager.add(echo)
+    api_server.faults.error_rate = 1.0  # the first attempts fail, and both callbacks hear of it
+    api_server.clear_requests()
+    starting = threading.Thread(target=manager.start)  # start() returns once the caches synced
+    starting.start()
+    try:
+        eventually(lambda: errors, WAIT, what="the user's on_watch_error to be called")
+        api_server.faults.error_rate = 0.0
+        starting.join(WAIT)
+        assert not starting.is_alive() and manager.factory.informer(CONFIGMAPS).has_synced()
+        informer = manager.factory.informer(CONFIGMAPS)
+        assert informer.reflector.use_watch_list is False
+        configmap_gets = [r for r in api_server.requests if r.method == "GET" and r.path.endswith("/configmaps")]
+        assert configmap_gets and all(r.query.get("watch") not in ("true", "1") for r in configmap_gets[:1])
+    finally:
+        api_server.faults.error_rate = 0.0
+        starting.join(WAIT)
+        manager.stop()
+    with pytest.raises(TypeError, match="unknown reflector option"):
+        make_manager(api_server, reflector_options={"use_watchlist": False})
+
+
 def test_add_checks_what_it_is_given(api_server):
     manager, registry = make_manager(api_server)
     manager.add(Echo(manager.factory, registry))

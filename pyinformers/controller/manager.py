@@ -66,7 +66,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from prometheus_client import REGISTRY
 
@@ -143,6 +143,11 @@ class Manager:
         default registry when None). Controllers report to the registry they
         were given: pass the same one to them.
     :param resync_period: the factory's default resync period (0: none).
+    :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` (or a
+        mapping of its fields) for every informer of the factory, e.g.
+        ``{"use_watch_list": False}`` to sync with lists instead of streaming
+        lists. An ``on_watch_error`` given here is called after the Manager's own
+        (which notices a refused list or watch).
     :param sync_timeout: bound on the wait for caches in :meth:`start`.
     :param shutdown_timeout: bound on the controllers' drain in :meth:`stop`
         (default :data:`~pyinformers.controller.controller.DEFAULT_SHUTDOWN_TIMEOUT`,
@@ -177,6 +182,7 @@ class Manager:
         api_client: Any = None,
         registry: Any = None,
         resync_period: float = 0,
+        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
         sync_timeout: float = 120.0,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         check_server: bool = True,
@@ -204,9 +210,11 @@ class Manager:
         self.namespace = namespace
         # The first 401/403 an informer met (a list or watch the RBAC refuses): retrying cannot fix it.
         self._denied: Optional[BaseException] = None
+        options = ReflectorOptions.of(reflector_options)
+        self._user_watch_error = options.on_watch_error
         self.factory = SharedInformerFactory(
             self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry,
-            reflector_options=ReflectorOptions(on_watch_error=self._note_watch_error),
+            reflector_options=options.replace(on_watch_error=self._note_watch_error),
         )
         self.metrics_port = metrics_port
         self.health_port = health_port
@@ -485,6 +493,8 @@ class Manager:
         """Reflector callback (its thread): remember the first list/watch the API server refused."""
         if self._denied is None and isinstance(error, (Forbidden, Unauthorized)):
             self._denied = error
+        if self._user_watch_error is not None:
+            self._user_watch_error(error)
 
     def _refusal(self) -> Optional[ConfigurationError]:
         denied = self._denied
