@@ -595,15 +595,15 @@ class Dispatcher:
             if exc.code != 410:
                 raise
             # The real server answers an expired resourceVersion with 200 and an ERROR event.
+            self._record(method, path, query, 200, "watch")  # before the client can have the answer
             self._start_stream(h)
-            self._record(method, path, query, 200, "watch")
             self._chunk(h, b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n")
             self._end_stream(h)
             return
         self.count("watches")
         try:
+            self._record(method, path, query, 200, "watch")  # before the client can have the answer
             self._start_stream(h)
-            self._record(method, path, query, 200, "watch")
             self._serve_watch(h, watcher, options, initial, start_rv, initial_end)
         except (_Cut, OSError):
             raise _Cut() from None
