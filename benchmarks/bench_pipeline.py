@@ -148,7 +148,7 @@ def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
             (ns, info), = plan["namespaces"].items()
             command = [str(clientgo), "-server", server.url, "-namespace", ns, "-objects", str(info["pods"]),
                        "-last-key", info["last_key"], "-last-rv", info["last_rv"]]
-            env["KUBE_FEATURE_WatchListClient"] = "false"  # list + watch, as every other consumer does
+            # client-go 1.35+ syncs with a streaming list by default, as pyinformers does: keep its default.
         elif consumer == "kopf":
             if kopf is None:
                 return None
