@@ -20,8 +20,8 @@ child process, so it starts from a clean heap and its peak RSS is its own:
   with and without ``gc.freeze()``.
 
 RSS is the growth of the child's RSS over the sync, measured after it (the
-cache held, the informer running); the peak is ``ru_maxrss`` over the same
-baseline. Memory per cached object is the deep size of what the cache (or the typed
+cache held, the informer running); the peak is ``VmHWM`` (this program's
+high-water RSS) over the same baseline. Memory per cached object is the deep size of what the cache (or the typed
 list) holds, counting every reachable object once (strings shared between
 objects are counted once, which is what they cost). The typed baseline runs
 at 10,000 only: at 100,000 it would need ~7 GB and minutes; its per-object
@@ -75,6 +75,13 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    """This program's peak RSS: ``VmHWM``, not ``ru_maxrss``, which Linux carries over from the
+    parent's RSS at fork through exec (a child spawned by a large ``make bench`` process reported
+    the parent's size as its own peak)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e6  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6  # KiB on Linux
 
 

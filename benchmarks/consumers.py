@@ -52,6 +52,11 @@ def rss_kb() -> int:
 
 
 def peak_rss_kb() -> int:
+    """Peak RSS of this program (``VmHWM``; ``ru_maxrss`` would include the parent's RSS at fork)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
