@@ -382,6 +382,21 @@ def test_metrics_answer_200_to_the_reader_403_to_others_and_401_without_a_token(
         admin.close()
 
 
+def _stop_replicas(replicas, admin, sample: Sample, names) -> None:
+    """Stop each ``(manager, recorder, client)``, delete the owners ``names`` and their Deployments, close ``admin``."""
+    for manager, recorder, sa_client in replicas:
+        manager.stop(timeout=5)
+        recorder.close(timeout=3)
+        sa_client.close()
+    for resource in (sample.owner, DEPLOYMENTS):
+        for name in names:
+            try:
+                ResourceClient(admin, resource).delete(name, "default")
+            except Exception:
+                pass
+    admin.close()
+
+
 def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(deployed):
     """The Deployment's shape: two replicas with --leader-elect, each with the generated RBAC only."""
     from pyinformers.controller.leader import LeaderElectionConfig
@@ -418,16 +433,7 @@ def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(de
         assert lease["spec"]["holderIdentity"] == leader.elector.identity
         print(f"\nleader elected in {elected:.2f} s under the ServiceAccount; Lease held by {lease['spec']['holderIdentity']}")
     finally:
-        for manager, recorder, sa_client in replicas:
-            manager.stop(timeout=5)
-            recorder.close(timeout=3)
-            sa_client.close()
-        for resource in (sample.owner, DEPLOYMENTS):
-            try:
-                ResourceClient(admin, resource).delete("elected", "default")
-            except Exception:
-                pass
-        admin.close()
+        _stop_replicas(replicas, admin, sample, ["elected"])
 
 
 def test_two_sharded_replicas_split_the_shards_under_the_generated_sharding_rbac(deployed):
@@ -490,17 +496,7 @@ def test_two_sharded_replicas_split_the_shards_under_the_generated_sharding_rbac
         eventually(all_made, 60, what="a Deployment for every Foo, made by whichever replica holds its shard")
         assert not any(m.lost_lease for m, _, _ in replicas)
     finally:
-        for manager, recorder, sa_client in replicas:
-            manager.stop(timeout=5)
-            recorder.close(timeout=3)
-            sa_client.close()
-        for resource in (sample.owner, DEPLOYMENTS):
-            for name in names:
-                try:
-                    ResourceClient(admin, resource).delete(name, "default")
-                except Exception:
-                    pass
-        admin.close()
+        _stop_replicas(replicas, admin, sample, names)
 
 
 def _free_port() -> int:
