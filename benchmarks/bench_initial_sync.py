@@ -35,12 +35,12 @@ import gc
 import json
 import os
 import multiprocessing
-import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.consumers import peak_rss_kb, rss_kb
 from benchmarks.server_process import ServerProcess
 
 RESULTS = Path(__file__).resolve().parent / "report" / "results"
@@ -70,19 +70,11 @@ def deep_size(roots: Any) -> int:
 
 
 def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() / 1e6
+    return rss_kb() * 1024 / 1e6
 
 
 def _peak_mb() -> float:
-    """This program's peak RSS: ``VmHWM``, not ``ru_maxrss``, which Linux carries over from the
-    parent's RSS at fork through exec (a child spawned by a large ``make bench`` process reported
-    the parent's size as its own peak)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024 / 1e6  # kB
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6  # KiB on Linux
+    return peak_rss_kb() * 1024 / 1e6  # VmHWM: this program's own peak (see consumers.peak_rss_kb)
 
 
 # --------------------------------------------------------------------------- one measurement, in a child process

@@ -52,7 +52,9 @@ def rss_kb() -> int:
 
 
 def peak_rss_kb() -> int:
-    """Peak RSS of this program (``VmHWM``; ``ru_maxrss`` would include the parent's RSS at fork)."""
+    """Peak RSS of this program in KiB: ``VmHWM``, not ``ru_maxrss``, which Linux carries over from the
+    parent's RSS at fork through exec (a child of a large ``make bench`` process reported the parent's
+    size as its own peak)."""
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
