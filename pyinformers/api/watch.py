@@ -22,6 +22,7 @@ from typing import Any, Iterator, Optional
 
 import orjson
 
+from pyinformers.api.chunked import fast_chunked_reader, read_chunked_body
 from pyinformers.api.errors import ApiError, error_from_status
 from pyinformers.api.resource import Resource
 from pyinformers.api.transport import release, shutdown_reader
@@ -125,13 +126,17 @@ class WatchStream:
 
     def _chunks(self) -> Iterator[bytes]:
         response = self._response
+        read1 = fast_chunked_reader(response)
+        if read1 is not None:  # large reads, our own framing: one recv per socket-full of events
+            yield from read_chunked_body(response, read1)
+            return
         if getattr(response, "chunked", False) and response.supports_chunked_reads():
             # One HTTP chunk per iteration, as soon as it is complete.
             yield from response.read_chunked(None, decode_content=True)
             return
-        read1 = getattr(response, "read1", None)
+        read_some = getattr(response, "read1", None)
         while True:  # not chunked (a proxy re-framed it, or HTTP/1.0): read what is there
-            data = read1(_READ_SIZE) if read1 is not None else response.read(_READ_SIZE)
+            data = read_some(_READ_SIZE) if read_some is not None else response.read(_READ_SIZE)
             if not data:
                 return
             yield data
