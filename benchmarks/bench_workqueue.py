@@ -41,6 +41,7 @@ RESULTS = Path(__file__).resolve().parent / "report" / "results"
 ADDS = 60_000  # adds per measurement
 BATCH = 100
 REPEATS = 7
+PRODUCERS = 10  # producer threads of the many-producers row (ten informers, one controller)
 
 
 def _keys(n: int, duplicates: bool, offset: int = 0) -> list[str]:
@@ -297,6 +298,11 @@ def main() -> None:
     rows.append(("Controller's queue (named, metrics, forget), one thread", row, "queue.Queue"))
     row = _compare(lambda: _controller_threads([keys], 1), lambda: _stdlib_threads([keys], 1), ADDS)
     rows.append(("Controller's queue (named, metrics, forget), 1P/1C", row, "queue.Queue"))
+    # Ten informers feeding one controller: ten producer threads on one queue lock.
+    per = ADDS // PRODUCERS
+    key_sets = [_keys(per, False, offset=p * per) for p in range(PRODUCERS)]
+    row = _compare(lambda: _controller_threads(key_sets, 1), lambda: _stdlib_threads(key_sets, 1), per * PRODUCERS)
+    rows.append((f"Controller's queue (named, metrics, forget), {PRODUCERS}P/1C", row, "queue.Queue"))
 
     width = max(len(label) for label, _, _ in rows)
     print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio (range)':>18}  "
