@@ -9,7 +9,10 @@ resourceVersion and hands every change to the store (``add``/``update``/
 in pages where the server pages it. It is written as an explicit state machine, after kube-rs'
 watcher: every recovery rule is one visible transition of :meth:`Reflector.step`.
 The states themselves, the counters and the store protocol live in
-:mod:`pyinformers.cache.reflector_states`; the Prometheus collector in
+:mod:`pyinformers.cache.reflector_states`; the timers in
+:mod:`pyinformers.cache.reflector_timers`; what is specific to streaming lists
+in :mod:`pyinformers.cache.reflector_watchlist`; how failures are worded in
+:mod:`pyinformers.cache.reflector_errors`; the Prometheus collector in
 :mod:`pyinformers.cache.reflector_metrics`.
 
 States and transitions::
@@ -60,37 +63,22 @@ doubling to 30 s, jittered, forgotten after a failure-free stretch).
 
 Threads. :meth:`run` drives :meth:`step` on the calling thread; the only
 other thread of the reflector's own is a periodic resync's, while it runs
-(see Timers). :meth:`stop` may be called from any thread: it closes the open
+(see Timers); the timers run on the clock's timer thread. :meth:`stop` may be called from any thread: it closes the open
 watch stream (the blocked reader returns at once) and wakes a backoff wait,
 so it never waits for the network. An in-flight *list* request is not
 interruptible; it ends within the client's request timeout. Counters are
 written by the reflector's thread and read anywhere.
 
-Timers. What happens at a time is a timer of the reflector's clock
-(:meth:`~pyinformers.clock.Clock.call_later`), run by the clock: on the real
-clock by the process's one timer thread, on a
-:class:`~pyinformers.clock.FakeClock` inside ``step()``, so a test that steps
-past a stall finds the watch closed when ``step`` returns. There are three:
-
-* the **stall timer**, armed when a watch opens for ``stall_timeout``; when it
-  fires it compares the clock with the time of the last word from the
-  server, re-arms itself for the rest of the window if the watch spoke since,
-  and otherwise marks the watch stalled and closes it. Events only write a
-  timestamp: the hot path never touches a timer. Cancelled when the watch ends.
-* the **resync timer**, armed by :meth:`run` every ``resync_period`` (from the
-  start of one resync to the next) while the reflector runs. Once the first
-  list is in the store it starts a short-lived thread,
-  ``pyinformers-reflector-<name>-resync``, that calls ``store.resync()`` if
-  ``should_resync()`` agrees: a resync walks the whole cache, too slow for a
-  timer callback. A period that comes while a resync runs makes it run once
-  more when done. ``stats.resyncs`` counts finished resyncs: a test on a fake
-  clock steps a period, then waits for it (or for the handlers' updates).
-* the **stop poll**: when :meth:`run` is given a ``stop`` event, a timer of
-  the *real* clock looks at it every 0.2 s and turns it into :meth:`stop`
-  (an event is set in real time, whatever clock the reflector runs on).
-
-``run`` cancels all three before it returns, and joins a resync thread that
-is running, so nothing touches the store once ``run`` has returned.
+Timers (see :mod:`pyinformers.cache.reflector_timers`, which owns them). While a
+watch is open, a stall timer closes it after ``stall_timeout`` of silence; while a
+streaming list waits for its initial-events-end bookmark, a second silence
+timer gives it up after ``initial_events_timeout``. :meth:`run` arms a periodic
+resync (every ``resync_period``, once the first list is in the store, on a
+short-lived thread ``pyinformers-reflector-<name>-resync``; ``stats.resyncs``
+counts finished resyncs) and, when given a ``stop`` event, a poll of the real
+clock that turns it into :meth:`stop`. ``run`` cancels them before it returns,
+and joins a resync thread that is running, so nothing touches the store once
+``run`` has returned.
 
 Memory. A streaming list's objects arrive one per event and are transformed
 as each is decoded (``list_transform``), so a large collection never exists in
@@ -112,11 +100,12 @@ import random
 import threading
 from typing import Any, Callable, Optional
 
-from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Gone, Invalid, MethodNotAllowed, NotFound, TooManyRequests
+from pyinformers.api.errors import ApiError, Gone, TooManyRequests
 from pyinformers.api.listwatch import ListerWatcher
 from pyinformers.api.meta import describe
 from pyinformers.api.watch import WatchStream
 from pyinformers.cache.backoff import Backoff
+from pyinformers.cache.reflector_errors import MalformedEvent, describe_error, hint
 from pyinformers.cache.reflector_metrics import ReflectorCollector
 from pyinformers.cache.reflector_options import (
     DEFAULT_INITIAL_EVENTS_TIMEOUT,
@@ -134,7 +123,15 @@ from pyinformers.cache.reflector_states import (
     WatchListing,
     Watching,
 )
-from pyinformers.clock import REAL_CLOCK, Clock, TimerHandle
+from pyinformers.cache.reflector_timers import PeriodicResync, SilenceTimer, StopPoll
+from pyinformers.cache.reflector_watchlist import (
+    INITIAL_EVENTS_END_ANNOTATION,
+    StreamingListUnsupported,
+    ends_initial_events,
+    refuses_for_good,
+    rejects_watch_list,
+)
+from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.gc_policy import gc_paused
 from pyinformers.metrics import collector_for, resolve_registry
 
@@ -149,17 +146,11 @@ __all__ = [
 
 log = logging.getLogger("pyinformers.reflector")
 
-#: The annotation on the bookmark that ends the initial events of a streaming list.
-INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
-
-
 # A watch that closes normally sooner than this with no event is treated as a failure
 # (a server or proxy that drops watches at once must not be hammered).
 _SHORT_WATCH = 1.0
 # Consecutive failures after which healthy() reports False.
 _UNHEALTHY_AFTER = 3
-# Real seconds between two looks at run()'s stop event (a timer of the real clock).
-_STOP_POLL = 0.2
 # Event types that carry an object the store keys (a BOOKMARK carries only a resourceVersion).
 _OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
@@ -261,30 +252,27 @@ class Reflector:
         self._list_transform = list_transform
         self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng)
 
-        # _lock guards: _state, _stream, _stopping, _stalled, _running, _stall_timer
+        # _lock guards: _state, _stream, _stopping, _running, _stall_timer, _initial_timer
         # (and is _cond's lock).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._state: State = WatchListing() if self.use_watch_list else NeedList()
         self._stream: Optional[WatchStream] = None  # the open watch, closed by stop() / a stall
         self._stopping = False  # set once by stop(); the next step goes to Stopped
-        self._stalled = False  # the stall timer closed the open stream for silence
         self._running = False
-        # Invariant: armed exactly while _stream is set (and stall_timeout is not None).
-        self._stall_timer: Optional[TimerHandle] = None
-        # Streaming lists: armed while the open watch has not sent its initial-events-end bookmark;
-        # _initial_silent is set when it closed the stream for that silence. Both under _lock.
-        self._initial_timer: Optional[TimerHandle] = None
-        self._initial_silent = False
+        # Invariant: set exactly while _stream is set (and stall_timeout is not None).
+        self._stall_timer: Optional[SilenceTimer] = None
+        # Streaming lists: set while the open watch has not sent its initial-events-end bookmark.
+        self._initial_timer: Optional[SilenceTimer] = None
         self._initial_gc_pause: Optional[contextlib.AbstractContextManager] = None  # stepping thread
-        # _timer_lock guards the run() timers (armed while run() runs, None otherwise)
-        # and the resync thread: set exactly while one runs (it clears itself as it
-        # leaves); _resync_again asks it for one more pass (see _on_resync).
-        self._timer_lock = threading.Lock()
-        self._resync_timer: Optional[TimerHandle] = None
-        self._stop_timer: Optional[TimerHandle] = None
-        self._resync_thread: Optional[threading.Thread] = None
-        self._resync_again = False
+        # The run() timers: armed while run() runs.
+        self._resync: Optional[PeriodicResync] = None
+        if self.resync_period > 0:
+            self._resync = PeriodicResync(
+                name=name, clock=self._clock, period=self.resync_period, resync=store.resync,
+                should_resync=should_resync, ready=self.has_synced_once,
+            )
+        self._stop_poll: Optional[StopPoll] = None
 
         # Written only by the stepping thread.
         self._pending: list = []  # items of the list pages fetched so far
@@ -301,7 +289,7 @@ class Reflector:
 
         # Counters: written by the stepping thread (resyncs by the timer), read anywhere.
         self._lists = self._watches = self._events = self._bookmarks = 0
-        self._errors = self._restarts = self._relists = self._stalls = self._resyncs = 0
+        self._errors = self._restarts = self._relists = self._stalls = 0
         self._last_activity: Optional[float] = None  # clock.now() of the last word from the server
 
         registry = resolve_registry(metrics_registry)
@@ -325,7 +313,7 @@ class Reflector:
             restarts=self._restarts,
             relists=self._relists,
             stalls=self._stalls,
-            resyncs=self._resyncs,
+            resyncs=self._resync.count if self._resync is not None else 0,
         )
 
     def last_sync_resource_version(self) -> str:
@@ -405,99 +393,49 @@ class Reflector:
 
     # -- timers (see the module doc) ----------------------------------------------------
     def _arm_run_timers(self, stop: Optional[threading.Event]) -> None:
-        with self._timer_lock:
-            if self.resync_period > 0:
-                self._resync_timer = self._clock.call_later(self.resync_period, self._on_resync)
-            if stop is not None:
-                self._stop_timer = REAL_CLOCK.call_later(_STOP_POLL, lambda: self._poll_stop(stop))
+        if self._resync is not None:
+            self._resync.start()
+        if stop is not None:
+            self._stop_poll = StopPoll(stop, self.stop)
+            self._stop_poll.start()
 
     def _cancel_run_timers(self) -> None:
-        with self._timer_lock:
-            for timer in (self._resync_timer, self._stop_timer):
-                if timer is not None:
-                    timer.cancel()
-            self._resync_timer = self._stop_timer = None
-            resync = self._resync_thread
-        if resync is not None:
-            resync.join()  # nothing touches the store once run() has returned
+        if self._stop_poll is not None:
+            self._stop_poll.cancel()
+        if self._resync is not None:
+            self._resync.cancel()  # joins a running resync: nothing touches the store once run() returns
 
-    def _on_resync(self) -> None:
-        """The resync timer (clock's timer thread): re-arm, and start this period's resync.
-
-        ``store.resync()`` walks the whole cache (about 0.6 s for 100,000
-        objects), too long for a timer callback, which would hold up every
-        timer of the process behind it: it runs on a thread of its own,
-        ``pyinformers-reflector-<name>-resync``, which ends with it. Periods
-        that come while a resync runs ask it for one more pass (several
-        coalesce into one), so every period is followed by a resync and a
-        slow resync never piles up threads.
-        """
-        with self._timer_lock:
-            if self._resync_timer is None:  # cancelled while it fired
-                return
-            self._resync_timer = self._clock.call_later(self.resync_period, self._on_resync)
-            if not self._synced:
-                return
-            if self._resync_thread is not None:
-                self._resync_again = True
-                return
-            thread = threading.Thread(
-                target=self._resync_passes, name=f"pyinformers-reflector-{self.name}-resync", daemon=True
-            )
-            self._resync_thread = thread
-            thread.start()
-
-    def _resync_passes(self) -> None:
-        """The resync thread: resync, again while periods came meanwhile; stop with run()."""
-        while True:
-            try:
-                if self._should_resync is None or self._should_resync():
-                    try:
-                        self._store.resync()
-                    finally:
-                        self._resyncs += 1  # counted once done: a test waits on it
-            except Exception:  # the next period tries again
-                log.exception("%s: periodic resync failed", self.name)
-            with self._timer_lock:
-                if not self._resync_again or self._resync_timer is None:
-                    self._resync_thread = None
-                    return
-                self._resync_again = False
-
-    def _poll_stop(self, stop: threading.Event) -> None:
-        """The stop poll (real clock): turn ``run()``'s stop event into :meth:`stop`."""
-        if stop.is_set():
-            self.stop()
-            return
-        with self._timer_lock:
-            if self._stop_timer is not None:
-                self._stop_timer = REAL_CLOCK.call_later(_STOP_POLL, lambda: self._poll_stop(stop))
-
-    def _arm_stall_timer_locked(self, stream: WatchStream) -> None:
-        """Arm the stall timer for the watch just published (``_lock`` held)."""
+    def _arm_silence_timers_locked(self, stream: WatchStream, streaming_list: bool) -> None:
+        """Arm the stall timer (and a streaming list's initial-events timer) of the watch just published."""
         if self.stall_timeout is not None:
-            self._stall_timer = self._clock.call_later(self.stall_timeout, lambda: self._on_stall_timer(stream))
+            self._stall_timer = SilenceTimer(
+                self._clock, self.stall_timeout, stream, self._read_last_activity, on_silence=self._log_stall,
+            )
+            self._stall_timer.start()
+        if streaming_list:
+            # A server that ignores sendInitialEvents sends the current objects as ADDED events and
+            # then nothing that marks their end: without this timer the reflector would wait for the
+            # watch to time out (minutes), with the cache unsynced. Silence is measured from the last
+            # event, so a long stream that keeps coming is never cut.
+            self._initial_timer = SilenceTimer(self._clock, self.initial_events_timeout, stream, self._read_last_activity)
+            self._initial_timer.start()
 
-    def _cancel_stall_timer_locked(self) -> None:
-        timer, self._stall_timer = self._stall_timer, None
+    def _read_last_activity(self) -> Optional[float]:
+        return self._last_activity
+
+    def _log_stall(self) -> None:
+        log.warning("%s: watch silent for %.0fs: restarting it", self.name, self.stall_timeout)
+
+    def _cancel_initial_timer_locked(self) -> None:
+        timer, self._initial_timer = self._initial_timer, None
         if timer is not None:
             timer.cancel()
 
-    def _on_stall_timer(self, stream: WatchStream) -> None:
-        """The stall timer: close ``stream`` if it said nothing for ``stall_timeout``, else re-arm."""
-        timeout = self.stall_timeout
-        assert timeout is not None
-        with self._lock:
-            if self._stream is not stream or self._stalled or self._last_activity is None:
-                return  # that watch is over (its timer was cancelled as this one fired)
-            silent = self._clock.now() - self._last_activity
-            if silent < timeout:  # it spoke since the timer was armed: wait out the rest
-                self._stall_timer = self._clock.call_later(timeout - silent, lambda: self._on_stall_timer(stream))
-                return
-            self._stalled = True
-            self._stall_timer = None
-        log.warning("%s: watch silent for %.0fs: restarting it", self.name, timeout)
-        stream.close()
+    def _cancel_silence_timers_locked(self) -> None:
+        timer, self._stall_timer = self._stall_timer, None
+        if timer is not None:
+            timer.cancel()
+        self._cancel_initial_timer_locked()
 
     # -- the state machine ------------------------------------------------------------
     def step(self, stop: Optional[threading.Event] = None) -> State:
@@ -547,10 +485,10 @@ class Reflector:
         if isinstance(error, TooManyRequests) and error.retry_after is not None:
             delay = max(delay, error.retry_after)
         level = logging.INFO if self._consecutive_failures < _UNHEALTHY_AFTER else logging.WARNING
-        hint = _hint(error, self._resource)
-        reason = f"{what} failed ({_describe(error)}){hint}"
+        advice = hint(error, self._resource)
+        reason = f"{what} failed ({describe_error(error)}){advice}"
         self._last_error = reason
-        log.log(level, "%s: %s failed (%s)%s; retrying in %.2fs", self.name, what, _describe(error), hint, delay)
+        log.log(level, "%s: %s failed (%s)%s; retrying in %.2fs", self.name, what, describe_error(error), advice, delay)
         self._notify_error(error)
         return BackingOff(self._clock.now() + delay, then, delay, reason)
 
@@ -621,10 +559,10 @@ class Reflector:
             )
         except Gone as error:
             if initial is not None:  # a 410 to a request with no resourceVersion: not a streaming server
-                return self._streaming_list_failed(f"the server answered 410 ({_describe(error)})")
+                return self._streaming_list_failed(f"the server answered 410 ({describe_error(error)})")
             return self._relist(error)
         except ApiError as error:
-            if initial is not None and _rejects_watch_list(error):
+            if initial is not None and rejects_watch_list(error):
                 return self._reject_watch_list(error)
             return self._fail(error, retry, "watch")
         except Exception as error:
@@ -635,11 +573,7 @@ class Reflector:
             if not stopped:
                 self._last_activity = started  # before publishing the stream: the stall timer reads both
                 self._stream = stream
-                self._stalled = False
-                self._arm_stall_timer_locked(stream)
-                if initial is not None:
-                    self._initial_silent = False
-                    self._arm_initial_timer_locked(stream, self.initial_events_timeout)
+                self._arm_silence_timers_locked(stream, initial is not None)
         if stopped:
             stream.close()
             return Stopped()
@@ -654,42 +588,11 @@ class Reflector:
         finally:
             with self._lock:
                 self._stream = None
-                self._cancel_stall_timer_locked()
-                self._cancel_initial_timer_locked()
+                self._cancel_silence_timers_locked()
             self._end_initial_gc_pause()
             stream.close()
 
     # -- streaming lists ---------------------------------------------------------------
-    def _arm_initial_timer_locked(self, stream: WatchStream, delay: float) -> None:
-        """Arm the initial-events timer of a streaming list (``_lock`` held)."""
-        self._initial_timer = self._clock.call_later(delay, lambda: self._on_initial_timer(stream))
-
-    def _cancel_initial_timer_locked(self) -> None:
-        timer, self._initial_timer = self._initial_timer, None
-        if timer is not None:
-            timer.cancel()
-
-    def _on_initial_timer(self, stream: WatchStream) -> None:
-        """Close ``stream`` if it said nothing for ``initial_events_timeout`` before its end bookmark.
-
-        A server that ignores ``sendInitialEvents`` sends the current objects
-        as ADDED events and then nothing that marks their end: without this
-        timer the reflector would wait for the watch to time out (minutes),
-        with the cache unsynced. Silence is measured from the last event, so
-        a long stream that keeps coming is never cut.
-        """
-        timeout = self.initial_events_timeout
-        with self._lock:
-            if self._stream is not stream or self._initial_timer is None or self._last_activity is None:
-                return  # the initial events ended (or the watch did) as this timer fired
-            silent = self._clock.now() - self._last_activity
-            if silent < timeout:
-                self._arm_initial_timer_locked(stream, timeout - silent)
-                return
-            self._initial_silent = True
-            self._initial_timer = None
-        stream.close()
-
     def _end_initial_gc_pause(self) -> None:
         pause, self._initial_gc_pause = self._initial_gc_pause, None
         if pause is not None:
@@ -744,7 +647,7 @@ class Reflector:
             except Exception as error:  # an ERROR event, a broken connection, a garbled line
                 if self._stopping:
                     return Stopped()
-                if initial is not None and isinstance(error, ApiError) and _rejects_watch_list(error):
+                if initial is not None and isinstance(error, ApiError) and rejects_watch_list(error):
                     return self._reject_watch_list(error)
                 if received:
                     self._succeeded()  # it made progress: this failure starts a fresh backoff sequence
@@ -783,7 +686,7 @@ class Reflector:
                     initial.pop(_object_key(obj), None)
                 elif etype == "BOOKMARK":
                     self._bookmarks += 1
-                    if not _ends_initial_events(obj):
+                    if not ends_initial_events(obj):
                         # A server that streams lists sends the end bookmark before any other.
                         return self._streaming_list_failed(
                             "a bookmark came before the initial-events-end bookmark (the server ignores "
@@ -810,14 +713,12 @@ class Reflector:
                     self._malformed_streak = 0
         # The stream ended without an error.
         with self._lock:
-            stalled = self._stalled
-            self._stalled = False
+            stall_timer, initial_timer = self._stall_timer, self._initial_timer
+        stalled = stall_timer is not None and stall_timer.fired
         if self._stopping:
             return Stopped()
         if initial is not None:
-            with self._lock:
-                silent, self._initial_silent = self._initial_silent, False
-            if silent:
+            if initial_timer is not None and initial_timer.fired:
                 return self._streaming_list_failed(
                     f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence")
             return self._streaming_list_failed("the watch ended before the initial-events-end bookmark")
@@ -875,7 +776,7 @@ class Reflector:
             return self._fail(error, then, "watch (410 again right after a relist)")
         self._errors += 1
         self._notify_error(error)
-        log.info("%s: resourceVersion %s is too old (%s); relisting", self.name, self._last_rv, _describe(error))
+        log.info("%s: resourceVersion %s is too old (%s); relisting", self.name, self._last_rv, describe_error(error))
         return then
 
     def _reject_watch_list(self, error: ApiError) -> State:
@@ -886,66 +787,10 @@ class Reflector:
         report it with their hints (and to ``on_watch_error``, which therefore
         does not hear of this first refusal).
         """
-        if isinstance(error, (Forbidden, NotFound)):
-            log.info("%s: streaming list refused (%s); listing this time", self.name, _describe(error))
+        if not refuses_for_good(error):
+            log.info("%s: streaming list refused (%s); listing this time", self.name, describe_error(error))
             return NeedList()
         self._watch_list_rejected = True
         self._notify_error(error)
-        log.info("%s: the server refuses streaming lists (%s); listing from now on", self.name, _describe(error))
+        log.info("%s: the server refuses streaming lists (%s); listing from now on", self.name, describe_error(error))
         return NeedList()
-
-
-def _rejects_watch_list(error: ApiError) -> bool:
-    """Whether an error refuses the streaming list itself (not a transient failure)."""
-    return isinstance(error, (BadRequest, Invalid, Forbidden, NotFound, MethodNotAllowed))
-
-
-def _ends_initial_events(bookmark: Any) -> bool:
-    """Whether a BOOKMARK event's object carries the ``k8s.io/initial-events-end: "true"`` annotation."""
-    try:
-        return bookmark["metadata"]["annotations"][INITIAL_EVENTS_END_ANNOTATION] == "true"
-    except (KeyError, TypeError):
-        return False
-
-
-def _describe(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _hint(error: BaseException, resource: Any) -> str:
-    """What to check when retrying alone cannot fix ``error`` ("" when there is nothing to add).
-
-    A 400 (or 422) means the request itself is wrong, typically a selector.
-    A 404 on a collection means the server does not serve the resource at
-    all: for a custom resource (a group with a dot, like ``example.com``) its
-    CustomResourceDefinition (or API service) is not installed; for a
-    built-in group the version is not served (removed, or not enabled).
-    """
-    if isinstance(error, (BadRequest, Invalid)):
-        return (
-            " -- the server refuses the request itself (a label or field selector it does not "
-            "support?): retrying cannot fix that; check the informer's selectors"
-        )
-    if not isinstance(error, NotFound) or resource is None:
-        return ""
-    if "." in resource.group:
-        return (
-            f" -- the server does not serve {resource.group_resource} ({resource.api_version}): "
-            f"is the CRD installed? (kubectl get crd {resource.group_resource}); retrying"
-        )
-    return (
-        f" -- the server does not serve {resource.plural} in {resource.api_version}: "
-        "is this API version available on this cluster? (kubectl api-resources); retrying"
-    )
-
-
-class StreamingListUnsupported(ConnectionError):
-    """A streaming list whose initial events were never marked as ended (given to ``on_watch_error``).
-
-    The reflector lists instead; see :meth:`Reflector._streaming_list_failed`.
-    """
-
-
-class MalformedEvent(ValueError):
-    """A watch event whose object cannot be keyed (no ``metadata``, or no ``metadata.name``)."""
