@@ -55,7 +55,7 @@ KOPF_VENV = HERE / ".venv-kopf"
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 PODS = 10_000
 EVENTS = 20_000
-ROUNDS = 1 if QUICK else 3
+ROUNDS = 1 if QUICK else 5
 LARGE_PODS = 100_000
 LATENCY_RATE = 500.0
 LATENCY_EVENTS = 3_000
@@ -64,8 +64,9 @@ SPLIT = 10  # the ten-informer variant: namespaces bench-0 .. bench-9
 # label, consumer, namespaces
 CONSUMERS: list[tuple[str, str, list[str]]] = [
     ("pyinformers: factory + Controller, defaults", "pyinformers", ["bench"]),
-    ("pyinformers, the Manager's GC policy", "pyinformers-gc-policy", ["bench"]),
+    # right after the defaults: the two are compared round by round, so they run back to back
     ("pyinformers, 10 informers x 1,000 Pods", "pyinformers-10-informers", [f"bench-{k}" for k in range(SPLIT)]),
+    ("pyinformers, the Manager's GC policy", "pyinformers-gc-policy", ["bench"]),
     ("minimal Python pipeline (urllib3+orjson+dict+queue)", "minimal", ["bench"]),
     ("typed watch.Watch().stream (baseline)", "typed-watch", ["bench"]),
     ("kubernetes.informer + queue.Queue + worker", "official-informer", ["bench"]),
@@ -228,7 +229,22 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
         row["sync_seconds"] = statistics.median(r["sync_seconds"] for r in results if "sync_seconds" in r) \
             if any("sync_seconds" in r for r in results) else None
         rows.append(row)
-    return {"pods": PODS, "events": EVENTS, "rounds": ROUNDS, "rows": rows}
+    return {"pods": PODS, "events": EVENTS, "rounds": ROUNDS, "rows": rows,
+            "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"])}
+
+
+def _paired(ten: list[dict], one: list[dict]) -> Optional[dict]:
+    """Ten informers against one, round by round (the two ran minutes apart at most, on the same load)."""
+    if not ten or not one:
+        return None
+
+    def switches(r: dict) -> float:
+        return sum(r["context_switches"]) / r["events"]
+
+    return {"events_per_s": _summary([t["events_per_s"] / o["events_per_s"] for t, o in zip(ten, one)]),
+            "cpu_us_per_event": _summary([t["cpu_us_per_event"] / o["cpu_us_per_event"] for t, o in zip(ten, one)]),
+            "switches_per_event": {"ten": _summary([switches(t) for t in ten]),
+                                   "one": _summary([switches(o) for o in one])}}
 
 
 def latency() -> dict:
@@ -282,10 +298,11 @@ def print_throughput(data: dict) -> None:
                       f"events/s, {ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x "
                       f"CPU per event (per core: {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
                       "its events per CPU-second)")
-        if "pyinformers-10-informers" in by:
-            ten = by["pyinformers-10-informers"]
-            print(f"10 informers aggregate vs one: {ten['events_per_s']['median'] / ours['events_per_s']['median']:.2f}x "
-                  "events/s")
+        paired = data.get("ten_vs_one")
+        if paired:
+            e, c = paired["events_per_s"], paired["cpu_us_per_event"]
+            print(f"10 informers aggregate vs one, per round: {e['median']:.2f}x events/s ({e['min']:.2f}-{e['max']:.2f}), "
+                  f"{c['median']:.2f}x CPU per event ({c['min']:.2f}-{c['max']:.2f})")
 
 
 def main() -> dict:

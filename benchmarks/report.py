@@ -146,11 +146,14 @@ def _comparisons(data: dict) -> list[str]:
                      f"{ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x the CPU per "
                      f"event, so per core {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
                      "its events per CPU-second.")
-    ten = by.get("pyinformers-10-informers")
-    if ten is not None:
-        lines.append(f"- Ten informers (ten namespaces of 1,000 Pods) against one informer of 10,000: "
-                     f"{ten['events_per_s']['median'] / ours['events_per_s']['median']:.2f}x the aggregate events/s, "
-                     f"{ten['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x the CPU per event.")
+    paired = data.get("ten_vs_one")
+    if paired:
+        e, c = paired["events_per_s"], paired["cpu_us_per_event"]
+        switches = paired["switches_per_event"]
+        lines.append(f"- Ten informers (ten namespaces of 1,000 Pods) against one informer of 10,000, taken round by "
+                     f"round: {e['median']:.2f}x ({e['min']:.2f}-{e['max']:.2f}) the aggregate events/s, "
+                     f"{c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}) the CPU per event; context switches per "
+                     f"event {switches['ten']['median']:.2f} against {switches['one']['median']:.2f}.")
     return lines
 
 
