@@ -121,6 +121,20 @@ _KEEP_CACHED = "left out of this change: the cache keeps the version it had, if 
 _NO_KEY = "left out: an object without a usable key cannot be cached"
 
 
+class _NotTransformed:
+    """What :meth:`DeltaFIFO.transform_listed` returns for an object its transform failed on.
+
+    It stands in the producer's list for the object until :meth:`DeltaFIFO.replace`:
+    ``key`` (None when the object has no key either) tells replace that the
+    object is still on the server, so the consumer keeps the version it has.
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key
+
+
 class HandoffBudget:
     """Pending deltas that several bounded FIFOs -- the informers of one process -- hold in all.
 
@@ -176,9 +190,13 @@ class DeltaFIFO:
     ``known_objects`` is the consumer's store, used to detect deletions on
     :meth:`replace` and to replay objects on :meth:`resync` (without it the
     FIFO knows only what is queued); ``transform`` is applied to each object
-    entering through add/update/delete/replace -- not to tombstones and not
-    to ``Sync`` replays, whose objects come from the consumer's store and
-    were transformed on their way in. ``clock`` measures :meth:`pop` timeouts.
+    entering through add/update/delete/replace, exactly once -- not to
+    tombstones and not to ``Sync`` replays, whose objects come from the
+    consumer's store and were transformed on their way in. A producer that
+    transforms listed objects as it decodes them (a reflector reading list
+    pages, or a streaming list's events) does so with :meth:`transform_listed`
+    and hands them to ``replace(..., transformed=True)``, which then does not
+    transform them again. ``clock`` measures :meth:`pop` timeouts.
     With ``requeue_on_error`` a ``process`` that raises gets its deltas put
     back (ahead of any that arrived meanwhile) before the error propagates;
     by default, as in client-go, they are dropped.
@@ -241,6 +259,9 @@ class DeltaFIFO:
         self._processing: dict[str, tuple[Delta, ...]] = {}
         # see deliver_inline(); None: every change is queued for pop()
         self._deliver: InlineFunc | None = None
+        # Objects transform_listed() failed on since the last replace (producer's thread only):
+        # while 0, replace(transformed=True) holds no _NotTransformed and takes its fast path.
+        self._listed_failures = 0
         # True once anything was added/updated/deleted/replaced
         self._populated = False
         # keys of the first replace (plus what was queued then) not yet fully processed
@@ -429,34 +450,48 @@ class DeltaFIFO:
             self._populated = True
             self._queue_locked(key, Delta(_DELETED, obj))
 
-    def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
+    def transform_listed(self, obj: Any) -> Any:
+        """Transform one object of a list that the caller will hand to ``replace(..., transformed=True)``.
+
+        For a producer that transforms a list as it decodes it, so that what
+        the transform drops is freed before the whole list is read. Returns
+        the transformed object. With ``on_error``, an object the transform
+        fails on is reported (stage ``"transform"``) and a placeholder is
+        returned in its place: :meth:`replace` leaves it out and keeps the
+        consumer's version of it (no false deletion), exactly as when
+        ``replace`` transforms the object itself. Without ``on_error`` the
+        error propagates. To be called only by the producer thread that calls
+        :meth:`replace`.
+        """
+        transform = self._transform
+        if transform is None:
+            return obj
+        try:
+            return transform(obj)
+        except Exception as error:
+            if self._on_error is None:
+                raise
+            self._on_error("transform", obj, error, _KEEP_CACHED)
+            self._listed_failures += 1
+            return _NotTransformed(self._key_or_none(obj))
+
+    def replace(self, objects: Iterable[Any], resource_version: str = "", *, transformed: bool = False) -> None:
         """A relist: ``Replaced`` for each object, tombstones for keys the list lacks.
 
         A key gets a ``Deleted`` delta with a :class:`DeletedFinalStateUnknown`
         when it is absent from ``objects`` and either has pending deltas whose
         newest is not already a deletion, or is held by ``known_objects``.
         ``resource_version`` is accepted for the Reflector's store protocol.
+        ``transformed`` says that every object already went through
+        :meth:`transform_listed`: the transform is not applied again.
         """
-        # One pass per object outside the lock: transform, key (listed objects are never
-        # tombstones, so the key function is called directly), delta.
-        transform = self._transform
-        key_func = self._key_func
-        replaced = DeltaType.REPLACED
         kept: list[str] = []  # keys of listed objects whose transform failed: the cached version stays
         objects = objects if isinstance(objects, (list, tuple)) else list(objects)
-        try:
-            if transform is None:
-                keyed = [(key_func(o), Delta(replaced, o)) for o in objects]
-            else:
-                keyed = []
-                append = keyed.append
-                for o in objects:
-                    o = transform(o)
-                    append((key_func(o), Delta(replaced, o)))
-        except Exception:
-            if self._on_error is None:
-                raise
-            keyed = self._admit_listed(objects, kept)
+        placeholders, self._listed_failures = self._listed_failures, 0
+        if transformed and placeholders:
+            keyed = self._admit_listed(objects, kept, None)
+        else:
+            keyed = self._key_listed(objects, None if transformed else self._transform, kept)
         with self._lock:
             items = self._items
             queue = self._queue
@@ -495,28 +530,68 @@ class DeltaFIFO:
                 self._populated = True
                 self._initial_population = len(self._queue)
 
-    def _admit_listed(self, objects: Any, kept: list[str]) -> list[tuple[str, Delta]]:
+    def _key_listed(
+        self, objects: list | tuple, transform: Callable[[Any], Any] | None, kept: list[str]
+    ) -> list[tuple[str, Delta]]:
+        """``(key, Replaced delta)`` for each listed object, transforming each exactly once.
+
+        The fast path transforms all, then keys all (listed objects are never
+        tombstones, so the key function is called directly), outside the lock.
+        Once something fails, the rest goes one object at a time
+        (:meth:`_admit_listed`), and what was transformed is not transformed again.
+        """
+        key_func = self._key_func
+        replaced = DeltaType.REPLACED
+        done: list | tuple = objects
+        try:
+            if transform is not None:
+                done = []
+                append = done.append
+                for o in objects:
+                    append(transform(o))
+            return [(key_func(o), Delta(replaced, o)) for o in done]
+        except Exception as error:
+            if self._on_error is None:
+                raise
+            rest: list | tuple = ()
+            if done is not objects:  # the transform was running
+                failed = len(done)
+                if failed < len(objects):  # ... and failed on this object
+                    self._on_error("transform", objects[failed], error, _KEEP_CACHED)
+                    key = self._key_or_none(objects[failed])
+                    if key is not None:
+                        kept.append(key)
+                    rest = objects[failed + 1:]
+            return self._admit_listed(done, kept, None) + self._admit_listed(rest, kept, transform)
+
+    def _admit_listed(
+        self, objects: list | tuple, kept: list[str], transform: Callable[[Any], Any] | None
+    ) -> list[tuple[str, Delta]]:
         """The slow path of :meth:`replace` once an object failed: one object at a time.
 
         An object whose transform fails is left out, but its key (from the
         object as listed) goes to ``kept``: it is still on the server, so the
-        consumer keeps the version it has instead of seeing a deletion.
+        consumer keeps the version it has instead of seeing a deletion. So
+        does an object :meth:`transform_listed` failed on (its placeholder).
+        Only called with ``on_error``.
         """
-        transform = self._transform
         key_func = self._key_func
         on_error = self._on_error
         assert on_error is not None
         keyed = []
         for o in objects:
+            if type(o) is _NotTransformed:
+                if o.key is not None:
+                    kept.append(o.key)
+                continue
             if transform is not None:
                 try:
                     out = transform(o)
                 except Exception as error:
                     on_error("transform", o, error, _KEEP_CACHED)
-                    try:
-                        kept.append(key_func(o))
-                    except Exception:
-                        pass  # no key either: it cannot be in the consumer's store
+                    key = self._key_or_none(o)
+                    if key is not None:
+                        kept.append(key)
                     continue
             else:
                 out = o
@@ -525,6 +600,13 @@ class DeltaFIFO:
             except Exception as error:
                 on_error("key", out, error, _NO_KEY)
         return keyed
+
+    def _key_or_none(self, obj: Any) -> str | None:
+        """The key of a listed object, or None when it has none (it cannot be in the consumer's store)."""
+        try:
+            return self._key_func(obj)
+        except Exception:
+            return None
 
     def resync(self) -> None:
         """Queue ``Sync`` for each object in ``known_objects`` with nothing pending or in flight.

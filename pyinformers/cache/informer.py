@@ -121,6 +121,11 @@ class _ReflectorStore:
     ``replace`` is what marks that sync (and wakes ``wait_for_sync``) at once.
     The other writes are the FIFO's own bound methods: nothing is added to the
     per-event path.
+
+    Listed objects reach ``replace`` transformed: the reflector applies the
+    FIFO's :meth:`~pyinformers.cache.delta_fifo.DeltaFIFO.transform_listed` to
+    each as it is decoded (its ``list_transform``), so ``replace`` is told not
+    to transform them again.
     """
 
     __slots__ = ("add", "update", "delete", "resync", "_replace", "_on_replace")
@@ -134,7 +139,7 @@ class _ReflectorStore:
         self._on_replace = on_replace
 
     def replace(self, objects: Any, resource_version: str) -> None:
-        self._replace(objects, resource_version)
+        self._replace(objects, resource_version, transformed=True)
         self._on_replace()
 
 
@@ -228,9 +233,10 @@ class SharedIndexInformer:
                 "index", obj, error, f"cached, but missing from index {index!r}"
             ),
         )
-        # The FIFO transforms each watched object as the reflector hands it over; the reflector
-        # also transforms each list page as soon as it is decoded (the FIFO's second pass over
-        # a listed object is then a cheap no-op for an idempotent transform).
+        # Each object is transformed exactly once: a watched one by the FIFO as the reflector
+        # hands it over; a listed one by the reflector as soon as its page (or, in a streaming
+        # list, its event) is decoded, with the FIFO's transform_listed, which reports a failure
+        # as the FIFO would (see _ReflectorStore).
         self._transform = transform
         self._fifo = DeltaFIFO(
             known_objects=self._indexer, transform=transform, on_error=report, max_pending=HANDOFF_BOUND,
@@ -503,7 +509,7 @@ class SharedIndexInformer:
                 name=self._name,
                 resync_period=self._resync_check_period,
                 should_resync=self._handlers.should_resync,
-                list_transform=self._transform,
+                list_transform=self._fifo.transform_listed if self._transform is not None else None,
                 clock=self._clock,
                 metrics_registry=self._metrics_registry,
                 **options,

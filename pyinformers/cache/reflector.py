@@ -192,8 +192,9 @@ class Reflector:
       page (or, for a streaming list, its event) is decoded, never to the whole list at once,
       so what it drops (``managedFields``) is freed while the list is still being read and
       its memory is reused by the next page. An object it raises on is kept as decoded: the
-      store sees it as listed (an informer's FIFO transforms it again and reports the error).
-      Watched objects are the store's to transform.
+      store sees it as listed. Watched objects are the store's to transform. An informer
+      passes its FIFO's ``transform_listed`` (which reports a failure and stands in for the
+      object) and has the FIFO's ``replace`` skip the transform: each object is transformed once.
 
     Thread-safety: :meth:`step`/:meth:`run` belong to one thread; :meth:`stop`,
     :attr:`stats`, :meth:`healthy` and the getters may be called from any

@@ -3,8 +3,9 @@
 A transform receives an object freshly decoded from the API server (nobody
 else holds it yet) and returns the object to cache. It runs on the reflector
 thread for every listed and watched object, so it must be cheap; it may
-modify its argument in place. It must be idempotent: the same object can pass
-through it more than once (for instance when a relist re-delivers it).
+modify its argument in place. An informer calls it exactly once per decoded
+object (listed or watched); it should still be idempotent, so that an object
+that already looks transformed passes through unchanged.
 
 :func:`drop_managed_fields` is the informer factory's default: server-side
 apply's ``metadata.managedFields`` are about 40% of a cached Pod and no
