@@ -1,6 +1,6 @@
 """The package's layers cannot tangle: imports only go downwards and never in a cycle.
 
-Layers, lowest first (DESIGN.md): ``clock``, ``metrics`` (Prometheus plumbing) and ``gc_policy``; ``api`` (with ``resources``);
+Layers, lowest first (DESIGN.md): ``locking`` (taking contended locks under the GIL, below everything), ``clock``, ``metrics`` (Prometheus plumbing) and ``gc_policy``; ``api`` (with ``resources``);
 ``cache`` and ``workqueue``, which never import each other; ``controller``,
 ``record`` and ``leaderelection``; ``testing`` on top; the operator's front door
 (``cli``, ``rbac``, ``__main__``) beside it. Nothing in the library
@@ -20,22 +20,23 @@ ROOT = Path(pyinformers.__file__).parent
 
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
-    "clock": set(),
-    "metrics": set(),
-    "gc_policy": set(),
-    "api": {"clock"},
-    "resources": {"clock", "api"},
-    "cache": {"clock", "metrics", "gc_policy", "api", "resources"},
-    "workqueue": {"clock", "metrics", "gc_policy"},
-    "controller": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "leaderelection"},
-    "record": {"clock", "metrics", "gc_policy", "api", "resources"},
-    "leaderelection": {"clock", "metrics", "gc_policy", "api", "resources"},
-    "testing": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
+    "locking": set(),
+    "clock": {"locking"},
+    "metrics": {"locking"},
+    "gc_policy": {"locking"},
+    "api": {"locking", "clock"},
+    "resources": {"locking", "clock", "api"},
+    "cache": {"locking", "clock", "metrics", "gc_policy", "api", "resources"},
+    "workqueue": {"locking", "clock", "metrics", "gc_policy"},
+    "controller": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "leaderelection"},
+    "record": {"locking", "clock", "metrics", "gc_policy", "api", "resources"},
+    "leaderelection": {"locking", "clock", "metrics", "gc_policy", "api", "resources"},
+    "testing": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
     # The operator's front door: flags (cli), RBAC rendering (rbac), ``python -m pyinformers``.
-    "rbac": {"api"},
-    "cli": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection", "rbac"},
-    "__main__": {"api", "cli", "rbac"},
-    "__init__": {"clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
+    "rbac": {"locking", "api"},
+    "cli": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection", "rbac"},
+    "__main__": {"locking", "api", "cli", "rbac"},
+    "__init__": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
 }
 
 

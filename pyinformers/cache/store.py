@@ -24,7 +24,11 @@ that index), so one odd object never drops out of the cache.
 
 Thread-safety: every method may be called from any thread. One lock guards
 the items and the indexes together, so a reader never sees an index entry for
-an object that is not in the store (no "torn" index). Index functions run
+an object that is not in the store (no "torn" index); lookups by key
+(:meth:`Indexer.get`, :meth:`Indexer.get_by_key`) need no lock at all. Writes
+and index reads take a contended lock by handing the GIL over rather than
+sleeping on it (:mod:`pyinformers.locking`), so a reflector writing while
+workers read listers never falls into a lock convoy. Index functions run
 under that lock: they must be quick, pure functions of the object and must
 not call back into the store.
 
@@ -45,6 +49,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from pyinformers.api.meta import object_key
 from pyinformers.cache.delta_fifo import DeletedFinalStateUnknown
+from pyinformers.locking import acquire_contended
 
 __all__ = [
     "IndexFunc",
@@ -255,10 +260,15 @@ class Indexer:
     def add(self, obj: Any) -> None:
         """Insert or overwrite the object under its key (same as :meth:`update`)."""
         key = self._key_func(obj)
-        with self._lock:
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_contended(lock)
+        try:
             old = self._items.get(key)
             self._update_indices(key, old, obj)
             self._items[key] = obj
+        finally:
+            lock.release()
 
     update = add
 
@@ -266,21 +276,31 @@ class Indexer:
         """Store ``obj`` under ``key`` (which the caller computed with this store's key
         function) and return the object it replaced, or None: a ``get`` and an ``add``
         under one lock and one key computation (the informer's hot path)."""
-        with self._lock:
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_contended(lock)
+        try:
             old = self._items.get(key)
             self._update_indices(key, old, obj)
             self._items[key] = obj
             return old
+        finally:
+            lock.release()
 
     def delete(self, obj: Any) -> None:
         """Remove the object with ``obj``'s key (a tombstone works too); absent keys are ignored."""
         key = self._key(obj)
-        with self._lock:
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_contended(lock)
+        try:
             old = self._items.get(key)
             if old is None:
                 return
             self._update_indices(key, old, None)
             del self._items[key]
+        finally:
+            lock.release()
 
     def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
         """Atomically make the store hold exactly ``objects`` (a relist).
@@ -343,14 +363,16 @@ class Indexer:
 
     def get(self, obj: Any) -> Any | None:
         """The stored object with ``obj``'s key, or None."""
-        key = self._key(obj)
-        with self._lock:
-            return self._items.get(key)
+        return self._items.get(self._key(obj))
 
     def get_by_key(self, key: str) -> Any | None:
-        """The stored object under ``key``, or None. Do not mutate it."""
-        with self._lock:
-            return self._items.get(key)
+        """The stored object under ``key``, or None. Do not mutate it.
+
+        Takes no lock: one ``dict.get`` on ``_items``, which writers change one
+        key at a time and :meth:`replace` swaps whole, sees the object before or
+        after a concurrent write, never a torn state (the indexes are not read).
+        """
+        return self._items.get(key)
 
     def list(self) -> builtins.list[Any]:
         """Every stored object (a new list of the shared objects; do not mutate them)."""
@@ -391,12 +413,17 @@ class Indexer:
 
     def by_index(self, name: str, value: str) -> builtins.list[Any]:
         """Objects filed under ``value`` in index ``name`` (KeyError for an unknown index)."""
-        with self._lock:
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_contended(lock)
+        try:
             keys = self._index(name).get(value)
             if not keys:
                 return []
             items = self._items
             return [items[k] for k in keys]
+        finally:
+            lock.release()
 
     def index_keys(self, name: str, value: str) -> builtins.list[str]:
         """Keys filed under ``value`` in index ``name``."""

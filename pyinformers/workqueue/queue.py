@@ -26,7 +26,7 @@ The hot path (``add``, ``get``, ``done``) takes the lock with
 ``__enter__`` and ``__exit__`` and calls the latter with three arguments),
 which is a quarter of an add + get + done cycle. When that lock is contended
 (many informer threads adding to one controller's queue), the hot path does
-not sleep on it: :func:`~pyinformers.workqueue._contention.acquire_contended`
+not sleep on it: :func:`~pyinformers.locking.acquire_contended`
 hands the GIL to the holder and retries, which keeps the threads out of a
 lock convoy (two context switches per acquisition).
 """
@@ -39,7 +39,7 @@ from collections.abc import Hashable
 from typing import Any, Optional
 
 from pyinformers.clock import REAL_CLOCK, Clock
-from pyinformers.workqueue._contention import acquire_contended
+from pyinformers.locking import acquire_contended
 from pyinformers.workqueue.metrics import FOLD_AT as _FOLD_AT
 from pyinformers.workqueue.metrics import QueueMetrics, new_queue_metrics
 

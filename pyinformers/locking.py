@@ -17,8 +17,19 @@ and frees the lock. Only after :data:`YIELDS` failed tries (a holder that is
 really slow, or preempted by the kernel) does it block like ``acquire()``.
 
 Use it only for locks whose holders never block while holding them (the work
-queue's): there a failed try means "the holder is between two bytecodes", and
-a yield is the cheapest way to let it finish.
+queue's, the cache store's): there a failed try means "the holder is between
+two bytecodes", and a yield is the cheapest way to let it finish. The pattern,
+which keeps the uncontended path as cheap as a bare ``acquire()``::
+
+    if not lock.acquire(False):
+        acquire_contended(lock)
+    try:
+        ...
+    finally:
+        lock.release()
+
+This module is internal plumbing at the bottom of the package's layers: it
+imports nothing of pyinformers, and anything may import it.
 
 Thread-safety: stateless; any thread.
 """

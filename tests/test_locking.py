@@ -1,12 +1,13 @@
-"""A contended work-queue lock is taken by handing the GIL over, never by sleeping on the lock first."""
+"""A contended lock (work queue, store) is taken by handing the GIL over, never by sleeping on the lock first."""
 
 from __future__ import annotations
 
 import threading
 
+from pyinformers import locking
+from pyinformers.locking import YIELDS, acquire_contended
 from pyinformers.testing import eventually
-from pyinformers.workqueue import Queue, _contention
-from pyinformers.workqueue._contention import YIELDS, acquire_contended
+from pyinformers.workqueue import Queue
 
 
 def test_a_contended_acquire_returns_holding_the_lock_once_a_busy_holder_lets_go():
@@ -32,7 +33,7 @@ def test_a_contended_acquire_returns_holding_the_lock_once_a_busy_holder_lets_go
 
 def test_a_holder_that_keeps_the_lock_makes_the_acquire_block_after_a_bounded_number_of_yields(monkeypatch):
     yields = []
-    monkeypatch.setattr(_contention, "_yield_gil_for", lambda seconds: yields.append(seconds))
+    monkeypatch.setattr(locking, "_yield_gil_for", lambda seconds: yields.append(seconds))
     lock = threading.Lock()
     lock.acquire()  # held by a thread that is not running Python: yielding cannot free it
     acquired = threading.Event()
