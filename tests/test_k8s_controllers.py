@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from pyinformers.api import meta
 from pyinformers.api.client import ResourceClient
+from pyinformers.api.config import ConfigurationError
 from pyinformers.cache.factory import SharedInformerFactory
 from pyinformers.controller import ANY_PORT, Manager
 from pyinformers.record import EventRecorder
@@ -144,10 +145,11 @@ def test_a_controller_works_with_exactly_the_permissions_it_documents(k8s, confi
 
 
 @pytest.mark.k8s_server("real")
-def test_without_list_permission_the_streaming_sync_still_starts(k8s):
-    # The informers sync with a streaming list, which kube-apiserver authorizes as a watch: no
-    # list permission is needed until a fallback to a list (a refused list still fails the start
-    # at once: tests/test_manager_deploy.py).
+def test_without_list_permission_the_manager_refuses_to_start_and_says_what_to_add(k8s):
+    # The informers sync with a streaming list, which kube-apiserver authorizes as a watch: the
+    # cache would fill without list, and the 403 would come with the first fallback to a list
+    # (after a 410), hours later. The reflector asks before its first streaming list instead,
+    # and the Manager refuses to start, as for any refusal (tests/test_manager_deploy.py).
     rules = [dict(r) for r in CONFIG_OWNER_RULES]
     rules[1] = {**rules[1], "verbs": ["get", "watch", "create", "update"]}  # no list on ConfigMaps
     sa = k8s.client_for_service_account("config-owner-no-list", rules=rules)
@@ -155,9 +157,11 @@ def test_without_list_permission_the_streaming_sync_still_starts(k8s):
     manager = Manager(api_client=sa, namespace=k8s.namespace, metrics_port=0, health_port=0, registry=registry)
     manager.add(ConfigOwner(manager.factory, metrics_registry=registry))
     try:
-        manager.start()
-        informer = manager.factory.informer(CONFIGMAPS)
-        assert informer.has_synced() and informer.reflector.stats.lists == 1
+        with pytest.raises(ConfigurationError) as refused:
+            manager.start()
+        message = str(refused.value)
+        assert f'may not list configmaps (API group "" (core)) in namespace "{k8s.namespace}"' in message
+        assert 'add "list" to the verbs of the rule {apiGroups: [""], resources: ["configmaps"]}' in message
     finally:
         manager.stop(5)
 

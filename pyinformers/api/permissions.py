@@ -19,8 +19,18 @@ Verbs are Kubernetes' RBAC verbs. ``ResourceClient`` methods map to them as
 ``status`` subresource (RBAC resource ``foos/status``), and ``patch(...,
 subresource="status")`` needs ``patch`` on it.
 
+What the API server actually allows is another matter: a verb missing from
+the cluster's RBAC is refused with a 403. Most refusals show at once, but
+not a missing ``list`` on a resource an informer syncs with a streaming list
+(kube-apiserver authorizes ``watch?sendInitialEvents=true`` as a plain
+``watch``): the cache syncs, and the 403 comes with the first fallback to a
+list, hours later. :func:`review_access` asks the server in advance (one
+SelfSubjectAccessReview, the request behind ``kubectl auth can-i``), and
+:class:`MissingPermission` is the error that says what to add to the Role.
+
 Thread-safety: :class:`Permissions` is guarded by a lock; a
-:class:`DeclaredClient` is stateless, like the client it extends.
+:class:`DeclaredClient` is stateless, like the client it extends; the
+functions are pure or make one request.
 """
 
 from __future__ import annotations
@@ -30,17 +40,22 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 from pyinformers.api.client import ListPage, ResourceClient
+from pyinformers.api.errors import Forbidden, MethodNotAllowed, NotFound
 from pyinformers.api.resource import Resource
 from pyinformers.api.watch import WatchStream
 
 __all__ = [
     "DeclaredClient",
     "METHOD_VERBS",
+    "MissingPermission",
     "Permissions",
     "READ_VERBS",
     "Grant",
+    "SELF_SUBJECT_ACCESS_REVIEWS",
     "UndeclaredVerb",
     "VERBS",
+    "permission_advice",
+    "review_access",
 ]
 
 #: Every verb RBAC knows for resources (``deletecollection`` included for completeness).
@@ -61,6 +76,12 @@ METHOD_VERBS: Mapping[str, str] = {
     "patch": "patch",
     "delete": "delete",
 }
+
+
+#: ``authorization.k8s.io/v1`` SelfSubjectAccessReviews: "may I ...?" for the caller's own credentials.
+SELF_SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)
 
 
 class UndeclaredVerb(PermissionError):
@@ -219,3 +240,92 @@ class DeclaredClient(ResourceClient):
 
     def __repr__(self) -> str:
         return f"<DeclaredClient {self.resource} {self.declared}>"
+
+
+def _scope(resource: Resource, namespace: Optional[str]) -> Optional[str]:
+    """The namespace a grant on ``resource`` is about (None: cluster-wide)."""
+    if not resource.namespaced:
+        return None
+    return namespace or None
+
+
+def permission_advice(resource: Resource, verb: str, namespace: Optional[str] = None) -> str:
+    """What to add to the RBAC so that ``verb`` on ``resource`` in ``namespace`` (None: all) is allowed.
+
+    One sentence naming the verb, the rule (API group and resource) and the
+    Role (in that namespace) or ClusterRole that must hold it.
+    """
+    ns = _scope(resource, namespace)
+    rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.plural}"]'
+    holder = (
+        f'the Role the controller\'s ServiceAccount is bound to in namespace "{ns}"' if ns
+        else "the ClusterRole the controller's ServiceAccount is bound to (a ClusterRoleBinding)"
+    )
+    return (
+        f'add "{verb}" to the verbs of the rule {{{rule}}} in {holder} '
+        "(python -m pyinformers rbac <module> prints every rule the controller needs)"
+    )
+
+
+class MissingPermission(Forbidden):
+    """A permission the controller will need and does not have, found before the server refused it.
+
+    Raised by nobody: a reflector hands it to ``on_watch_error`` (a Manager
+    then refuses to start, as for any 403) and logs it. ``verb``,
+    ``resource`` and ``namespace`` (None: cluster-wide) say what is missing;
+    the message also says why it matters (``why``) and what to add.
+    """
+
+    def __init__(self, resource: Resource, verb: str, namespace: Optional[str] = None, *, why: str = "") -> None:
+        ns = _scope(resource, namespace)
+        where = f'in namespace "{ns}"' if ns else "cluster-wide"
+        group = f'"{resource.group}"' if resource.group else '"" (core)'
+        message = f"this client may not {verb} {resource.plural} (API group {group}) {where}"
+        if why:
+            message += f": {why}"
+        message += f"; {permission_advice(resource, verb, namespace)}"
+        super().__init__(message, reason="Forbidden")
+        self.resource = resource
+        self.verb = verb
+        self.namespace = ns
+
+
+def review_access(
+    api_client: Any,
+    resource: Resource,
+    verb: str,
+    namespace: Optional[str] = None,
+    *,
+    label_selector: Optional[str] = None,
+    field_selector: Optional[str] = None,
+    timeout: float = 10.0,
+) -> Optional[bool]:
+    """Whether the server allows this client ``verb`` on ``resource`` in ``namespace`` (None: all namespaces).
+
+    One SelfSubjectAccessReview (every authenticated user may make one).
+    Returns None when the server cannot say: it does not serve the review
+    (404/405, as the embedded test server), or refuses it (403). Selectors
+    (the query forms) are passed along for authorizers that decide by them.
+    Other errors (network, 5xx) propagate.
+    """
+    attributes: dict[str, Any] = {"group": resource.group, "resource": resource.plural, "verb": verb}
+    ns = _scope(resource, namespace)
+    if ns:
+        attributes["namespace"] = ns
+    if label_selector:
+        attributes["labelSelector"] = {"rawSelector": label_selector}
+    if field_selector:
+        attributes["fieldSelector"] = {"rawSelector": field_selector}
+    review = {
+        "apiVersion": SELF_SUBJECT_ACCESS_REVIEWS.api_version,
+        "kind": SELF_SUBJECT_ACCESS_REVIEWS.kind,
+        "spec": {"resourceAttributes": attributes},
+    }
+    try:
+        answer = ResourceClient(api_client, SELF_SUBJECT_ACCESS_REVIEWS, request_timeout=timeout).create(review)
+    except (NotFound, MethodNotAllowed, Forbidden):
+        return None
+    status = answer.get("status") if isinstance(answer, dict) else None
+    if not isinstance(status, dict):
+        return None
+    return bool(status.get("allowed"))

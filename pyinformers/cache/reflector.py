@@ -130,6 +130,7 @@ from pyinformers.cache.reflector_watchlist import (
     ends_initial_events,
     refuses_for_good,
     rejects_watch_list,
+    review_list_permission,
 )
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.gc_policy import gc_paused
@@ -282,11 +283,14 @@ class Reflector:
         self._synced = False
         self._consecutive_failures = 0
         self._watch_list_rejected = False
+        self._list_permission_reviewed = False  # see _review_list_permission
         self._gone_streak = 0  # 410s since a watch last delivered something
         self._malformed_streak = 0  # malformed events with no good event in between
         self._last_error = ""  # the last list/watch failure, one line; "" after a success
         resource = getattr(lister_watcher, "resource", None)
         self._resource = resource if hasattr(resource, "group_resource") else None
+        namespace = getattr(lister_watcher, "namespace", None)
+        self._namespace = namespace if isinstance(namespace, str) and namespace else None
 
         # Counters: written by the stepping thread (resyncs by the timer), read anywhere.
         self._lists = self._watches = self._events = self._bookmarks = 0
@@ -456,6 +460,8 @@ class Reflector:
             self._pending = []
             new = Listing(None, paged=state.paged, resource_version=None if state.consistent else "0")
         elif isinstance(state, WatchListing):
+            if not self._list_permission_reviewed:
+                self._review_list_permission()
             new = self._watch(None, initial={}) if not self._watch_list_rejected else NeedList()
         elif isinstance(state, BackingOff):
             new = state.then if self._wait_until(state.until, stop) else Stopped()
@@ -486,12 +492,31 @@ class Reflector:
         if isinstance(error, TooManyRequests) and error.retry_after is not None:
             delay = max(delay, error.retry_after)
         level = logging.INFO if self._consecutive_failures < _UNHEALTHY_AFTER else logging.WARNING
-        advice = hint(error, self._resource)
+        verb = "list" if what.startswith("list") else "watch"
+        advice = hint(error, self._resource, verb=verb, namespace=self._namespace)
         reason = f"{what} failed ({describe_error(error)}){advice}"
         self._last_error = reason
         log.log(level, "%s: %s failed (%s)%s; retrying in %.2fs", self.name, what, describe_error(error), advice, delay)
         self._notify_error(error)
         return BackingOff(self._clock.now() + delay, then, delay, reason)
+
+    def _review_list_permission(self) -> None:
+        """Before the first streaming list: ask once whether a list would be allowed.
+
+        A streaming list is authorized as a watch, so a missing ``list`` would
+        only show at the first fallback to a list (see
+        :mod:`pyinformers.cache.reflector_watchlist`). One review per
+        reflector: relists and resyncs ask nothing. A missing permission is
+        logged as an error and handed to ``on_watch_error`` (a Manager then
+        refuses to start, naming it); the sync goes on.
+        """
+        self._list_permission_reviewed = True
+        missing = review_list_permission(self._lw)
+        if missing is None:
+            return
+        self._errors += 1
+        log.error("%s: %s", self.name, missing.message)
+        self._notify_error(missing)
 
     def _notify_error(self, error: BaseException) -> None:
         if self._on_watch_error is None:

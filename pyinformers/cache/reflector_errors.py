@@ -12,9 +12,11 @@ Thread-safety: pure functions and an exception type.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from pyinformers.api.errors import BadRequest, Invalid, NotFound
+from pyinformers.api.errors import BadRequest, Forbidden, Invalid, NotFound
+from pyinformers.api.permissions import MissingPermission, permission_advice
+from pyinformers.api.resource import Resource
 
 __all__ = ["MalformedEvent", "describe_error", "hint"]
 
@@ -29,9 +31,11 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def hint(error: BaseException, resource: Any) -> str:
+def hint(error: BaseException, resource: Any, *, verb: str = "", namespace: Optional[str] = None) -> str:
     """What to check when retrying alone cannot fix ``error`` ("" when there is nothing to add).
 
+    A 403 means the RBAC lacks ``verb`` on ``resource`` in ``namespace``
+    (None: cluster-wide): the hint says what to add to which Role.
     A 400 (or 422) means the request itself is wrong, typically a selector.
     A 404 on a collection means the server does not serve the resource at
     all: for a custom resource (a group with a dot, like ``example.com``) its
@@ -40,6 +44,10 @@ def hint(error: BaseException, resource: Any) -> str:
     ``resource`` is the lister-watcher's
     :class:`~pyinformers.api.resource.Resource` (None: unknown).
     """
+    if isinstance(error, Forbidden) and not isinstance(error, MissingPermission):
+        if not verb or not isinstance(resource, Resource):
+            return ""
+        return f" -- {permission_advice(resource, verb, namespace)}; retrying"
     if isinstance(error, (BadRequest, Invalid)):
         return (
             " -- the server refuses the request itself (a label or field selector it does not "

@@ -23,14 +23,28 @@ A 403 or 404 to a streaming list says nothing about streaming (a missing
 permission, a missing CRD): the reflector lists for that sync, and the list
 reports the error with its hint.
 
-Thread-safety: everything here is a pure function or an immutable value.
+Permissions. kube-apiserver authorizes a streaming list as a ``watch`` (the
+verb comes from ``watch=true`` alone; verified on 1.36: a ServiceAccount
+with ``get`` and ``watch`` but no ``list`` syncs), so a missing ``list``
+stays hidden until the first fallback to a list -- after a 410, or on a
+server that refuses streaming lists -- which then fails with 403, hours
+after the deployment. Before its first streaming list a reflector therefore
+asks once (:func:`review_list_permission`: one SelfSubjectAccessReview per
+reflector, never per relist or resync) and reports a missing ``list`` as a
+:class:`~pyinformers.api.permissions.MissingPermission`.
+
+Thread-safety: everything here is a pure function or an immutable value,
+except :func:`review_list_permission`, which makes one request.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Optional
 
 from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Invalid, MethodNotAllowed, NotFound
+from pyinformers.api.permissions import MissingPermission, review_access
+from pyinformers.api.resource import Resource
 
 __all__ = [
     "INITIAL_EVENTS_END_ANNOTATION",
@@ -38,7 +52,10 @@ __all__ = [
     "ends_initial_events",
     "rejects_watch_list",
     "refuses_for_good",
+    "review_list_permission",
 ]
+
+log = logging.getLogger("pyinformers.reflector")
 
 #: The annotation on the bookmark that ends the initial events of a streaming list.
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
@@ -72,3 +89,36 @@ def refuses_for_good(error: ApiError) -> bool:
     the next sync may stream again.
     """
     return not isinstance(error, (Forbidden, NotFound))
+
+
+def review_list_permission(lister_watcher: Any) -> Optional[MissingPermission]:
+    """A :class:`MissingPermission` if the server says this client may not list what it streams, else None.
+
+    ``lister_watcher`` is a :class:`~pyinformers.api.listwatch.ListWatch`
+    (its client, resource, namespace and selectors say what a list would
+    ask); for anything else (a test's scripted fake) nothing is asked. None
+    too when the server cannot answer (it does not serve the review, refuses
+    it, or fails): the check is advice, the sync goes on either way.
+    """
+    client = getattr(lister_watcher, "client", None)
+    resource = getattr(client, "resource", None)
+    api_client = getattr(client, "api_client", None)
+    if not isinstance(resource, Resource) or api_client is None:
+        return None
+    namespace = getattr(lister_watcher, "namespace", None)
+    try:
+        allowed = review_access(
+            api_client, resource, "list", namespace,
+            label_selector=getattr(lister_watcher, "label_selector", None) or None,
+            field_selector=getattr(lister_watcher, "field_selector", None) or None,
+        )
+    except Exception as error:  # the review is advice: never a reason to fail the sync
+        log.debug("could not review the list permission on %s: %s", resource, error)
+        return None
+    if allowed is not False:
+        return None
+    return MissingPermission(
+        resource, "list", namespace,
+        why=("the streaming list only needs \"watch\", so the cache syncs, but a fallback to a list "
+             "(after 410 Gone, or when a server refuses streaming lists) will be refused"),
+    )

@@ -519,6 +519,11 @@ class Manager:
                 informer.wait_for_sync(min(remaining, _POLL))
         if self._stop_requested.is_set():
             return
+        # A refusal reported while the caches synced (a missing list permission, which a
+        # streaming list does not need, is found by asking before it) fails the start too.
+        refusal = self._refusal()
+        if refusal is not None:
+            raise refusal
         # Each pending informer says why when it knows: "informer v1/things (cache not synced;
         # last error: list: NotFound: ... is the CustomResourceDefinition installed?)".
         pending = [f"informer {i.name} ({i.sync_problem()})" for i in informers if not i.has_synced()]
