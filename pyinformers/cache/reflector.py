@@ -94,7 +94,6 @@ which makes filling a large cache several times slower.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import threading
@@ -126,6 +125,7 @@ from pyinformers.cache.reflector_states import (
 from pyinformers.cache.reflector_timers import PeriodicResync, SilenceTimer, StopPoll
 from pyinformers.cache.reflector_watchlist import (
     INITIAL_EVENTS_END_ANNOTATION,
+    InitialEvents,
     StreamingListUnsupported,
     ends_initial_events,
     refuses_for_good,
@@ -254,8 +254,7 @@ class Reflector:
         self._list_transform = list_transform
         self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng)
 
-        # _lock guards: _state, _stream, _stopping, _running, _stall_timer, _initial_timer
-        # (and is _cond's lock).
+        # _lock guards: _state, _stream, _stopping, _running, _stall_timer (and is _cond's lock).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._state: State = WatchListing() if self.use_watch_list else NeedList()
@@ -264,14 +263,11 @@ class Reflector:
         self._running = False
         # Invariant: set exactly while _stream is set (and stall_timeout is not None).
         self._stall_timer: Optional[SilenceTimer] = None
-        # Streaming lists: set while the open watch has not sent its initial-events-end bookmark.
-        self._initial_timer: Optional[SilenceTimer] = None
-        self._initial_gc_pause: Optional[contextlib.AbstractContextManager] = None  # stepping thread
         # The run() timers: armed while run() runs.
         self._resync: Optional[PeriodicResync] = None
         if self.resync_period > 0:
             self._resync = PeriodicResync(
-                name=name, clock=self._clock, period=self.resync_period, resync=store.resync,
+                name=name, clock=self._clock, period=self.resync_period, resync=self._resync_store,
                 should_resync=should_resync, ready=self.has_synced_once,
             )
         self._stop_poll: Optional[StopPoll] = None
@@ -410,20 +406,16 @@ class Reflector:
         if self._resync is not None:
             self._resync.cancel()  # joins a running resync: nothing touches the store once run() returns
 
-    def _arm_silence_timers_locked(self, stream: WatchStream, streaming_list: bool) -> None:
-        """Arm the stall timer (and a streaming list's initial-events timer) of the watch just published."""
+    def _arm_stall_timer_locked(self, stream: WatchStream) -> None:
+        """Arm the stall timer of the watch just published (``_lock`` held)."""
         if self.stall_timeout is not None:
             self._stall_timer = SilenceTimer(
                 self._clock, self.stall_timeout, stream, self._read_last_activity, on_silence=self._log_stall,
             )
             self._stall_timer.start()
-        if streaming_list:
-            # A server that ignores sendInitialEvents sends the current objects as ADDED events and
-            # then nothing that marks their end: without this timer the reflector would wait for the
-            # watch to time out (minutes), with the cache unsynced. Silence is measured from the last
-            # event, so a long stream that keeps coming is never cut.
-            self._initial_timer = SilenceTimer(self._clock, self.initial_events_timeout, stream, self._read_last_activity)
-            self._initial_timer.start()
+
+    def _resync_store(self) -> None:
+        self._store.resync()  # looked up at each period, as before the timers had a module of their own
 
     def _read_last_activity(self) -> Optional[float]:
         return self._last_activity
@@ -431,16 +423,10 @@ class Reflector:
     def _log_stall(self) -> None:
         log.warning("%s: watch silent for %.0fs: restarting it", self.name, self.stall_timeout)
 
-    def _cancel_initial_timer_locked(self) -> None:
-        timer, self._initial_timer = self._initial_timer, None
-        if timer is not None:
-            timer.cancel()
-
-    def _cancel_silence_timers_locked(self) -> None:
+    def _cancel_stall_timer_locked(self) -> None:
         timer, self._stall_timer = self._stall_timer, None
         if timer is not None:
             timer.cancel()
-        self._cancel_initial_timer_locked()
 
     # -- the state machine ------------------------------------------------------------
     def step(self, stop: Optional[threading.Event] = None) -> State:
@@ -462,7 +448,7 @@ class Reflector:
         elif isinstance(state, WatchListing):
             if not self._list_permission_reviewed:
                 self._review_list_permission()
-            new = self._watch(None, initial={}) if not self._watch_list_rejected else NeedList()
+            new = self._watch(None, initial=InitialEvents()) if not self._watch_list_rejected else NeedList()
         elif isinstance(state, BackingOff):
             new = state.then if self._wait_until(state.until, stop) else Stopped()
         else:  # pragma: no cover - exhaustive
@@ -572,8 +558,8 @@ class Reflector:
         return Watching(rv)
 
     # -- watch -------------------------------------------------------------------------
-    def _watch(self, resource_version: Optional[str], *, initial: Optional[dict]) -> State:
-        """Open one watch and consume it; ``initial`` is the collection dict of a streaming list."""
+    def _watch(self, resource_version: Optional[str], *, initial: Optional[InitialEvents]) -> State:
+        """Open one watch and consume it; ``initial`` holds a streaming list's initial events."""
         retry: State = Watching(resource_version or "") if initial is None else WatchListing()
         timeout = self._rng.randint(int(self.min_watch_timeout), int(self.max_watch_timeout))
         try:
@@ -599,7 +585,9 @@ class Reflector:
             if not stopped:
                 self._last_activity = started  # before publishing the stream: the stall timer reads both
                 self._stream = stream
-                self._arm_silence_timers_locked(stream, initial is not None)
+                self._arm_stall_timer_locked(stream)
+                if initial is not None:
+                    initial.watch(stream, self._clock, self.initial_events_timeout, self._read_last_activity)
         if stopped:
             stream.close()
             return Stopped()
@@ -607,35 +595,29 @@ class Reflector:
         if initial is not None:
             # Objects arrive one per event, each decoded while the collection grows: keep the
             # cyclic collector off it until the initial events are in the store (see gc_policy).
-            self._initial_gc_pause = gc_paused()
-            self._initial_gc_pause.__enter__()
+            initial.pause_gc(gc_paused())
         try:
             return self._consume(stream, resource_version or "", initial, started)
         finally:
             with self._lock:
                 self._stream = None
-                self._cancel_silence_timers_locked()
-            self._end_initial_gc_pause()
+                self._cancel_stall_timer_locked()
+            if initial is not None:
+                initial.close()
             stream.close()
 
     # -- streaming lists ---------------------------------------------------------------
-    def _end_initial_gc_pause(self) -> None:
-        pause, self._initial_gc_pause = self._initial_gc_pause, None
-        if pause is not None:
-            pause.__exit__(None, None, None)
-
-    def _finish_streaming_list(self, initial: dict, rv: str) -> None:
+    def _finish_streaming_list(self, initial: Optional[InitialEvents], rv: str) -> None:
         """The initial-events-end bookmark: hand the collected objects to the store at ``rv``."""
+        assert initial is not None
         with self._lock:
-            self._cancel_initial_timer_locked()
             if not self._stopping:
                 self._state = Watching(rv)  # the same stream goes on as a watch from rv
-        items = list(initial.values())
-        initial.clear()
+        items = initial.take()
         with gc_paused():
             self._store.replace(items, rv)
         del items
-        self._end_initial_gc_pause()
+        initial.end_gc_pause()
         self._lists += 1
         self._list_rv = self._last_rv = rv
         self._synced = True
@@ -658,8 +640,9 @@ class Reflector:
         )
         return NeedList()
 
-    def _consume(self, stream: WatchStream, rv: str, initial: Optional[dict], started: float) -> State:
+    def _consume(self, stream: WatchStream, rv: str, initial: Optional[InitialEvents], started: float) -> State:
         store = self._store
+        collected = initial.objects if initial is not None else None
         now = self._clock.now
         iterator = iter(stream)
         received = 0  # events of this stream, bookmarks included
@@ -700,16 +683,16 @@ class Reflector:
             if not named and etype in _OBJECT_EVENTS:
                 # An object the store could not key: the stream is not to be trusted from here.
                 return self._malformed(etype, obj, rv, initial, progressed=received > 1)
-            if initial is not None:
+            if collected is not None:
                 # The initial events of a streaming list: collect (transformed as decoded, so
                 # what the transform drops is freed at once), then replace all at once. Changes
                 # made after the list's snapshot may come before the end bookmark: apply them.
                 if new_rv:
                     rv = new_rv
                 if etype == "ADDED" or etype == "MODIFIED":
-                    initial[_object_key(obj)] = obj if self._list_transform is None else self._transform_listed(obj)
+                    collected[_object_key(obj)] = obj if self._list_transform is None else self._transform_listed(obj)
                 elif etype == "DELETED":
-                    initial.pop(_object_key(obj), None)
+                    collected.pop(_object_key(obj), None)
                 elif etype == "BOOKMARK":
                     self._bookmarks += 1
                     if not ends_initial_events(obj):
@@ -718,7 +701,7 @@ class Reflector:
                             "a bookmark came before the initial-events-end bookmark (the server ignores "
                             "sendInitialEvents)")
                     self._finish_streaming_list(initial, rv)
-                    initial = None
+                    initial = collected = None
                 continue
             if etype == "MODIFIED":
                 store.update(obj)
@@ -739,12 +722,12 @@ class Reflector:
                     self._malformed_streak = 0
         # The stream ended without an error.
         with self._lock:
-            stall_timer, initial_timer = self._stall_timer, self._initial_timer
+            stall_timer = self._stall_timer
         stalled = stall_timer is not None and stall_timer.fired
         if self._stopping:
             return Stopped()
         if initial is not None:
-            if initial_timer is not None and initial_timer.fired:
+            if initial.silent:
                 return self._streaming_list_failed(
                     f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence")
             return self._streaming_list_failed("the watch ended before the initial-events-end bookmark")
@@ -758,7 +741,9 @@ class Reflector:
         self._succeeded()
         return Watching(rv)
 
-    def _malformed(self, etype: str, obj: Any, rv: str, initial: Optional[dict], *, progressed: bool) -> State:
+    def _malformed(
+        self, etype: str, obj: Any, rv: str, initial: Optional[InitialEvents], *, progressed: bool
+    ) -> State:
         """A watch event whose object has no ``metadata.name``: handled like a broken stream.
 
         The watch is re-opened from the last good resourceVersion after a

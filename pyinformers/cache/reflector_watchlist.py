@@ -33,21 +33,30 @@ asks once (:func:`review_list_permission`: one SelfSubjectAccessReview per
 reflector, never per relist or resync) and reports a missing ``list`` as a
 :class:`~pyinformers.api.permissions.MissingPermission`.
 
-Thread-safety: everything here is a pure function or an immutable value,
-except :func:`review_list_permission`, which makes one request.
+The state of one streaming list, from the request to the end bookmark, is an
+:class:`InitialEvents`: the objects collected so far, the timer that gives
+up on a server that never ends them, and the GC pause while they arrive.
+
+Thread-safety: the functions are pure (:func:`review_list_permission` makes
+one request); an :class:`InitialEvents` belongs to the reflector's stepping
+thread, its timer runs on the clock's timer thread and only closes the stream.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Optional
 
 from pyinformers.api.errors import ApiError, BadRequest, Forbidden, Invalid, MethodNotAllowed, NotFound
 from pyinformers.api.permissions import MissingPermission, review_access
 from pyinformers.api.resource import Resource
+from pyinformers.cache.reflector_timers import Closable, SilenceTimer
+from pyinformers.clock import Clock
 
 __all__ = [
     "INITIAL_EVENTS_END_ANNOTATION",
+    "InitialEvents",
     "StreamingListUnsupported",
     "ends_initial_events",
     "rejects_watch_list",
@@ -67,6 +76,74 @@ class StreamingListUnsupported(ConnectionError):
     The reflector lists instead, for that sync only: a relist after 410
     streams again.
     """
+
+
+class InitialEvents:
+    """One streaming list's initial events: collected by key until the end bookmark, then taken at once.
+
+    :attr:`objects` maps keys to the objects received so far (transformed as
+    decoded); the reflector's event loop writes it directly, so collecting
+    costs no call per event. While the events arrive:
+
+    * a :class:`~pyinformers.cache.reflector_timers.SilenceTimer` closes the
+      stream after ``timeout`` seconds without a word before the end bookmark
+      (:meth:`watch`): a server that ignores ``sendInitialEvents`` sends the
+      current objects as ADDED events and then nothing that marks their end,
+      and without the timer the cache would stay unsynced until the watch
+      times out (minutes). Silence is measured from the last event, so a long
+      stream that keeps coming is never cut; :attr:`silent` says it fired;
+    * the cyclic garbage collector is paused (:meth:`pause_gc`): each object
+      is decoded while the collection grows.
+
+    Invariant: once :meth:`take` or :meth:`close` returned, the timer can no
+    longer close the stream and the GC pause is over (:meth:`take` ends it
+    after the store took the objects, see :meth:`end_gc_pause`).
+    """
+
+    __slots__ = ("objects", "_timer", "_gc_pause")
+
+    def __init__(self) -> None:
+        self.objects: dict[str, Any] = {}
+        self._timer: Optional[SilenceTimer] = None
+        self._gc_pause: Optional[AbstractContextManager[Any]] = None
+
+    def watch(self, stream: Closable, clock: Clock, timeout: float,
+              last_activity: Callable[[], Optional[float]]) -> None:
+        """The stream is open: close it after ``timeout`` seconds of silence before the end bookmark."""
+        self._timer = SilenceTimer(clock, timeout, stream, last_activity)
+        self._timer.start()
+
+    def pause_gc(self, pause: AbstractContextManager[Any]) -> None:
+        """Hold ``pause`` (a :func:`~pyinformers.gc_policy.gc_paused`) until the objects are stored."""
+        pause.__enter__()
+        self._gc_pause = pause
+
+    @property
+    def silent(self) -> bool:
+        """True when the timer closed the stream for silence."""
+        return self._timer is not None and self._timer.fired
+
+    def take(self) -> list[Any]:
+        """The end bookmark: stop the timer and hand over the objects (the collection is emptied)."""
+        self._cancel_timer()
+        items = list(self.objects.values())
+        self.objects.clear()
+        return items
+
+    def end_gc_pause(self) -> None:
+        pause, self._gc_pause = self._gc_pause, None
+        if pause is not None:
+            pause.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """The watch ended (or the objects are stored): no timer, no GC pause."""
+        self._cancel_timer()
+        self.end_gc_pause()
+
+    def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
 
 def ends_initial_events(bookmark: Any) -> bool:
