@@ -63,9 +63,10 @@ doubling to 30 s, jittered, forgotten after a failure-free stretch).
 
 Threads. :meth:`run` drives :meth:`step` on the calling thread; the only
 other thread of the reflector's own is a periodic resync's, while it runs
-(see Timers); the timers run on the clock's timer thread. :meth:`stop` may be called from any thread: it closes the open
-watch stream (the blocked reader returns at once) and wakes a backoff wait,
-so it never waits for the network. An in-flight *list* request is not
+(see Timers); the timers run on the clock's timer thread. :meth:`stop` may
+be called from any thread: it closes the open watch stream (the blocked
+reader returns at once) and wakes a backoff wait, so it never waits for the
+network. An in-flight *list* request is not
 interruptible; it ends within the client's request timeout. Counters are
 written by the reflector's thread and read anywhere.
 

@@ -39,7 +39,7 @@ from typing import Callable, Optional, Protocol
 
 from pyinformers.clock import REAL_CLOCK, Clock, TimerHandle
 
-__all__ = ["SilenceTimer", "PeriodicResync", "StopPoll", "STOP_POLL_INTERVAL"]
+__all__ = ["Closable", "SilenceTimer", "PeriodicResync", "StopPoll", "STOP_POLL_INTERVAL"]
 
 log = logging.getLogger("pyinformers.reflector")
 
