@@ -252,10 +252,13 @@ def test_by_default_a_streaming_list_syncs_without_a_list_request(api_server, cl
 
 class IgnoresInitialEvents(ListWatch):
     """A server that ignores sendInitialEvents: the watch goes out without it (rv unset: the
-    server sends the current objects as ADDED events, and nothing marks their end)."""
+    server sends the current objects as ADDED events, and nothing marks their end). Without
+    allowWatchBookmarks too: kube-apiserver 1.36 (and the embedded server) end the ADDED events
+    of a watch without resourceVersion with the initial-events-end bookmark when bookmarks are
+    allowed, even when sendInitialEvents is not asked."""
 
     def watch(self, **kwargs):
-        kwargs["send_initial_events"] = False
+        kwargs["send_initial_events"] = kwargs["allow_bookmarks"] = False
         return super().watch(**kwargs)
 
 

@@ -359,22 +359,31 @@ class RestApi:
     def open_watch(
         self, rt: ResourceType, namespace: Optional[str], options: WatchOptions, *, max_queue: int
     ) -> "tuple[Watcher, builtins.list[dict], int, bool]":
-        """Register a watcher; returns (watcher, initial objects, start rv, send initial-events-end bookmark)."""
+        """Register a watcher; returns (watcher, initial objects, start rv, send initial-events-end bookmark).
+
+        Where a watch starts, as kube-apiserver 1.36 decides it: ``sendInitialEvents``
+        left out means true for a watch without a resourceVersion (or ``"0"``) and
+        false for one from a resourceVersion. With initial events the current
+        objects come first as ADDED and, when the watch allows bookmarks, the
+        bookmark annotated ``k8s.io/initial-events-end`` -- whether or not the
+        client asked for initial events by name. Without them a watch replays
+        history after its resourceVersion, or (none, or ``"0"``) starts from now.
+        """
         ns = self._ns(rt, namespace) if namespace else None
         check_field_selector(rt.storage_key, options.field_selector)
         watcher = Watcher(rt, ns, label_selector=options.label_selector, field_selector=options.field_selector, max_queue=max_queue)
         rv = rv_param(options.resource_version)
-        if options.send_initial_events:
+        initial_events = options.send_initial_events
+        if initial_events is None:
+            initial_events = not rv
+        if initial_events:
             objects, start = self.hub.open(watcher, since_rv=None, initial_state=True)
             if rv and rv > start:
                 self.hub.close(watcher)
                 self.store.snapshot(rt.storage_key, ns, at_rv=rv)  # raises "Too large resource version"
             # The end marker is a bookmark: only a watch that allows bookmarks gets it.
             return watcher, objects, start, options.allow_bookmarks
-        if rv is None or rv == 0:
-            objects, start = self.hub.open(watcher, since_rv=None, initial_state=True)
-            return watcher, objects, start, False
-        _, start = self.hub.open(watcher, since_rv=rv, initial_state=False)
+        _, start = self.hub.open(watcher, since_rv=rv or None, initial_state=False)
         return watcher, [], start, False
 
     # -- update / patch ------------------------------------------------------------------

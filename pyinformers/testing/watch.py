@@ -221,14 +221,16 @@ class WatchHub:
 
         With ``initial_state`` returns the current objects (to be sent as ADDED)
         and their rv; otherwise queues every change after ``since_rv`` from
-        history (410 Expired if compacted) and returns ``([], since_rv)``.
+        history (410 Expired if compacted) and returns ``([], since_rv)``, or
+        with ``since_rv=None`` starts from the current rv: ``([], current)``.
         """
         key = watcher.resource.storage_key
         with self._store.lock:
             if initial_state:
                 objects, rv = self._store.snapshot(key, watcher.namespace)
+            elif since_rv is None:
+                objects, rv = [], self._store.current_rv
             else:
-                assert since_rv is not None
                 start = self._cache_start.get(key, self._epoch)
                 if since_rv < start:
                     raise expired(f"too old resource version: {since_rv} ({start})")
