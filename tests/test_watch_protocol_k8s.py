@@ -33,7 +33,7 @@ def _get(k8s: Any, **query: str) -> tuple[int, Any]:
         raw = response.read()
     finally:
         release(response, reusable=True)
-    if response.status == 200 and query.get("watch"):
+    if response.status == 200 and query.get("watch", "false").lower() not in ("0", "false"):
         return 200, [orjson.loads(line) for line in raw.splitlines() if line.strip()]
     return response.status, orjson.loads(raw)
 
@@ -96,3 +96,74 @@ def test_send_initial_events_false_starts_a_watch_without_resource_version_from_
         query["resourceVersion"] = resource_version
     status, events = _get(k8s, **query)
     assert (status, _seen(events)) == (200, [])  # no ADDED for what exists, no end marker
+
+
+def _causes(body: dict) -> list[tuple[str, str]]:
+    return [(c["reason"], c["message"]) for c in body["details"]["causes"]]
+
+
+UNLESS_RV = ("FieldValueForbidden", "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")
+WITH_CONTINUE = ("FieldValueForbidden", "Forbidden: resourceVersionMatch is forbidden when continue is provided")
+UNLESS_INITIAL = ("FieldValueForbidden", "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+LIST_MATCHES = 'supported values: "Exact", "NotOlderThan", ""'
+
+
+@pytest.mark.parametrize(
+    "query, causes",
+    [
+        ({"resourceVersionMatch": "Bogus"}, [UNLESS_RV, ("FieldValueNotSupported", f'Unsupported value: "Bogus": {LIST_MATCHES}')]),
+        ({"resourceVersionMatch": "Exact", "continue": "x"}, [UNLESS_RV, WITH_CONTINUE]),
+        ({"resourceVersionMatch": "NotOlderThan", "resourceVersion": "1", "continue": "x"}, [WITH_CONTINUE]),
+        ({"watch": "true", "resourceVersionMatch": "Exact"},
+         [UNLESS_INITIAL, ("FieldValueNotSupported", 'Unsupported value: "Exact": supported values: "NotOlderThan"')]),
+        ({"watch": "true", "continue": "x"}, [WITH_CONTINUE]),
+    ],
+    ids=["list-unsupported-match", "list-match-with-continue", "list-match-rv-continue", "watch-exact", "watch-continue"],
+)
+def test_invalid_list_options_get_one_422_naming_every_broken_rule(k8s, query, causes):
+    status, body = _get(k8s, **query)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert _causes(body) == causes
+    listed = ", ".join(f"resourceVersionMatch: {message}" for _, message in causes)
+    assert body["message"] == 'ListOptions.meta.k8s.io "" is invalid: ' + (f"[{listed}]" if len(causes) > 1 else listed)
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ({"limit": "abc"}, 'strconv.ParseInt: parsing "abc": invalid syntax'),
+        ({"limit": ""}, 'strconv.ParseInt: parsing "": invalid syntax'),
+        ({"limit": "9223372036854775808"}, 'strconv.ParseInt: parsing "9223372036854775808": value out of range'),
+        ({"timeoutSeconds": "abc"}, 'strconv.ParseInt: parsing "abc": invalid syntax'),
+        ({"timeoutSeconds": "abc", "labelSelector": "a b"}, 'strconv.ParseInt: parsing "abc": invalid syntax'),  # numbers first
+        ({"watch": "true", "limit": "x"}, 'strconv.ParseInt: parsing "x": invalid syntax'),
+    ],
+    ids=["limit-word", "limit-empty", "limit-too-big", "list-timeout", "numbers-before-selectors", "watch-limit"],
+)
+def test_numbers_in_the_query_are_read_as_go_reads_them(k8s, query, message):
+    status, body = _get(k8s, **query)
+    assert (status, body["reason"], body["message"]) == (400, "BadRequest", message)
+
+
+def test_a_negative_limit_means_no_limit(k8s):
+    _seeded(k8s)
+    status, body = _get(k8s, limit="-1")
+    assert status == 200 and "continue" not in body["metadata"]
+    assert [i["metadata"]["name"] for i in body["items"] if i["metadata"]["name"] != ROOT_CA] == ["cm-a", "cm-b"]
+
+
+def test_booleans_in_the_query_are_false_only_for_0_and_false(k8s):
+    _seeded(k8s)
+    # "yes" allows bookmarks, "FALSE" asks for no initial events, "" is a watch.
+    _, events = _get(k8s, watch="", allowWatchBookmarks="yes", timeoutSeconds="1")
+    assert _seen(events) == [("ADDED", "cm-a"), ("ADDED", "cm-b"), ("BOOKMARK", "end")]
+    _, events = _get(k8s, watch="1", sendInitialEvents="FALSE", resourceVersionMatch="NotOlderThan", timeoutSeconds="1")
+    assert _seen(events) == []
+    status, body = _get(k8s, watch="False")
+    assert status == 200 and body["kind"] == "ConfigMapList"
+
+
+def test_a_watch_from_a_malformed_resource_version_is_a_500_without_reason(k8s):
+    status, body = _get(k8s, watch="true", resourceVersion="abc")
+    assert status == 500 and "reason" not in body
+    assert body["message"] == 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'

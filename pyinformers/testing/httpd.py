@@ -52,7 +52,7 @@ from pyinformers.testing.openapi import v2_document, v3_document, v3_index
 from pyinformers.testing.auth import Authenticator, User
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.registry import Registry, ResourceType
-from pyinformers.testing.options import parse_list_options, parse_watch_options
+from pyinformers.testing.options import go_bool, parse_list_options, parse_watch_options
 from pyinformers.testing.decode import decode_body
 from pyinformers.testing.scale import SCALABLE, scale_of
 from pyinformers.testing.rest import RestApi
@@ -503,7 +503,7 @@ class Dispatcher:
 
     @staticmethod
     def _verb(method: str, info: "_PathInfo", query: dict) -> str:
-        watching = info.watch_prefix or query.get("watch", "").lower() in ("true", "1")
+        watching = info.watch_prefix or bool(go_bool(query.get("watch")))
         if info.name is None:
             verbs = {"GET": "watch" if watching else "list", "POST": "create", "DELETE": "deletecollection"}
         else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -30,6 +31,10 @@ __all__ = [
     "parse_watch_options",
     "parse_selectors",
     "rv_param",
+    "rv_syntax_error",
+    "go_bool",
+    "go_int",
+    "go_quote",
     "encode_continue",
     "decode_continue",
     "check_field_selector",
@@ -59,15 +64,47 @@ class WatchOptions:
     timeout_seconds: Optional[float] = None
 
 
-def _bool(value: Optional[str], name: str) -> Optional[bool]:
+_INT64 = (-(2**63), 2**63 - 1)
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")
+_DECIMAL = re.compile(r"\+?[0-9]+\.[0-9]+\Z")
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quote(value: str) -> str:
+    """``value`` in double quotes as Go's ``%q`` prints it (the escapes messages of a real server show)."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def go_bool(value: Optional[str]) -> Optional[bool]:
+    """A boolean query parameter as kube-apiserver reads it: None when absent; else false only for ``0`` and ``false`` (any case).
+
+    So ``allowWatchBookmarks=yes``, ``watch=`` and ``sendInitialEvents=no`` all mean true.
+    """
     if value is None:
         return None
-    lowered = value.lower()
-    if lowered in ("true", "1"):
-        return True
-    if lowered in ("false", "0", ""):
-        return False
-    raise bad_request(f"{name}: {value!r} is not a boolean")
+    return not (value == "0" or value.lower() == "false")
+
+
+def go_int(value: str) -> int:
+    """An integer query parameter as Go's ``strconv.ParseInt(value, 10, 64)`` reads it; 400 in its words otherwise."""
+    if not _GO_INT.match(value):
+        raise bad_request(f"strconv.ParseInt: parsing {go_quote(value)}: invalid syntax")
+    number = int(value)
+    if not _INT64[0] <= number <= _INT64[1]:
+        raise bad_request(f"strconv.ParseInt: parsing {go_quote(value)}: value out of range")
+    return number
 
 
 def parse_selectors(query: dict[str, str]) -> tuple[Any, Any]:
@@ -91,73 +128,94 @@ def rv_param(value: Optional[str], name: str = "resourceVersion") -> Optional[in
     if value is None or value == "":
         return None
     if not value.isdigit() or not value.isascii():
-        raise bad_request(
-            f'invalid resource version: {name}: Invalid value: "{value}": strconv.ParseUint: parsing "{value}": invalid syntax'
-        )
+        raise bad_request(f"invalid resource version: {rv_syntax_error(value, name)}")
     return int(value)
 
 
+def rv_syntax_error(value: str, name: str = "resourceVersion") -> str:
+    """How the real server words a resourceVersion that is not a plain unsigned integer."""
+    return f'{name}: Invalid value: "{value}": strconv.ParseUint: parsing {go_quote(value)}: invalid syntax'
+
+
 def _timeout_seconds(value: str) -> float:
-    """``timeoutSeconds``: an integer for the real server; fractions are accepted here (tests use them)."""
-    try:
-        timeout = float(value)
-    except ValueError:
-        raise bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
-    if timeout != timeout or timeout in (float("inf"), float("-inf")):
-        raise bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
-    return timeout
+    """``timeoutSeconds``: an integer as for the real server, or (here only: tests use them) a decimal fraction."""
+    if _DECIMAL.match(value):
+        return float(value)
+    return float(go_int(value))
+
+
+def _numbers(query: dict[str, str]) -> tuple[Optional[float], int]:
+    """(timeoutSeconds, limit), read first, as the real server converts them before anything else."""
+    timeout = _timeout_seconds(query["timeoutSeconds"]) if "timeoutSeconds" in query else None
+    limit = go_int(query["limit"]) if "limit" in query else 0
+    return timeout, max(limit, 0)  # a negative limit is no limit
+
+
+def _forbidden(field: str, detail: str) -> tuple[str, str, str]:
+    return ("FieldValueForbidden", field, detail)
+
+
+def _not_supported(value: str, supported: tuple[str, ...]) -> tuple[str, str, str]:
+    listed = ", ".join(f'"{v}"' for v in supported)
+    return ("FieldValueNotSupported", "resourceVersionMatch", f"Unsupported value: {go_quote(value)}: supported values: {listed}")
+
+
+def _check(problems: list) -> None:
+    if problems:
+        raise invalid("ListOptions", "meta.k8s.io", "", problems)
 
 
 def parse_list_options(query: dict[str, str]) -> ListOptions:
+    """A list's options, checked in the real server's order: numbers, selectors, then the 422 rules (all causes at once).
+
+    What needs the resource (supported field selectors), the continue token
+    and the resourceVersion are checked by the list itself, in that order.
+    """
+    _, limit = _numbers(query)
     label, field = parse_selectors(query)
-    limit = 0
-    if query.get("limit"):
-        try:
-            limit = int(query["limit"])
-        except ValueError:
-            raise bad_request(f"limit: {query['limit']!r} is not an integer") from None
-        if limit < 0:
-            raise bad_request("limit must not be negative")
     match = query.get("resourceVersionMatch") or None
-    if match not in (None, "Exact", "NotOlderThan"):
-        raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueNotSupported", "resourceVersionMatch", f"Unsupported value: {match!r}: supported values: \"Exact\", \"NotOlderThan\"")])
-    rv = query.get("resourceVersion")
-    if match and not rv and query.get("sendInitialEvents") is None:
-        raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")])
-    if match == "Exact" and rv == "0":
-        raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")])
-    if query.get("sendInitialEvents") is not None:
-        problems = []
-        if match and not rv:
-            problems.append(("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-        problems.append(("FieldValueForbidden", "sendInitialEvents", "sendInitialEvents is forbidden for list"))
-        raise invalid("ListOptions", "meta.k8s.io", "", problems)
+    rv = query.get("resourceVersion") or None
     cont = query.get("continue") or None
-    if cont and rv not in (None, "", "0"):
-        raise bad_request("specifying resource version is not allowed when using continue")
-    return ListOptions(label, field, limit, cont, rv or None, match)
+    problems = []
+    if match is not None:
+        if not rv:
+            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        if cont:
+            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        if match not in ("Exact", "NotOlderThan"):
+            problems.append(_not_supported(match, ("Exact", "NotOlderThan", "")))
+        if match == "Exact" and rv == "0":
+            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
+    if "sendInitialEvents" in query:
+        problems.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    _check(problems)
+    return ListOptions(label, field, limit, cont, rv, match)
 
 
 def parse_watch_options(query: dict[str, str]) -> WatchOptions:
+    """A watch's options, checked in the real server's order (numbers, selectors, the 422 rules).
+
+    Booleans read as the real server reads them (:func:`go_bool`). The
+    resourceVersion is checked by the watch itself, after the field selector.
+    """
+    timeout, _ = _numbers(query)
     label, field = parse_selectors(query)
-    timeout = _timeout_seconds(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
-    send_initial = _bool(query.get("sendInitialEvents"), "sendInitialEvents")
-    bookmarks = bool(_bool(query.get("allowWatchBookmarks"), "allowWatchBookmarks"))
+    send_initial = go_bool(query.get("sendInitialEvents"))
+    bookmarks = bool(go_bool(query.get("allowWatchBookmarks")))
     match = query.get("resourceVersionMatch") or None
-    if send_initial is not None:
-        # allowWatchBookmarks is not required: without it the stream just has no end marker.
-        problems = []
+    problems = []
+    # allowWatchBookmarks is not required with sendInitialEvents: without it the stream just has no end marker.
+    if send_initial is not None and match != "NotOlderThan":
+        problems.append(_forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    if match is not None:
+        if send_initial is None:
+            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
         if match != "NotOlderThan":
-            problems.append(("FieldValueForbidden", "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-        if match is not None and match != "NotOlderThan":
-            problems.append(("FieldValueNotSupported", "resourceVersionMatch", f'Unsupported value: "{match}": supported values: "NotOlderThan"'))
-        if problems:
-            raise invalid("ListOptions", "meta.k8s.io", "", problems)
-    elif match is not None:
-        raise invalid("ListOptions", "meta.k8s.io", "", [("FieldValueForbidden", "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")])
-    rv = query.get("resourceVersion") or None
-    rv_param(rv)
-    return WatchOptions(label, field, rv, match, bookmarks, send_initial, timeout)
+            problems.append(_not_supported(match, ("NotOlderThan",)))
+    if query.get("continue"):
+        problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+    _check(problems)
+    return WatchOptions(label, field, query.get("resourceVersion") or None, match, bookmarks, send_initial, timeout)
 
 
 def encode_continue(rv: int, start: str) -> str:

@@ -76,6 +76,7 @@ from pyinformers.testing.options import (
     decode_continue,
     encode_continue,
     rv_param,
+    rv_syntax_error,
 )
 from pyinformers.testing.patch import PatchError, UnknownDirective, json_patch, merge_patch, strategic_merge_patch
 from pyinformers.testing.registry import Registry, ResourceType
@@ -295,6 +296,8 @@ class RestApi:
         at_rv: Optional[int]
         if options.continue_:
             at_rv, start = decode_continue(options.continue_)
+            if options.resource_version not in (None, "0"):
+                raise bad_request("specifying resource version is not allowed when using continue")
             if at_rv < self.store.compacted_rv:
                 # The answer carries a token that continues from the same key at the current rv.
                 fresh = encode_continue(self.store.current_rv, start)
@@ -372,7 +375,10 @@ class RestApi:
         ns = self._ns(rt, namespace) if namespace else None
         check_field_selector(rt.storage_key, options.field_selector)
         watcher = Watcher(rt, ns, label_selector=options.label_selector, field_selector=options.field_selector, max_queue=max_queue)
-        rv = rv_param(options.resource_version)
+        try:
+            rv = rv_param(options.resource_version)
+        except StatusError:  # a watch's bad resourceVersion is a 500 without a reason on the real server
+            raise StatusError(500, "", rv_syntax_error(options.resource_version or "")) from None
         initial_events = options.send_initial_events
         if initial_events is None:
             initial_events = not rv
