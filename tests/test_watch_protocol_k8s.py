@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pyinformers.api import ResourceClient
+from pyinformers.api import ApiError, ResourceClient
 from pyinformers.api.transport import release, send
 from pyinformers.resources import CONFIGMAPS
 
@@ -167,3 +167,63 @@ def test_a_watch_from_a_malformed_resource_version_is_a_500_without_reason(k8s):
     status, body = _get(k8s, watch="true", resourceVersion="abc")
     assert status == 500 and "reason" not in body
     assert body["message"] == 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'
+
+
+NAME_RULE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+             "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+              "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+              "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+@pytest.mark.parametrize(
+    "selector, message",
+    [
+        ("a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"),
+        ("!", "unable to parse requirement: found '', expected: identifier"),
+        ("=x", "found '=', expected: !, identifier, or 'end of string'"),
+        ("a=b c", "found 'c', expected: ',' or 'end of string'"),
+        ("a,,b", "found ',', expected: identifier after ','"),
+        ("app in a", "unable to parse requirement: found 'a' expected: '('"),
+        ("a in (b c)", "unable to parse requirement: found 'c', expected: ',' or ')'"),
+        ("a>x", "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer"),
+        ("a=-x-", f'unable to parse requirement: values[0][a]: Invalid value: "-x-": {VALUE_RULE}'),
+        ("a/=b", f'unable to parse requirement: <nil>: Invalid value: "a/": name part must be non-empty; name part {NAME_RULE}'),
+        ("x/y/z=1", f'unable to parse requirement: <nil>: Invalid value: "x/y/z": a valid label key {NAME_RULE} '
+                    "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"),
+        ("a=" + "v" * 64, f'unable to parse requirement: values[0][a]: Invalid value: "{"v" * 64}": must be no more than 63 bytes'),
+    ],
+)
+def test_a_label_selector_the_server_cannot_parse_is_refused_in_its_words(k8s, selector, message):
+    status, body = _get(k8s, labelSelector=selector)
+    assert (status, body["reason"], body["message"]) == (400, "BadRequest", message)
+
+
+@pytest.mark.parametrize(
+    "selector, message",
+    [
+        ("metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
+        ("metadata.name=c1=x", "invalid field selector: unescaped character in value: 61"),
+        ("metadata.name=a\\b", "invalid field selector: invalid escape sequence: \\b"),
+        ("zzz,aaa=1", "invalid selector: 'zzz,aaa=1'; can't understand 'zzz'"),  # terms are checked in sorted order
+        ("=x", '"" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+    ],
+)
+def test_a_field_selector_the_server_cannot_parse_is_refused_in_its_words(k8s, selector, message):
+    status, body = _get(k8s, fieldSelector=selector)
+    assert (status, body["reason"], body["message"]) == (400, "BadRequest", message)
+
+
+def test_a_watch_refuses_a_bad_selector_as_a_list_does(k8s):
+    status, body = _get(k8s, watch="true", labelSelector="a b", resourceVersion="abc")  # the selector first
+    assert (status, body["message"]) == (400, "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt")
+
+
+def test_label_keys_and_values_are_measured_in_bytes(k8s):
+    client = ResourceClient(k8s.api_client(), CONFIGMAPS)
+    with pytest.raises(ApiError) as caught:
+        client.create({"metadata": {"name": "long", "namespace": k8s.namespace, "labels": {"a" * 64: "é" * 32}}})
+    causes = [c["message"] for c in caught.value.details["causes"]]
+    assert causes == [f'Invalid value: "{"a" * 64}": name part must be no more than 63 bytes',
+                      f'Invalid value: "{"é" * 32}": must be no more than 63 bytes', f'Invalid value: "{"é" * 32}": {VALUE_RULE}']

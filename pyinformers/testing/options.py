@@ -22,7 +22,8 @@ from typing import Any, Optional
 import orjson
 
 from pyinformers.api import selectors
-from pyinformers.testing.status import bad_request, invalid
+from pyinformers.testing.selector_errors import field_selector_error, field_terms, label_selector_error
+from pyinformers.testing.status import bad_request, go_quote, invalid
 
 __all__ = [
     "ListOptions",
@@ -34,7 +35,6 @@ __all__ = [
     "rv_syntax_error",
     "go_bool",
     "go_int",
-    "go_quote",
     "encode_continue",
     "decode_continue",
     "check_field_selector",
@@ -67,24 +67,6 @@ class WatchOptions:
 _INT64 = (-(2**63), 2**63 - 1)
 _GO_INT = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"\+?[0-9]+\.[0-9]+\Z")
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def go_quote(value: str) -> str:
-    """``value`` in double quotes as Go's ``%q`` prints it (the escapes messages of a real server show)."""
-    out = []
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def go_bool(value: Optional[str]) -> Optional[bool]:
@@ -108,18 +90,30 @@ def go_int(value: str) -> int:
 
 
 def parse_selectors(query: dict[str, str]) -> tuple[Any, Any]:
+    """(label selector, field selector), None for each one absent or empty; 400 in the real server's words."""
+    for name, why in (("labelSelector", label_selector_error), ("fieldSelector", field_selector_error)):
+        problem = why(query[name]) if query.get(name) else None
+        if problem:
+            raise bad_request(problem)
     label = field = None
     try:
         if query.get("labelSelector"):
             label = selectors.LabelSelector.parse(query["labelSelector"])
             if label.empty:
                 label = None
-        if query.get("fieldSelector"):
-            field = selectors.FieldSelector.parse(query["fieldSelector"])
-            if not str(field):
-                field = None
     except ValueError as exc:
         raise bad_request(f"unable to parse selector: {exc}") from None
+    if query.get("fieldSelector"):
+        try:
+            field = selectors.FieldSelector.parse(query["fieldSelector"])
+        except ValueError:
+            # Well formed for the real server, not for the client-side parser (an empty field name):
+            # built from the server's terms, the resource check later refuses it as the server does.
+            terms, _ = field_terms(query["fieldSelector"])
+            ops = {"=": selectors.FieldOperator.EQUALS, "==": selectors.FieldOperator.EQUALS, "!=": selectors.FieldOperator.NOT_EQUALS}
+            field = selectors.FieldSelector(selectors.FieldRequirement(name, ops[op], value) for name, op, value in terms)
+        if not str(field):
+            field = None
     return label, field
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 __all__ = [
+    "go_quote",
     "StatusError",
     "status_object",
     "success_status",
@@ -193,3 +194,23 @@ def unsupported_media_type(message: str = "415: Unsupported Media Type", *, deta
 def internal_error(message: str) -> StatusError:
     """500 InternalError (what the server answers for its own bugs)."""
     return StatusError(500, "InternalError", message, details={"causes": [{"message": message}]})
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quote(value: str) -> str:
+    """``value`` in double quotes as Go's ``%q`` prints it (the escapes messages of a real server show)."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'

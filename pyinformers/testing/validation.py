@@ -59,10 +59,17 @@ def dns_subdomain_error(value: str) -> Optional[str]:
 
 
 def label_key_errors(key: str) -> list[str]:
-    """Why ``key`` is not a label key (``[prefix/]name``); empty when it is one."""
-    prefix, slash, name = key.rpartition("/")
+    """Why ``key`` is not a label key (``[prefix/]name``); empty when it is one.
+
+    Lengths of label keys and values count bytes (kube-apiserver 1.36 says so).
+    """
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [f"a valid label key {_NAME_RULE} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    name = parts[-1]
     problems = []
-    if slash:
+    if len(parts) == 2:
+        prefix = parts[0]
         if not prefix:
             problems.append("prefix part must be non-empty")
         else:
@@ -71,22 +78,24 @@ def label_key_errors(key: str) -> list[str]:
                 problems.append(f"prefix part {problem}")
     if not name:
         problems.append("name part must be non-empty")
-    elif len(name) > 63:
-        problems.append(f"name part {_too_long(63)}")
-    elif not _QUALIFIED_NAME.match(name):
-        problems.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-            "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-            f"'{_QUALIFIED_NAME_RE}')"
-        )
+    elif len(name.encode()) > 63:
+        problems.append("name part must be no more than 63 bytes")
+    if not _QUALIFIED_NAME.match(name):
+        problems.append(f"name part {_NAME_RULE}")
     return problems
+
+
+_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{_QUALIFIED_NAME_RE}')"
+)
 
 
 def label_value_errors(value: str) -> list[str]:
     """Why ``value`` is not a label value; empty when it is one."""
     problems = []
-    if len(value) > 63:
-        problems.append(_too_long(63))
+    if len(value.encode()) > 63:
+        problems.append("must be no more than 63 bytes")
     if not _LABEL_VALUE.match(value):
         problems.append(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
