@@ -55,7 +55,6 @@ DIFFERENCES: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("discovery", "api"): ("no server address is advertised (the server listens on loopback only)", ("body.serverAddressByClientCIDRs",)),
     ("discovery", "api-v1"): ("Pods' subresources other than status (attach, binding, eviction, exec, log, portforward, proxy, ...) are not served", ("body.resources",)),
     ("discovery", "openapi-v3"): ("the OpenAPI v3 index lists only the group-versions the embedded server serves", ("body.paths",)),
-    ("lists-and-selectors", "continue-garbage"): ("a malformed continue token's message names a different decoding error", ("body.message",)),
     ("crd-validation", "cr-unserved-version"): (
         "a custom resource sent in a version its CRD does not serve gets the 400 without the real server's pruning warning",
         ("warnings",),

@@ -11,6 +11,7 @@ whole stream and can assert what did *not* come.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import orjson
@@ -227,3 +228,39 @@ def test_label_keys_and_values_are_measured_in_bytes(k8s):
     causes = [c["message"] for c in caught.value.details["causes"]]
     assert causes == [f'Invalid value: "{"a" * 64}": name part must be no more than 63 bytes',
                       f'Invalid value: "{"é" * 32}": must be no more than 63 bytes', f'Invalid value: "{"é" * 32}": {VALUE_RULE}']
+
+
+def _token(payload: bytes) -> str:
+    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "token, problem",
+    [
+        ("a", "illegal base64 data at input byte 0"),
+        ("abc=", "illegal base64 data at input byte 3"),
+        ("garbage", "invalid character '\\u0081' looking for beginning of value"),
+        (_token(b"123"), "json: cannot unmarshal number into Go value of type storage.continueToken"),
+        (_token(b"null"), "server does not recognize this encoded version "),
+        (_token(b'{"v":"x"}'), "server does not recognize this encoded version x"),
+        (_token(b'{"v":"meta.k8s.io/v1","rv":"5","start":"x"}'),
+         "json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
+        (_token(b'{"v":"meta.k8s.io/v1","rv":0,"start":"x"}'), "incorrect encoded start resourceVersion (version meta.k8s.io/v1)"),
+        (_token(b'{"v":"meta.k8s.io/v1","rv":5,"start":""}'), "encoded start key empty (version meta.k8s.io/v1)"),
+        (_token(b'{"v":"meta.k8s.io/v1","rv":5,"start":"../x"}'), "../x"),
+    ],
+    ids=["short", "padded", "not-json", "number", "null", "version", "rv-string", "rv-zero", "no-start", "traversal"],
+)
+def test_a_continue_token_the_server_did_not_make_is_refused_in_its_words(k8s, token, problem):
+    status, body = _get(k8s, limit="1", **{"continue": token})
+    assert (status, body["reason"]) == (400, "BadRequest")
+    assert body["message"] == f"invalid continue token: continue key is not valid: {problem}"
+
+
+def test_a_bad_continue_token_is_refused_before_a_resource_version_beside_it(k8s):
+    status, body = _get(k8s, resourceVersion="abc", **{"continue": "a"})
+    assert (status, body["message"]) == (400, "invalid continue token: continue key is not valid: illegal base64 data at input byte 0")
+    list_rv = _seeded(k8s)
+    first = _get(k8s, limit="1")[1]
+    status, body = _get(k8s, resourceVersion=list_rv, **{"continue": first["metadata"]["continue"]})
+    assert (status, body["message"]) == (400, "specifying resource version is not allowed when using continue")

@@ -5,23 +5,21 @@ query (``labelSelector``, ``fieldSelector``, ``limit``, ``continue``,
 ``resourceVersion``, ``resourceVersionMatch``, ``allowWatchBookmarks``,
 ``sendInitialEvents``, ``timeoutSeconds``) into frozen option values, raising
 :class:`~pyinformers.testing.status.StatusError` (400 or 422) with the real
-server's reasons for bad combinations. Continue tokens are opaque to clients:
-base64 of the list's resourceVersion and the last key returned.
+server's reasons for bad combinations, checked in the real server's order.
+Continue tokens live in :mod:`pyinformers.testing.continue_tokens` (their
+functions are re-exported here).
 
 Pure functions and frozen values; thread-safe.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import orjson
-
 from pyinformers.api import selectors
+from pyinformers.testing.continue_tokens import decode_continue, encode_continue
 from pyinformers.testing.selector_errors import field_selector_error, field_terms, label_selector_error
 from pyinformers.testing.status import bad_request, go_quote, invalid
 
@@ -40,7 +38,6 @@ __all__ = [
     "check_field_selector",
 ]
 
-_CONTINUE_VERSION = "meta.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -210,23 +207,6 @@ def parse_watch_options(query: dict[str, str]) -> WatchOptions:
         problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
     _check(problems)
     return WatchOptions(label, field, query.get("resourceVersion") or None, match, bookmarks, send_initial, timeout)
-
-
-def encode_continue(rv: int, start: str) -> str:
-    token = orjson.dumps({"v": _CONTINUE_VERSION, "rv": rv, "start": start})
-    return base64.urlsafe_b64encode(token).decode().rstrip("=")
-
-
-def decode_continue(token: str) -> tuple[int, str]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        data = orjson.loads(base64.urlsafe_b64decode(padded.encode()))
-        if data.get("v") != _CONTINUE_VERSION or not isinstance(data.get("rv"), int) or not isinstance(data.get("start"), str):
-            raise ValueError("unknown token layout")
-        return data["rv"], data["start"]
-    except (ValueError, binascii.Error, orjson.JSONDecodeError, AttributeError) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from None
-
 
 
 #: the fields each resource supports in field selectors (beyond metadata.name and metadata.namespace)
