@@ -264,3 +264,15 @@ def test_a_bad_continue_token_is_refused_before_a_resource_version_beside_it(k8s
     first = _get(k8s, limit="1")[1]
     status, body = _get(k8s, resourceVersion=list_rv, **{"continue": first["metadata"]["continue"]})
     assert (status, body["message"]) == (400, "specifying resource version is not allowed when using continue")
+
+
+def test_a_streaming_list_from_a_resource_version_not_reached_yet_ends_with_an_error_event(k8s):
+    future = str(int(_seeded(k8s)) + 100_000)
+    status, events = _get(k8s, watch="true", sendInitialEvents="true", resourceVersionMatch="NotOlderThan",
+                          resourceVersion=future, allowWatchBookmarks="true", timeoutSeconds="10")
+    assert status == 200 and [e["type"] for e in events] == ["ERROR"]  # then the stream ends, long before 10 s
+    error = events[0]["object"]
+    assert (error["code"], error["reason"]) == (504, "Timeout")
+    assert error["message"].startswith(f"Timeout: Too large resource version: {future}, current: ")
+    assert error["details"] == {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1}

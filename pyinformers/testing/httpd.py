@@ -592,9 +592,10 @@ class Dispatcher:
         try:
             watcher, initial, start_rv, initial_end = self.rest.open_watch(rt, route.namespace, options, max_queue=self.max_watch_queue)
         except StatusError as exc:
-            if exc.code != 410:
+            if exc.code not in (410, 504):
                 raise
-            # The real server answers an expired resourceVersion with 200 and an ERROR event.
+            # The real server answers an expired resourceVersion, and a streaming list from one it
+            # has not reached (after waiting about 3 s for it; here at once), with 200 and an ERROR event.
             self._record(method, path, query, 200, "watch")  # before the client can have the answer
             self._start_stream(h)
             self._chunk(h, b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n")
