@@ -27,9 +27,9 @@ END = "k8s.io/initial-events-end"
 ROOT_CA = "kube-root-ca.crt"  # a real namespace has it; the embedded one only with namespace_defaults
 
 
-def _get(k8s: Any, **query: str) -> tuple[int, Any]:
-    """GET the test namespace's configmaps with ``query``: (status, body or list of watch events)."""
-    response = send(k8s.api_client(), "GET", f"/api/v1/namespaces/{k8s.namespace}/configmaps", list(query.items()), timeout=30)
+def _get(k8s: Any, path: str = "/api/v1/namespaces/{ns}/configmaps", **query: str) -> tuple[int, Any]:
+    """GET ``path`` (the test namespace's configmaps) with ``query``: (status, body or list of watch events)."""
+    response = send(k8s.api_client(), "GET", path.format(ns=k8s.namespace), list(query.items()), timeout=30)
     try:
         raw = response.read()
     finally:
@@ -276,3 +276,27 @@ def test_a_streaming_list_from_a_resource_version_not_reached_yet_ends_with_an_e
     assert error["message"].startswith(f"Timeout: Too large resource version: {future}, current: ")
     assert error["details"] == {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                                 "retryAfterSeconds": 1}
+
+
+@pytest.mark.parametrize(
+    "path, selector, message",
+    [
+        ("/api/v1/namespaces", "metadata.namespace=x", "field label not supported: metadata.namespace"),
+        ("/api/v1/nodes", "metadata.namespace=x", "field label not supported: metadata.namespace"),
+        ("/api/v1/namespaces/{ns}/services", "spec.clusterIP=None,spec.type=ClusterIP", None),
+        ("/api/v1/namespaces/{ns}/services", "spec.externalName=x", "field label not supported: spec.externalName"),
+        ("/apis/apps/v1/namespaces/{ns}/replicasets", "status.replicas=1",
+         '"status.replicas" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+        ("/apis/batch/v1/namespaces/{ns}/jobs", "zz=1", 'field label "zz" not supported for Job'),
+        ("/apis/events.k8s.io/v1/namespaces/{ns}/events", "regarding.kind=Pod,reportingController=x,type=Normal", None),
+        ("/apis/events.k8s.io/v1/namespaces/{ns}/events", "source=x", "field label not supported: source"),
+        ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "metadata.namespace=x", None),
+    ],
+    ids=["namespaces", "nodes", "services", "services-unknown", "replicasets", "jobs", "events-v1", "events-v1-unknown", "crds"],
+)
+def test_each_resource_is_selectable_by_the_fields_the_server_gives_it(k8s, path, selector, message):
+    status, body = _get(k8s, path, fieldSelector=selector)
+    if message is None:
+        assert status == 200 and body["kind"].endswith("List")
+    else:
+        assert (status, body["reason"], body["message"]) == (400, "BadRequest", message)

@@ -209,10 +209,12 @@ def parse_watch_options(query: dict[str, str]) -> WatchOptions:
     return WatchOptions(label, field, query.get("resourceVersion") or None, match, bookmarks, send_initial, timeout)
 
 
-#: the fields each resource supports in field selectors (beyond metadata.name and metadata.namespace)
+_OBJECT_FIELDS = ("metadata.name", "metadata.namespace")
+#: the fields each built-in resource can be selected by, where they are more than its name and
+#: namespace (cluster-scoped namespaces and nodes do not take metadata.namespace at all)
 _SELECTABLE_FIELDS = {
-    "/secrets": ("type",),
-    "/pods": (
+    "/secrets": _OBJECT_FIELDS + ("type",),
+    "/pods": _OBJECT_FIELDS + (
         "spec.nodeName",
         "spec.restartPolicy",
         "spec.schedulerName",
@@ -223,9 +225,10 @@ _SELECTABLE_FIELDS = {
         "status.podIPs",
         "status.nominatedNodeName",
     ),
-    "/namespaces": ("status.phase",),
-    "/nodes": ("spec.unschedulable",),
-    "/events": (
+    "/services": _OBJECT_FIELDS + ("spec.clusterIP", "spec.type"),
+    "/namespaces": ("metadata.name", "status.phase"),
+    "/nodes": ("metadata.name", "spec.unschedulable"),
+    "/events": _OBJECT_FIELDS + (
         "involvedObject.kind",
         "involvedObject.namespace",
         "involvedObject.name",
@@ -238,22 +241,37 @@ _SELECTABLE_FIELDS = {
         "source",
         "type",
     ),
-    "apps/replicasets": ("status.replicas",),
-    "batch/jobs": ("status.successful",),
+    "events.k8s.io/events": _OBJECT_FIELDS + (
+        "regarding.kind",
+        "regarding.name",
+        "regarding.namespace",
+        "regarding.uid",
+        "regarding.apiVersion",
+        "regarding.resourceVersion",
+        "regarding.fieldPath",
+        "reason",
+        "type",
+        "reportingController",
+    ),
+    "batch/jobs": _OBJECT_FIELDS + ("status.successful",),
 }
-#: resources whose unsupported field selectors get the generic message (the rest list what they support)
-_GENERIC_FIELD_ERROR = frozenset({"/secrets", "/pods", "/namespaces", "/nodes", "/events", "apps/replicasets", "batch/jobs"})
+#: how each resource words an unsupported field (the others list what they support)
+_FIELD_ERRORS = {
+    **dict.fromkeys(("/secrets", "/pods", "/services", "/namespaces", "/nodes", "/events", "events.k8s.io/events"), "field label not supported: {field}"),
+    "batch/jobs": 'field label "{field}" not supported for Job',
+}
 
 
 def check_field_selector(storage_key: str, field_selector: Any) -> None:
     """400 for a field selector naming a field the resource cannot be selected by, as the real server says it."""
     if field_selector is None:
         return
-    allowed = ("metadata.name", "metadata.namespace") + _SELECTABLE_FIELDS.get(storage_key, ())
+    allowed = _SELECTABLE_FIELDS.get(storage_key, _OBJECT_FIELDS)
     for requirement in field_selector.requirements:
         if requirement.field in allowed:
             continue
-        if storage_key in _GENERIC_FIELD_ERROR:
-            raise bad_request(f"field label not supported: {requirement.field}")
+        wording = _FIELD_ERRORS.get(storage_key)
+        if wording is not None:
+            raise bad_request(wording.format(field=requirement.field))
         supported = ", ".join(f'"{f}"' for f in allowed)
         raise bad_request(f'"{requirement.field}" is not a known field selector: only {supported}')
