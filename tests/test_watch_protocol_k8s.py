@@ -300,3 +300,52 @@ def test_each_resource_is_selectable_by_the_fields_the_server_gives_it(k8s, path
         assert status == 200 and body["kind"].endswith("List")
     else:
         assert (status, body["reason"], body["message"]) == (400, "BadRequest", message)
+
+
+def _create(k8s: Any, plural: str, body: dict) -> dict:
+    response = send(k8s.api_client(), "POST", f"/api/v1/namespaces/{k8s.namespace}/{plural}", body=body, timeout=30)
+    try:
+        assert response.status == 201, response.read()
+        return orjson.loads(response.read())
+    finally:
+        release(response, reusable=True)
+
+
+def _pod(name: str, resources: dict) -> dict:
+    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x", "resources": resources}]},
+            "status": {"phase": "Running"}}  # a create's status is not the client's to set
+
+
+def test_a_new_pod_is_pending_with_its_qos_class_and_selectable_by_defaulted_fields(k8s):
+    pods = {
+        "best-effort": _create(k8s, "pods", _pod("best-effort", {})),
+        "burstable": _create(k8s, "pods", _pod("burstable", {"requests": {"cpu": "1"}})),
+        "guaranteed": _create(k8s, "pods", _pod("guaranteed", {"limits": {"cpu": "1", "memory": "1Gi"}})),
+    }
+    assert {name: pod["status"] for name, pod in pods.items()} == {
+        "best-effort": {"phase": "Pending", "qosClass": "BestEffort"},
+        "burstable": {"phase": "Pending", "qosClass": "Burstable"},
+        "guaranteed": {"phase": "Pending", "qosClass": "Guaranteed"},
+    }
+    guaranteed = pods["guaranteed"]["spec"]
+    assert guaranteed["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}  # from the limits
+    assert (guaranteed["enableServiceLinks"], guaranteed["priority"], guaranteed["preemptionPolicy"]) == (True, 0, "PreemptLowerPriority")
+    assert sorted(t["key"] for t in guaranteed["tolerations"]) == ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
+    # spec.hostNetwork is left out of the JSON, yet a selector reads it as "false"
+    status, body = _get(k8s, "/api/v1/namespaces/{ns}/pods", fieldSelector="spec.hostNetwork=false,status.phase=Pending")
+    assert status == 200 and sorted(i["metadata"]["name"] for i in body["items"]) == sorted(pods)
+    status, events = _get(k8s, "/api/v1/namespaces/{ns}/pods", watch="true", fieldSelector="spec.hostNetwork!=false", timeoutSeconds="1")
+    assert (status, events) == (200, [])
+
+
+def test_a_new_service_gets_its_defaults_and_a_cluster_ip(k8s):
+    service = _create(k8s, "services", {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    spec = service["spec"]
+    assert (spec["type"], spec["sessionAffinity"], spec["internalTrafficPolicy"]) == ("ClusterIP", "None", "Cluster")
+    assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    assert spec["clusterIP"].startswith("10.0.0.") and spec["clusterIPs"] == [spec["clusterIP"]]
+    assert (spec["ipFamilies"], spec["ipFamilyPolicy"], service["status"]) == (["IPv4"], "SingleStack", {"loadBalancer": {}})
+    headless = _create(k8s, "services", {"metadata": {"name": "peers"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}})["spec"]
+    assert (headless["clusterIPs"], headless["ipFamilies"], headless["ipFamilyPolicy"]) == (["None"], ["IPv4", "IPv6"], "RequireDualStack")
+    status, body = _get(k8s, "/api/v1/namespaces/{ns}/services", fieldSelector="spec.type=ClusterIP,spec.clusterIP!=None")
+    assert status == 200 and [i["metadata"]["name"] for i in body["items"]] == ["web"]

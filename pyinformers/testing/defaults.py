@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Callable
 
 from pyinformers.testing.crd import initial_status
 from pyinformers.testing.objects import NAMESPACE_FINALIZER
 from pyinformers.testing.registry import Registry, ResourceType
 from pyinformers.testing.status import invalid
 
-__all__ = ["defaults_on_create", "apply_defaults", "namespace_contents", "ROOT_CA_CONFIGMAP"]
+__all__ = ["defaults_on_create", "create_defaults", "apply_defaults", "namespace_contents", "ROOT_CA_CONFIGMAP"]
 
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 _ROOT_CA_DESCRIPTION = (
@@ -51,7 +52,10 @@ def namespace_contents() -> list[tuple[str, dict]]:
 
 
 def defaults_on_create(registry: Registry, rt: ResourceType, obj: dict, timestamp: str) -> None:
-    """Fill in what the server sets on create (namespace finalizer and phase, a CRD's defaults and status; serves a CRD)."""
+    """Fill in what the server sets on create, once it is sure to store the object.
+
+    A namespace's finalizer and phase; a CRD's defaults and status (and serves the CRD).
+    """
     if rt.storage_key == "/namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", [NAMESPACE_FINALIZER])
         obj["status"] = {"phase": "Active"}
@@ -133,11 +137,102 @@ def _default_pod_spec(spec: object, *, job: bool = False) -> None:
                     port.setdefault("protocol", "TCP")
 
 
+_DEFAULT_TOLERATIONS = [
+    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    for taint in ("not-ready", "unreachable")
+]
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def _qos_class(spec: dict) -> str:
+    """The Pod's QoS class from its containers' cpu and memory requests and limits."""
+    containers = [c for f in ("containers", "initContainers") for c in spec.get(f) or () if isinstance(c, dict)]
+    any_set, guaranteed = False, True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in _QOS_RESOURCES and str(v) not in ("0", "")}
+        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in _QOS_RESOURCES and str(v) not in ("0", "")}
+        any_set = any_set or bool(requests or limits)
+        if set(limits) != set(_QOS_RESOURCES) or any(str(requests.get(k)) != str(v) for k, v in limits.items()):
+            guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _pod_on_create(pod: dict) -> None:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.setdefault("tolerations", [])
+    if isinstance(tolerations, list):
+        present = {t.get("key") for t in tolerations if isinstance(t, dict) and t.get("effect") in ("NoExecute", None)}
+        tolerations.extend(dict(t) for t in _DEFAULT_TOLERATIONS if t["key"] not in present)
+    for container in [c for f in ("containers", "initContainers") for c in spec.get(f) or () if isinstance(c, dict)]:
+        resources = container.get("resources")
+        if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+            requests = resources.setdefault("requests", {})
+            for name, value in resources["limits"].items():
+                requests.setdefault(name, value)  # requests default to limits
+    pod["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+
+
+def _service_on_create(service: dict) -> None:
+    spec = service.get("spec")
+    if not isinstance(spec, dict):
+        return
+    service["status"] = {"loadBalancer": {}}
+    if spec.get("type") == "ExternalName":
+        return
+    headless = spec.get("clusterIP") == "None"
+    if headless:
+        spec.setdefault("clusterIPs", ["None"])
+    dual = headless and not spec.get("selector")
+    spec.setdefault("ipFamilies", ["IPv4", "IPv6"] if dual else ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "RequireDualStack" if dual else "SingleStack")
+
+
+def _service_defaults(service: dict) -> None:
+    spec = service.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if "port" in port:
+                port.setdefault("targetPort", port["port"])
+
+
+def create_defaults(rt: ResourceType, obj: dict, cluster_ip: "Callable[[], str]") -> None:
+    """What a create fills in beyond :func:`apply_defaults` (dry runs included).
+
+    A Pod's status (``Pending`` and its QoS class) and what admission adds to
+    it (priority, the default tolerations, requests from limits); a Service's
+    status, IP families and a cluster IP from ``cluster_ip()`` when it needs one.
+    """
+    if rt.storage_key == "/pods":
+        _pod_on_create(obj)
+    elif rt.storage_key == "/services":
+        _service_on_create(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and spec.get("type") != "ExternalName" and not spec.get("clusterIP"):
+            spec["clusterIP"] = cluster_ip()
+            spec["clusterIPs"] = [spec["clusterIP"]]
+
+
 def apply_defaults(rt: ResourceType, obj: dict) -> None:
     """Fill in the defaults a real server gives built-in kinds (on every create and update).
 
     Secrets: ``type: Opaque`` and ``stringData`` folded into base64 ``data``;
     Pods and the pod templates of workloads: the pod and container defaults;
+    Services: type, session affinity, traffic policy, port protocol and target;
     Deployments, ReplicaSets, StatefulSets, DaemonSets: their spec defaults.
     """
     key = rt.storage_key
@@ -152,6 +247,8 @@ def apply_defaults(rt: ResourceType, obj: dict) -> None:
                         data[name] = base64.b64encode(value.encode()).decode()
     elif key == "/pods":
         _default_pod_spec(obj.get("spec"))
+    elif key == "/services":
+        _service_defaults(obj)
     elif key in _WORKLOAD_DEFAULTS or key == "batch/jobs":
         spec = obj.get("spec")
         if not isinstance(spec, dict):

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from pyinformers.api import selectors
 from pyinformers.testing.continue_tokens import decode_continue, encode_continue
+from pyinformers.testing.field_selection import check_field_selector
 from pyinformers.testing.selector_errors import field_selector_error, field_terms, label_selector_error
 from pyinformers.testing.status import bad_request, go_quote, invalid
 
@@ -207,71 +208,3 @@ def parse_watch_options(query: dict[str, str]) -> WatchOptions:
         problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
     _check(problems)
     return WatchOptions(label, field, query.get("resourceVersion") or None, match, bookmarks, send_initial, timeout)
-
-
-_OBJECT_FIELDS = ("metadata.name", "metadata.namespace")
-#: the fields each built-in resource can be selected by, where they are more than its name and
-#: namespace (cluster-scoped namespaces and nodes do not take metadata.namespace at all)
-_SELECTABLE_FIELDS = {
-    "/secrets": _OBJECT_FIELDS + ("type",),
-    "/pods": _OBJECT_FIELDS + (
-        "spec.nodeName",
-        "spec.restartPolicy",
-        "spec.schedulerName",
-        "spec.serviceAccountName",
-        "spec.hostNetwork",
-        "status.phase",
-        "status.podIP",
-        "status.podIPs",
-        "status.nominatedNodeName",
-    ),
-    "/services": _OBJECT_FIELDS + ("spec.clusterIP", "spec.type"),
-    "/namespaces": ("metadata.name", "status.phase"),
-    "/nodes": ("metadata.name", "spec.unschedulable"),
-    "/events": _OBJECT_FIELDS + (
-        "involvedObject.kind",
-        "involvedObject.namespace",
-        "involvedObject.name",
-        "involvedObject.uid",
-        "involvedObject.apiVersion",
-        "involvedObject.resourceVersion",
-        "involvedObject.fieldPath",
-        "reason",
-        "reportingComponent",
-        "source",
-        "type",
-    ),
-    "events.k8s.io/events": _OBJECT_FIELDS + (
-        "regarding.kind",
-        "regarding.name",
-        "regarding.namespace",
-        "regarding.uid",
-        "regarding.apiVersion",
-        "regarding.resourceVersion",
-        "regarding.fieldPath",
-        "reason",
-        "type",
-        "reportingController",
-    ),
-    "batch/jobs": _OBJECT_FIELDS + ("status.successful",),
-}
-#: how each resource words an unsupported field (the others list what they support)
-_FIELD_ERRORS = {
-    **dict.fromkeys(("/secrets", "/pods", "/services", "/namespaces", "/nodes", "/events", "events.k8s.io/events"), "field label not supported: {field}"),
-    "batch/jobs": 'field label "{field}" not supported for Job',
-}
-
-
-def check_field_selector(storage_key: str, field_selector: Any) -> None:
-    """400 for a field selector naming a field the resource cannot be selected by, as the real server says it."""
-    if field_selector is None:
-        return
-    allowed = _SELECTABLE_FIELDS.get(storage_key, _OBJECT_FIELDS)
-    for requirement in field_selector.requirements:
-        if requirement.field in allowed:
-            continue
-        wording = _FIELD_ERRORS.get(storage_key)
-        if wording is not None:
-            raise bad_request(wording.format(field=requirement.field))
-        supported = ", ".join(f'"{f}"' for f in allowed)
-        raise bad_request(f'"{requirement.field}" is not a known field selector: only {supported}')

@@ -56,7 +56,7 @@ from pyinformers.testing.crd import (
     terminating_status,
     validate_crd,
 )
-from pyinformers.testing.defaults import apply_defaults, defaults_on_create, namespace_contents
+from pyinformers.testing.defaults import apply_defaults, create_defaults, defaults_on_create, namespace_contents
 from pyinformers.testing.objects import (
     FOREGROUND_FINALIZER,
     NAMESPACE_FINALIZER,
@@ -69,6 +69,7 @@ from pyinformers.testing.objects import (
     same_content,
     spec_part,
 )
+from pyinformers.testing.field_selection import selectable
 from pyinformers.testing.options import (
     ListOptions,
     WatchOptions,
@@ -226,6 +227,7 @@ class RestApi:
                 meta["name"] = self._generate_name(rt, ns, meta["generateName"])
             normalize_times(rt, obj)
             apply_defaults(rt, obj)
+            create_defaults(rt, obj, self._free_cluster_ip)
             obj = self._check_schema(rt, obj, field_validation, warnings)
             meta = obj["metadata"]
             validate_object(rt, obj)
@@ -275,6 +277,15 @@ class RestApi:
         if causes:
             raise invalid(rt.kind, rt.group, str(meta_of(obj).get("name") or ""), causes)
         return pruned
+
+    def _free_cluster_ip(self) -> str:
+        """The lowest address of 10.0.0.0/24 above .1 (the ``kubernetes`` Service's) no Service has (store lock held)."""
+        services, _ = self.store.snapshot("/services", None)
+        taken = {ip for s in services for ip in (s.get("spec") or {}).get("clusterIPs") or ()}
+        for host in range(2, 255):
+            if f"10.0.0.{host}" not in taken:
+                return f"10.0.0.{host}"
+        raise StatusError(500, "InternalError", "Internal error occurred: failed to allocate a serviceIP: range is full")
 
     def _populate_namespace(self, namespace: str) -> None:
         """What kube-controller-manager puts in every new namespace (store lock held)."""
@@ -332,7 +343,7 @@ class RestApi:
             last = first
             for i in range(first, len(objects)):
                 obj = objects[i]
-                if not self._matches(obj, options):
+                if not self._matches(obj, options, rt.storage_key):
                     continue
                 if limit and len(page) == limit:
                     metadata["continue"] = encode_continue(list_rv, keys[last])
@@ -352,10 +363,11 @@ class RestApi:
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata, "items": items}
 
     @staticmethod
-    def _matches(obj: dict, options: Any) -> bool:
+    def _matches(obj: dict, options: Any, storage_key: str) -> bool:
         if options.label_selector is not None and not options.label_selector.matches(meta_of(obj).get("labels")):
             return False
-        if options.field_selector is not None and not options.field_selector.matches(obj):
+        field = options.field_selector
+        if field is not None and not field.matches(selectable(storage_key, obj, field)):
             return False
         return True
 
@@ -772,7 +784,7 @@ class RestApi:
             objects, rv = self.store.snapshot(rt.storage_key, ns)
             deleted = []
             for obj in objects:
-                if not self._matches(obj, options):
+                if not self._matches(obj, options, rt.storage_key):
                     continue
                 meta = obj["metadata"]
                 try:

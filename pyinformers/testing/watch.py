@@ -31,6 +31,7 @@ from typing import Any, Optional
 import orjson
 
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.testing.field_selection import selectable
 from pyinformers.testing.registry import ResourceType
 from pyinformers.testing.status import expired
 from pyinformers.testing.storage import Change, ChangeType, Store, event_line
@@ -133,7 +134,9 @@ class Watcher:
             return False
         if self.label_selector is not None and not self.label_selector.matches((obj.get("metadata") or {}).get("labels")):
             return False
-        if self.field_selector is not None and not self.field_selector.matches(obj):
+        if self.field_selector is not None and not self.field_selector.matches(
+            selectable(self.resource.storage_key, obj, self.field_selector)
+        ):
             return False
         return True
 
