@@ -349,3 +349,25 @@ def test_a_new_service_gets_its_defaults_and_a_cluster_ip(k8s):
     assert (headless["clusterIPs"], headless["ipFamilies"], headless["ipFamilyPolicy"]) == (["None"], ["IPv4", "IPv6"], "RequireDualStack")
     status, body = _get(k8s, "/api/v1/namespaces/{ns}/services", fieldSelector="spec.type=ClusterIP,spec.clusterIP!=None")
     assert status == 200 and [i["metadata"]["name"] for i in body["items"]] == ["web"]
+
+
+def _pages(k8s: Any, **query: str) -> list[tuple[list[str], bool]]:
+    """Every page of a paged list: (names, whether it carried a continue token)."""
+    pages, token = [], None
+    while True:
+        status, body = _get(k8s, **query, **({"continue": token} if token else {}))
+        assert status == 200, body
+        token = body["metadata"].get("continue")
+        pages.append(([i["metadata"]["name"] for i in body["items"]], bool(token)))
+        if not token:
+            return pages
+
+
+def test_a_full_page_of_a_selected_list_continues_while_any_object_follows_even_into_an_empty_page(k8s):
+    client = ResourceClient(k8s.api_client(), CONFIGMAPS)
+    for name, labels in (("a", {"app": "x"}), ("b", {"app": "x"}), ("z", {})):
+        client.create({"metadata": {"name": name, "namespace": k8s.namespace, "labels": labels}})
+    assert _pages(k8s, labelSelector="app=x", limit="2") == [(["a", "b"], True), ([], False)]
+    assert _pages(k8s, labelSelector="app=x", limit="1") == [(["a"], True), (["b"], True), ([], False)]
+    # metadata.name=X makes the real server read that one key: nothing can follow
+    assert _pages(k8s, fieldSelector="metadata.name=a", limit="1") == [(["a"], False)]

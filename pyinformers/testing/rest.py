@@ -338,18 +338,19 @@ class RestApi:
                 metadata["continue"] = encode_continue(list_rv, keys[end - 1])
                 metadata["remainingItemCount"] = len(objects) - end
         else:
-            # Filter only as far as this page needs: up to limit matches, plus one to know there are more.
+            # Filter only as far as this page needs. A full page says "continue" whenever any object
+            # (matching or not) comes after its last item, as the real server's paged reads do: the
+            # next page may then be empty.
             page = []
-            last = first
             for i in range(first, len(objects)):
                 obj = objects[i]
                 if not self._matches(obj, options, rt.storage_key):
                     continue
-                if limit and len(page) == limit:
-                    metadata["continue"] = encode_continue(list_rv, keys[last])
-                    break
                 page.append(obj)
-                last = i
+                if limit and len(page) == limit:
+                    if i < len(objects) - 1 and not self._reads_one_key(rt, ns, options.field_selector):
+                        metadata["continue"] = encode_continue(list_rv, keys[i])
+                    break
         return self._list_object(rt, metadata, page)
 
     def _list_object(self, rt: ResourceType, metadata: dict, objects: "builtins.list[dict]") -> dict:
@@ -361,6 +362,13 @@ class RestApi:
             # Built-in lists carry kind and apiVersion once, on the list, not on the items.
             items = [{k: v for k, v in o.items() if k != "kind" and k != "apiVersion"} for o in objects]
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata, "items": items}
+
+    @staticmethod
+    def _reads_one_key(rt: ResourceType, namespace: Optional[str], field_selector: Any) -> bool:
+        """Whether the real server reads just one object's key for this list (``metadata.name=X`` where the key is known)."""
+        if field_selector is None or (rt.namespaced and namespace is None):
+            return False
+        return any(r.field == "metadata.name" and r.operator.value == "=" for r in field_selector.requirements)
 
     @staticmethod
     def _matches(obj: dict, options: Any, storage_key: str) -> bool:
