@@ -20,6 +20,7 @@ import pytest
 from pyinformers.api import ApiError, ResourceClient
 from pyinformers.api.transport import release, send
 from pyinformers.resources import CONFIGMAPS
+from pyinformers.testing import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -40,20 +41,34 @@ def _get(k8s: Any, path: str = "/api/v1/namespaces/{ns}/configmaps", **query: st
 
 
 def _seen(events: list[dict]) -> list[tuple[str, str]]:
-    """(type, name or the bookmark's annotation) per event, without the namespace's root-CA ConfigMap."""
+    """(type, name) per event, ``("BOOKMARK", "end")`` for the initial-events-end bookmark.
+
+    Left out: the namespace's root-CA ConfigMap, and plain bookmarks, which a
+    real server sends whenever the resource changed anywhere (other tests'
+    namespaces being cleaned up, say); the transcripts hold those to the rules.
+    """
     seen = []
     for event in events:
         metadata = event["object"].get("metadata") or {}
         if event["type"] == "BOOKMARK":
-            seen.append(("BOOKMARK", "end" if (metadata.get("annotations") or {}).get(END) == "true" else ""))
+            if (metadata.get("annotations") or {}).get(END) == "true":
+                seen.append(("BOOKMARK", "end"))
         elif metadata.get("name") != ROOT_CA:
             seen.append((event["type"], metadata["name"]))
     return seen
 
 
+def _settled(k8s: Any, client: ResourceClient) -> None:
+    """On a real server, wait for the root-CA publisher's ConfigMap: written during a watch, it would bring a bookmark."""
+    if k8s.real:
+        eventually(lambda: any(o["metadata"]["name"] == ROOT_CA for o in client.list(k8s.namespace).items), 30,
+                   what=f"{ROOT_CA} in the test namespace")
+
+
 def _seeded(k8s: Any) -> str:
     """Two ConfigMaps (created out of name order); returns the resourceVersion of a list after them."""
     client = ResourceClient(k8s.api_client(), CONFIGMAPS)
+    _settled(k8s, client)
     for name in ("cm-b", "cm-a"):
         client.create({"metadata": {"name": name, "namespace": k8s.namespace}})
     return client.list(k8s.namespace).resource_version
@@ -365,9 +380,36 @@ def _pages(k8s: Any, **query: str) -> list[tuple[list[str], bool]]:
 
 def test_a_full_page_of_a_selected_list_continues_while_any_object_follows_even_into_an_empty_page(k8s):
     client = ResourceClient(k8s.api_client(), CONFIGMAPS)
+    _settled(k8s, client)
     for name, labels in (("a", {"app": "x"}), ("b", {"app": "x"}), ("z", {})):
         client.create({"metadata": {"name": name, "namespace": k8s.namespace, "labels": labels}})
     assert _pages(k8s, labelSelector="app=x", limit="2") == [(["a", "b"], True), ([], False)]
     assert _pages(k8s, labelSelector="app=x", limit="1") == [(["a"], True), (["b"], True), ([], False)]
     # metadata.name=X makes the real server read that one key: nothing can follow
     assert _pages(k8s, fieldSelector="metadata.name=a", limit="1") == [(["a"], False)]
+
+
+LEGACY = "/api/v1/watch/namespaces/{ns}/configmaps"
+
+
+def test_the_legacy_watch_path_of_a_named_object_watches_that_object_only(k8s):
+    _seeded(k8s)
+    status, events = _get(k8s, LEGACY + "/cm-a", watch="true", allowWatchBookmarks="true", timeoutSeconds="1")
+    assert (status, _seen(events)) == (200, [("ADDED", "cm-a"), ("BOOKMARK", "end")])
+    status, events = _get(k8s, LEGACY + "/missing", watch="true", timeoutSeconds="1")
+    assert (status, events) == (200, [])
+    status, body = _get(k8s, LEGACY + "/cm-a", fieldSelector="metadata.name=cm-b")
+    assert (status, body["message"]) == (400, "fieldSelector metadata.name doesn't match requested name")
+
+
+def test_the_legacy_watch_path_without_watch_true_checks_its_options_as_a_list_and_sends_no_end_marker(k8s):
+    _seeded(k8s)
+    response = send(k8s.api_client(), "GET", LEGACY.format(ns=k8s.namespace),
+                    [("allowWatchBookmarks", "true"), ("timeoutSeconds", "1")], timeout=30)
+    try:
+        events = [orjson.loads(line) for line in response.read().splitlines() if line.strip()]
+    finally:
+        release(response, reusable=True)
+    assert (response.status, _seen(events)) == (200, [("ADDED", "cm-a"), ("ADDED", "cm-b")])
+    status, body = _get(k8s, LEGACY, sendInitialEvents="true", resourceVersionMatch="NotOlderThan")
+    assert (status, _causes(body)) == (422, [UNLESS_RV, ("FieldValueForbidden", "Forbidden: sendInitialEvents is forbidden for list")])

@@ -52,7 +52,7 @@ from pyinformers.testing.openapi import v2_document, v3_document, v3_index
 from pyinformers.testing.auth import Authenticator, User
 from pyinformers.testing.faults import Faults
 from pyinformers.testing.registry import Registry, ResourceType
-from pyinformers.testing.options import go_bool, parse_list_options, parse_watch_options
+from pyinformers.testing.options import for_one_object, go_bool, parse_list_options, parse_watch_options
 from pyinformers.testing.decode import decode_body
 from pyinformers.testing.scale import SCALABLE, scale_of
 from pyinformers.testing.rest import RestApi
@@ -92,6 +92,7 @@ class _Route:
     namespace: Optional[str]
     name: Optional[str]
     subresource: Optional[str]
+    watch_prefix: bool = False  # came by the deprecated /watch/ path
 
 
 @dataclass(frozen=True)
@@ -486,7 +487,7 @@ class Dispatcher:
             raise not_found(rt.plural, rt.group, info.name)  # the real server names the object
         if sub is not None and sub not in self._subresources(rt):
             raise not_found("", "", None)
-        return _Route(rt, info.namespace, info.name, sub)
+        return _Route(rt, info.namespace, info.name, sub, info.watch_prefix)
 
     @staticmethod
     def _subresources(rt: ResourceType) -> tuple[str, ...]:
@@ -587,7 +588,9 @@ class Dispatcher:
     # -- watch ---------------------------------------------------------------------------------
 
     def _watch(self, h: BaseHTTPRequestHandler, route: _Route, query: dict, method: str, path: str) -> None:
-        options = parse_watch_options(query)
+        options = parse_watch_options(query, legacy_path=route.watch_prefix)
+        if route.name is not None:  # /watch/.../{name}: that one object
+            options = for_one_object(options, route.name)
         rt = route.resource
         try:
             watcher, initial, start_rv, initial_end = self.rest.open_watch(rt, route.namespace, options, max_queue=self.max_watch_queue)

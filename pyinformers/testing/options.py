@@ -15,7 +15,7 @@ Pure functions and frozen values; thread-safe.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from pyinformers.api import selectors
@@ -29,6 +29,7 @@ __all__ = [
     "WatchOptions",
     "parse_list_options",
     "parse_watch_options",
+    "for_one_object",
     "parse_selectors",
     "rv_param",
     "rv_syntax_error",
@@ -60,6 +61,9 @@ class WatchOptions:
     allow_bookmarks: bool = False
     send_initial_events: Optional[bool] = None
     timeout_seconds: Optional[float] = None
+    #: the deprecated ``/watch/`` path without ``?watch=true``: checked as a list, and a watch
+    #: without resourceVersion gets its initial ADDED events but no end marker
+    legacy_path: bool = False
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -157,22 +161,14 @@ def _check(problems: list) -> None:
         raise invalid("ListOptions", "meta.k8s.io", "", problems)
 
 
-def parse_list_options(query: dict[str, str]) -> ListOptions:
-    """A list's options, checked in the real server's order: numbers, selectors, then the 422 rules (all causes at once).
-
-    What needs the resource (supported field selectors), the continue token
-    and the resourceVersion are checked by the list itself, in that order.
-    """
-    _, limit = _numbers(query)
-    label, field = parse_selectors(query)
+def _list_problems(query: dict[str, str]) -> list:
     match = query.get("resourceVersionMatch") or None
     rv = query.get("resourceVersion") or None
-    cont = query.get("continue") or None
     problems = []
     if match is not None:
         if not rv:
             problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-        if cont:
+        if query.get("continue"):
             problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
         if match not in ("Exact", "NotOlderThan"):
             problems.append(_not_supported(match, ("Exact", "NotOlderThan", "")))
@@ -180,20 +176,10 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
             problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
     if "sendInitialEvents" in query:
         problems.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
-    _check(problems)
-    return ListOptions(label, field, limit, cont, rv, match)
+    return problems
 
 
-def parse_watch_options(query: dict[str, str]) -> WatchOptions:
-    """A watch's options, checked in the real server's order (numbers, selectors, the 422 rules).
-
-    Booleans read as the real server reads them (:func:`go_bool`). The
-    resourceVersion is checked by the watch itself, after the field selector.
-    """
-    timeout, _ = _numbers(query)
-    label, field = parse_selectors(query)
-    send_initial = go_bool(query.get("sendInitialEvents"))
-    bookmarks = bool(go_bool(query.get("allowWatchBookmarks")))
+def _watch_problems(query: dict[str, str], send_initial: Optional[bool]) -> list:
     match = query.get("resourceVersionMatch") or None
     problems = []
     # allowWatchBookmarks is not required with sendInitialEvents: without it the stream just has no end marker.
@@ -206,5 +192,55 @@ def parse_watch_options(query: dict[str, str]) -> WatchOptions:
             problems.append(_not_supported(match, ("NotOlderThan",)))
     if query.get("continue"):
         problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
-    _check(problems)
-    return WatchOptions(label, field, query.get("resourceVersion") or None, match, bookmarks, send_initial, timeout)
+    return problems
+
+
+def parse_list_options(query: dict[str, str]) -> ListOptions:
+    """A list's options, checked in the real server's order: numbers, selectors, then the 422 rules (all causes at once).
+
+    What needs the resource (supported field selectors), the continue token
+    and the resourceVersion are checked by the list itself, in that order.
+    """
+    _, limit = _numbers(query)
+    label, field = parse_selectors(query)
+    _check(_list_problems(query))
+    return ListOptions(
+        label, field, limit, query.get("continue") or None, query.get("resourceVersion") or None,
+        query.get("resourceVersionMatch") or None,
+    )
+
+
+def parse_watch_options(query: dict[str, str], *, legacy_path: bool = False) -> WatchOptions:
+    """A watch's options, checked in the real server's order (numbers, selectors, the 422 rules).
+
+    Booleans read as the real server reads them (:func:`go_bool`). The
+    resourceVersion is checked by the watch itself, after the field selector.
+    ``legacy_path``: the request came by the deprecated ``/watch/`` path; unless
+    it also says ``watch=true`` its options are checked as a list's (so
+    ``sendInitialEvents`` is refused), as the real server does.
+    """
+    timeout, _ = _numbers(query)
+    label, field = parse_selectors(query)
+    send_initial = go_bool(query.get("sendInitialEvents"))
+    as_list = legacy_path and not go_bool(query.get("watch"))
+    _check(_list_problems(query) if as_list else _watch_problems(query, send_initial))
+    return WatchOptions(
+        label,
+        field,
+        query.get("resourceVersion") or None,
+        query.get("resourceVersionMatch") or None,
+        bool(go_bool(query.get("allowWatchBookmarks"))),
+        send_initial,
+        timeout,
+        as_list,
+    )
+
+
+def for_one_object(options: WatchOptions, name: str) -> WatchOptions:
+    """``options`` narrowed to the object ``name`` (a watch by a named path); 400 if its field selector names another."""
+    field = options.field_selector
+    requirements = list(field.requirements) if field is not None else []
+    if any(r.field == "metadata.name" and r.operator.value == "=" and r.value != name for r in requirements):
+        raise bad_request("fieldSelector metadata.name doesn't match requested name")
+    requirements.append(selectors.FieldRequirement("metadata.name", selectors.FieldOperator.EQUALS, name))
+    return replace(options, field_selector=selectors.FieldSelector(requirements))

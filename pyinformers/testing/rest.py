@@ -400,15 +400,17 @@ class RestApi:
         except StatusError:  # a watch's bad resourceVersion is a 500 without a reason on the real server
             raise StatusError(500, "", rv_syntax_error(options.resource_version or "")) from None
         initial_events = options.send_initial_events
+        end_marker = options.allow_bookmarks
         if initial_events is None:
             initial_events = not rv
+            end_marker = end_marker and not options.legacy_path  # sendInitialEvents is defaulted only for ?watch=true
         if initial_events:
             objects, start = self.hub.open(watcher, since_rv=None, initial_state=True)
             if rv and rv > start:
                 self.hub.close(watcher)
                 self.store.snapshot(rt.storage_key, ns, at_rv=rv)  # raises "Too large resource version"
             # The end marker is a bookmark: only a watch that allows bookmarks gets it.
-            return watcher, objects, start, options.allow_bookmarks
+            return watcher, objects, start, end_marker
         _, start = self.hub.open(watcher, since_rv=rv or None, initial_state=False)
         return watcher, [], start, False
 
