@@ -12,6 +12,8 @@ whole stream and can assert what did *not* come.
 from __future__ import annotations
 
 import base64
+import secrets
+import threading
 from typing import Any
 
 import orjson
@@ -413,3 +415,47 @@ def test_the_legacy_watch_path_without_watch_true_checks_its_options_as_a_list_a
     assert (response.status, _seen(events)) == (200, [("ADDED", "cm-a"), ("ADDED", "cm-b")])
     status, body = _get(k8s, LEGACY, sendInitialEvents="true", resourceVersionMatch="NotOlderThan")
     assert (status, _causes(body)) == (422, [UNLESS_RV, ("FieldValueForbidden", "Forbidden: sendInitialEvents is forbidden for list")])
+
+
+def test_the_watches_of_a_custom_resource_end_once_its_crd_is_deleted(k8s):
+    group = f"w{secrets.token_hex(4)}.example.com"
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.{group}"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": f"things.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "things", "singular": "thing", "kind": "Thing", "listKind": "ThingList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    api = k8s.api_client()
+
+    def call(method: str, path: str, body: Any = None, query: tuple = ()) -> int:
+        response = send(api, method, path, list(query), body=body, timeout=30)
+        try:
+            response.read()
+            return response.status
+        finally:
+            release(response, reusable=True)
+
+    assert call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd) == 201
+    things = f"/apis/{group}/v1/namespaces/{k8s.namespace}/things"
+    thing = {"apiVersion": f"{group}/v1", "kind": "Thing", "metadata": {"name": "t1"}}
+    eventually(lambda: call("POST", things, thing) == 201, 30, what="the custom resource served")
+    events: list[dict] = []
+    response = send(api, "GET", things, [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", "60")],
+                    timeout=90)
+
+    def read() -> None:
+        for line in response:
+            if line.strip():
+                events.append(orjson.loads(line))
+
+    reader = threading.Thread(target=read, name="test-watch-reader", daemon=True)
+    reader.start()
+    try:
+        eventually(lambda: len(events) >= 2, 30, what="the initial events")  # ADDED t1 and the end marker
+        assert call("DELETE", crd_path) == 200
+        reader.join(30)
+        assert not reader.is_alive(), f"the watch is still open after its CRD was deleted: {events}"
+    finally:
+        release(response, reusable=False)
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events if e["type"] != "BOOKMARK"] == [
+        ("ADDED", "t1"), ("DELETED", "t1")]

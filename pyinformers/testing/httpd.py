@@ -65,7 +65,7 @@ _JSON = "application/json"
 _LIVENESS_CHECK = 0.25  # how often an idle watch checks that its client is still there
 _CHUNK_LINES = 256  # most event lines per chunk
 _BOOKMARK_BEFORE_TIMEOUT = 2.0  # the real server's first bookmark comes about 2 s before timeoutSeconds
-_CLEAN_ENDS = ("overflow", "restart")  # watcher close reasons that end the stream properly
+_CLEAN_ENDS = ("overflow", "restart", "removed")  # watcher close reasons that end the stream properly
 _MAX_TRAILERS = 100
 _AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _DISCARD_SLACK = 1024 * 1024  # how far past the body limit a refused body is still read

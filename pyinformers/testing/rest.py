@@ -542,6 +542,8 @@ class RestApi:
                 for obj in self.store.objects(served.storage_key):
                     meta = meta_of(obj)
                     self.store.remove(served.storage_key, meta.get("namespace") or "", meta["name"])
+                # As on a real server, the resource's open watches end (cleanly) after their DELETED events.
+                self.hub.finish_resource(served.storage_key, "removed")
         return final
 
     def patch(

@@ -65,6 +65,8 @@ class Watcher:
         self.start_rv = 0
         self.events_sent = 0
         self.close_reason: Optional[str] = None
+        # set by finish(): the reason to close with once the queued changes are taken; guarded by _cond
+        self._finishing: Optional[str] = None
         self._cond = threading.Condition(threading.Lock())
         # Changes not yet taken by the serving thread: first the replay from history
         # (already in memory, not bounded here), then live changes (bounded by max_queue).
@@ -103,6 +105,13 @@ class Watcher:
             self._backlog = list(changes)
             self._cond.notify()
 
+    def finish(self, reason: str) -> None:
+        """End the watch with ``reason`` once the changes already queued are taken (a close wins). Any thread."""
+        with self._cond:
+            if self.close_reason is None and self._finishing is None:
+                self._finishing = reason
+            self._cond.notify_all()
+
     def close(self, reason: str) -> None:
         """End the watch (idempotent; the first reason wins). Safe from any thread."""
         with self._cond:
@@ -113,7 +122,8 @@ class Watcher:
     def next_batch(self, timeout: float, clock: Clock = REAL_CLOCK) -> Optional[list[Change]]:
         """Wait up to ``timeout`` s (of ``clock``) for changes; returns them (maybe empty), or None once closed."""
         with self._cond:
-            if not self._queue and not self._backlog and self.close_reason is None and timeout > 0:
+            idle = not self._queue and not self._backlog
+            if idle and self.close_reason is None and self._finishing is None and timeout > 0:
                 clock.wait(self._cond, timeout)
             if self.close_reason is not None:
                 return None
@@ -121,6 +131,9 @@ class Watcher:
             self._backlog = []
             batch.extend(self._queue)
             self._queue.clear()
+            if not batch and self._finishing is not None:
+                self.close_reason = self._finishing
+                return None
             return batch
 
     def is_drained(self) -> bool:
@@ -243,6 +256,18 @@ class WatchHub:
             watcher.start_rv = rv
             self._watchers.setdefault(key, []).append(watcher)
         return objects, rv
+
+    def finish_resource(self, storage_key: str, reason: str) -> int:
+        """End every watch of a resource that stops being served, once each has sent what it queued.
+
+        The watchers get no later change (a resource created again under the
+        same name is a new one). Returns how many watches are ending.
+        """
+        with self._store.lock:
+            watchers = self._watchers.pop(storage_key, [])
+        for watcher in watchers:
+            watcher.finish(reason)
+        return len(watchers)
 
     def close(self, watcher: Watcher, reason: str = "closed") -> None:
         watcher.close(reason)
