@@ -63,7 +63,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, r
 from pyinformers.api.errors import Forbidden
 from pyinformers.api.permissions import UndeclaredVerb
 from pyinformers.clock import REAL_CLOCK, Clock
-from pyinformers.controller.logcontext import reconciling
+from pyinformers.controller.logcontext import enter as enter_log_context
+from pyinformers.controller.logcontext import leave as leave_log_context
 from pyinformers.controller.handlers import EnqueueForObject, EventHandler
 from pyinformers.controller.metrics import ControllerMetrics
 from pyinformers.controller.predicates import Predicate
@@ -584,8 +585,11 @@ class Controller:
         outcome = "error"
         try:
             try:
-                with reconciling(self.name, key):
+                token = enter_log_context(self.name, key)
+                try:
                     result = self.reconcile(key)
+                finally:
+                    leave_log_context(token)
                 outcome = self._apply(key, result)
             except (Forbidden, UndeclaredVerb) as err:
                 # Retrying cannot grant a permission: say which one is missing, without a traceback.
