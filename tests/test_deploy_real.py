@@ -36,6 +36,7 @@ import yaml
 pytest.importorskip("pyinformers.testing.controlplane", reason="the real control plane (ControlPlane) is not here")
 
 from pyinformers.api import ResourceClient
+from pyinformers.api.config import ConfigurationError
 from pyinformers.api.errors import NotFound
 from pyinformers.api.resource import Resource
 from pyinformers.controller import ANY_PORT, Manager, TLSFiles
@@ -237,25 +238,24 @@ def _wait_until(sa_client, resource: Resource, verb: str, *, allowed: bool) -> N
     eventually(answered, timeout=20, what=f"the authorizer to answer allowed={allowed} for {verb} {resource}")
 
 
-def test_without_list_on_foos_the_streaming_sync_needs_only_watch(deployed):
-    # The informers sync with a streaming list, which kube-apiserver authorizes as a watch: a
-    # missing list permission goes unnoticed (as with client-go since 1.35) until a fallback to
-    # a list (a server without streaming lists), which then fails loudly like any refused list
-    # (tests/test_manager_deploy.py). The generated RBAC keeps granting list for that reason.
+def test_without_list_on_foos_the_manager_refuses_to_start_and_names_the_rule_to_add(deployed):
+    # The informers sync with a streaming list, which kube-apiserver authorizes as a watch, so a
+    # missing list would only bite at the first fallback to a list (410 Gone, or a server without
+    # streaming lists). Each reflector asks once before its first streaming list, and the Manager
+    # refuses to start on the answer, naming the rule to add.
     cp = deployed
     admin = cp.api_client()
     sa_client = cp.api_client(token=_token(admin, "sample-controller", "sample-controller"))
     restore = _narrowed(admin, "foos", "list")
     try:
         _wait_until(sa_client, FOOS, "list", allowed=False)
-
-        def scenario(manager, started):
-            informer = manager.factory.informer(FOOS)
-            assert informer.has_synced() and informer.reflector.stats.lists == 1
-            return time.monotonic() - started
-
-        elapsed = _run(SAMPLES["sample_controller"], sa_client, scenario)
-        print(f"\nno list on foos: started (synced by a streaming list) in {elapsed:.2f} s")
+        started = time.monotonic()
+        with pytest.raises(ConfigurationError) as caught:
+            _run(SAMPLES["sample_controller"], sa_client, lambda manager, started: None)
+        message = str(caught.value)
+        assert "may not list foos" in message and 'add "list"' in message, message
+        assert 'resources: ["foos"]' in message, message
+        print(f"\nno list on foos: refused in {time.monotonic() - started:.2f} s: {message}")
     finally:
         restore()
         sa_client.close()

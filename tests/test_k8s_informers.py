@@ -97,9 +97,12 @@ def test_after_watches_expire_the_informer_relists_and_catches_up(k8s, informers
     client.delete("cm-0", k8s.namespace)
     eventually(lambda: log.state() == server_versions(client, k8s.namespace), WAIT, what="the cache caught up")
     stats = informer.reflector.stats
-    # One 410 makes one relist. A real kube-apiserver just restarted may answer the watch after
-    # that relist with 410 again (its watch cache still starting), which makes a second one
-    # (after a backoff): every relist is still exactly one more successful list.
-    assert stats.relists >= 1 and stats.lists == stats.relists + 1, stats
+    # Every relist is exactly one more successful list. The embedded server's 410 makes exactly one.
+    # A real kube-apiserver just restarted may answer the watch after that relist with 410 again
+    # (its watch cache still starting), which makes a second one (after a backoff); or the watch may
+    # have carried a bookmark past the throwaway write before the restart, from which the reflector
+    # resumes without any 410 and without a relist (seen once in CI: bookmarks=2, errors=1,
+    # relists=0). Either way nothing is missed: the cache caught up above.
+    assert stats.lists == stats.relists + 1, stats
     if not k8s.real:
         assert stats.relists == 1, stats
