@@ -180,7 +180,7 @@ def write() -> Path:
                 f"A server in its own process serves {t['pods']:,} pre-serialised 5.1 KB Pods (two managedFields "
                 f"entries) and {t['events']:,} `MODIFIED` events at full speed; each consumer runs in a fresh "
                 "process, syncs its cache, reconciles the initial keys, then starts its clocks and releases the "
-                f"events. Median of {t['rounds']} interleaved round(s), range in brackets; ratios are taken per round.",
+                f"events. Median of {t['rounds']} interleaved round(s), odd rounds in reverse order, range in brackets; ratios are taken per round.",
                 "", *_throughput_table(t), "", *_comparisons(t), ""]
         if plt is not None:
             _bar_chart(plt, t["rows"], "events_per_s", "watch events per second (log scale)", "events/s",
