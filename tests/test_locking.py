@@ -13,18 +13,19 @@ from pyinformers.workqueue import Queue
 def test_a_contended_acquire_returns_holding_the_lock_once_a_busy_holder_lets_go():
     lock = threading.Lock()
     held = threading.Event()
+    let_go = []
 
     def holder() -> None:
         with lock:
             held.set()
-            total = 0
-            for i in range(200_000):  # Python work under the lock: the holder needs the GIL to finish
-                total += i
+            while not let_go:  # Python work under the lock: the holder needs the GIL to finish
+                pass
 
     thread = threading.Thread(target=holder)
     thread.start()
-    held.wait(5)
-    assert not lock.acquire(False)
+    assert held.wait(5)
+    assert not lock.acquire(False)  # held until let_go, whatever the scheduling
+    let_go.append(True)
     acquire_contended(lock)
     thread.join(5)
     assert not thread.is_alive() and lock.locked()  # ours now: the holder finished and let go

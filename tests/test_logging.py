@@ -9,11 +9,22 @@ import subprocess
 import sys
 import textwrap
 import threading
+from contextlib import contextmanager
 
 import pytest
 
 from pyinformers.cli import configure_logging
-from pyinformers.controller.logcontext import reconcile_fields, reconciling
+from pyinformers.controller.logcontext import enter, leave, reconcile_fields
+
+
+@contextmanager
+def reconciling(controller: str, key: str):
+    """What a Controller's worker does around each reconcile: enter, then leave the log context."""
+    token = enter(controller, key)
+    try:
+        yield reconcile_fields()
+    finally:
+        leave(token)
 
 
 @pytest.fixture

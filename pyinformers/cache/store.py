@@ -259,16 +259,7 @@ class Indexer:
 
     def add(self, obj: Any) -> None:
         """Insert or overwrite the object under its key (same as :meth:`update`)."""
-        key = self._key_func(obj)
-        lock = self._lock
-        if not lock.acquire(False):
-            acquire_contended(lock)
-        try:
-            old = self._items.get(key)
-            self._update_indices(key, old, obj)
-            self._items[key] = obj
-        finally:
-            lock.release()
+        self._put(self._key_func(obj), obj)
 
     update = add
 
