@@ -684,11 +684,13 @@ def test_stalled_watches_keep_the_connection_open_and_send_nothing(api_server, c
     rv = api_server.resource_version
     http = urllib3.PoolManager()
     resp = http.request("GET", api_server.url + f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}", preload_content=False, retries=False, timeout=urllib3.Timeout(read=0.5))
+    eventually(lambda: api_server.counters.get("watches_stalled") == 1, what="the watch counted as stalled")
     core.create_namespaced_config_map("default", cm("s"))
     with pytest.raises(urllib3.exceptions.ReadTimeoutError):
         resp.read(1)
     resp.release_conn()
     api_server.faults.stall_watches = False
+    eventually(lambda: api_server.counters["watches_stalled"] == 0, what="the stall gauge back to zero")
     events = watch_lines(api_server, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=0.5")
     assert [e["object"]["metadata"]["name"] for e in events] == ["s"]
 

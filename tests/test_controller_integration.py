@@ -193,12 +193,15 @@ def test_a_deletion_missed_by_the_watch_reaches_the_owner_as_a_tombstone(api_ser
 
     # The watch goes silent, the child is deleted and history compacted, then the watch
     # breaks: the reflector's re-watch gets 410, it relists, and the DeltaFIFO reports the
-    # vanished child as DeletedFinalStateUnknown. The server's watch loop checks for a
-    # stall between batches, so a nudge (one more event, seen in the cache) makes sure
-    # the ConfigMap watch is parked in its stall before the deletion happens.
+    # vanished child as DeletedFinalStateUnknown. An idle server watch notices the stall at
+    # its next wake-up, so the deletion waits until every open watch is parked (a nudge
+    # wakes the ConfigMap watch at once; it may be sent before the stall or not at all).
     api_server.faults.stall_watches = True
     factory.client(CONFIGMAPS).create({"metadata": {"name": "nudge", "namespace": NS}})
-    eventually(lambda: controller.configmaps.get("nudge", namespace=NS), what="the nudge in the cache")
+    eventually(
+        lambda: (c := api_server.counters).get("watches_stalled", 0) == c["watches_open"] > 0,
+        what="every open watch parked in the stall",
+    )
     factory.client(CONFIGMAPS).delete("tomb-config", NS)
     api_server.compact()
     api_server.faults.drop_watches()

@@ -721,12 +721,23 @@ class Dispatcher:
         self._end_stream(h)
 
     def _stall(self, h: BaseHTTPRequestHandler, watcher: Watcher) -> None:
-        """While watches are stalled: send nothing, but notice stop, drops and a vanished client."""
-        while self.faults.stall_watches:
-            if watcher.closed and watcher.close_reason != "overflow":
-                raise _Cut()
-            if self.stopping.wait(_LIVENESS_CHECK) or self._client_gone(h):
-                raise _Cut()
+        """While watches are stalled: send nothing, but notice stop, drops and a vanished client.
+
+        The ``watches_stalled`` counter holds how many watches are parked here right now, so a
+        test can wait until a stall has taken hold instead of guessing (an idle watch notices
+        the fault at its next wake-up, up to ``_LIVENESS_CHECK`` later).
+        """
+        if not self.faults.stall_watches:
+            return
+        self.count("watches_stalled")
+        try:
+            while self.faults.stall_watches:
+                if watcher.closed and watcher.close_reason != "overflow":
+                    raise _Cut()
+                if self.stopping.wait(_LIVENESS_CHECK) or self._client_gone(h):
+                    raise _Cut()
+        finally:
+            self.count("watches_stalled", -1)
 
     # -- responses -----------------------------------------------------------------------------
 

@@ -274,7 +274,8 @@ class ApiServer:
     @property
     def counters(self) -> dict[str, int]:
         """Counters: ``requests``, ``verb:<verb>``, ``status:<code>``, ``watches``, ``watches_open``,
-        ``watches:<close reason>``, ``watch_events_sent``, ``faults:errors``, ``faults:throttled``."""
+        ``watches:<close reason>``, ``watch_events_sent``, ``faults:errors``, ``faults:throttled``,
+        and ``watches_stalled`` (watches parked by ``faults.stall_watches`` right now)."""
         return self._dispatcher.counters()
 
     def gc_idle(self) -> bool:
