@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from pyinformers.api import ResourceClient
+from pyinformers.api import watch as watch_module
 from pyinformers.api.chunked import fast_chunked_reader, read_chunked_body
 from pyinformers.resources import CONFIGMAPS
+from pyinformers.testing.tls import self_signed_certificate
 
 
 class Original:
@@ -158,7 +160,24 @@ def test_responses_the_fast_reader_cannot_read_fall_back_to_urllib3():
 # --------------------------------------------------------------------------- over real HTTP
 
 
-def test_a_watch_over_http_reads_every_event_and_leaves_its_connection_for_the_next_request(api_client):
+@pytest.fixture(params=["http", "https"])
+def any_scheme_client(request, api_client, api_server_factory, tmp_path):
+    """An ApiClient of the suite's plain-HTTP server, or of a TLS server (reads of one record each)."""
+    if request.param == "http":
+        return api_client
+    server = api_server_factory(tls=self_signed_certificate(tmp_path))
+    return server.api_client()
+
+
+def test_a_watch_reads_every_event_and_leaves_its_connection_for_the_next_request(any_scheme_client, monkeypatch):
+    api_client = any_scheme_client
+    readers = []
+
+    def recorded(response):
+        readers.append(fast_chunked_reader(response))
+        return readers[-1]
+
+    monkeypatch.setattr(watch_module, "fast_chunked_reader", recorded)
     configmaps = ResourceClient(api_client, CONFIGMAPS)
     rv = configmaps.list("default").resource_version
     before = idle_ports(api_client)
@@ -169,6 +188,7 @@ def test_a_watch_over_http_reads_every_event_and_leaves_its_connection_for_the_n
     names = [e.object["metadata"]["name"] for e in configmaps.watch("default", resource_version=rv,
                                                                       timeout_seconds=1, allow_bookmarks=False)]
     assert names == [f"c{i}" for i in range(40)]
+    assert len(readers) == 1 and readers[0] is not None  # read by our reader, not urllib3's fallback
     assert idle_ports(api_client) == before  # the watch's connection went back to the pool
     configmaps.list("default")
     assert idle_ports(api_client) == before  # and served the next request
