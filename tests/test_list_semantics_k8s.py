@@ -46,6 +46,7 @@ class Recording:
         self.lists: list[dict] = []
         self.watches: list[dict] = []
         self.gone_next = threading.Event()
+        self.stream = None  # the last watch opened (None until the first is)
 
     def list(self, **kwargs):
         self.lists.append(dict(kwargs))
@@ -138,6 +139,8 @@ def test_first_list_reads_the_watch_cache_and_a_relist_after_410_reads_consisten
         expected = _names(client.list(ns).items)
         eventually(lambda: _names(informer.indexer.list()) == expected, 30, what="the first list in the cache")
         first_lists = len(lw.lists)
+        # Synced means listed: the reflector opens its watch after that, on its own thread.
+        eventually(lambda: lw.stream is not None, 30, what="the watch after the list")
 
         # The watch breaks and re-opening it answers 410: the relist must be a consistent read,
         # which sees a write made just before it.
