@@ -135,9 +135,10 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version_without_relistin
     with Running(client, store, backoff_initial=0.05, backoff_max=0.1) as reflector:
         store.wait(lambda s: "a" in s.names())
         eventually(lambda: len(requests_of(api_server, watch=True)) == 1)
-        client.create(cm("b"), "default")
+        rv_before_drop = client.create(cm("b"), "default")["metadata"]["resourceVersion"]
         store.wait(lambda s: "b" in s.names())
-        rv_before_drop = reflector.last_sync_resource_version()
+        # The reflector records an event's resourceVersion just after the store has the object.
+        eventually(lambda: reflector.last_sync_resource_version() == rv_before_drop, what="b's resourceVersion")
         assert api_server.faults.drop_watches() == 1
         client.create(cm("c"), "default")  # happens while the watch is down
         store.wait(lambda s: "c" in s.names())
