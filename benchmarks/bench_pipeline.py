@@ -9,8 +9,10 @@ consumer reads them (:mod:`benchmarks.consumers`):
 
 * **pyinformers, defaults** -- ``SharedInformerFactory(api_client)`` and a
   ``Controller`` subclass with one worker, as the quickstart shows;
-* pyinformers under the Manager's GC policy; ten informers (ten namespaces
-  of 1,000 Pods, one controller) against one;
+* the same ``Controller`` run by a ``Manager`` with its defaults
+  (``manager.run()``, its GC policy, ``/metrics`` and probes served), compared
+  with the defaults round by round; ten informers (ten namespaces of 1,000
+  Pods, one controller) against one;
 * typed ``watch.Watch().stream`` (the baseline, 1.0x), the official
   ``kubernetes.informer.SharedInformer`` feeding a ``queue.Queue`` and a
   worker, kopf (in its own virtual environment), a minimal hand-written
@@ -66,7 +68,7 @@ CONSUMERS: list[tuple[str, str, list[str]]] = [
     ("pyinformers: factory + Controller, defaults", "pyinformers", ["bench"]),
     # next to the defaults: the two are compared round by round, so they run back to back
     ("pyinformers, 10 informers x 1,000 Pods", "pyinformers-10-informers", [f"bench-{k}" for k in range(SPLIT)]),
-    ("pyinformers, the Manager's GC policy", "pyinformers-gc-policy", ["bench"]),
+    ("pyinformers: the same Controller run by a Manager, defaults", "pyinformers-manager", ["bench"]),
     ("minimal Python pipeline (urllib3+orjson+dict+queue)", "minimal", ["bench"]),
     ("typed watch.Watch().stream (baseline)", "typed-watch", ["bench"]),
     ("kubernetes.informer + queue.Queue + worker", "official-informer", ["bench"]),
@@ -74,6 +76,12 @@ CONSUMERS: list[tuple[str, str, list[str]]] = [
     ("client-go: SharedInformer + workqueue + worker", "client-go", ["bench"]),
 ]
 BASELINE = "typed-watch"
+#: The Manager against factory + Controller: besides the pair each round holds, this many more
+#: back-to-back pairs per round (order alternating), for the paired comparison alone (the rows keep
+#: one run per round). The two differ by far less than the spread between rounds on a shared machine,
+#: so their ratio needs more pairs than the rows need rounds.
+MANAGER_PAIR = ("pyinformers", "pyinformers-manager")
+EXTRA_PAIRS = 2 if QUICK else 3
 #: Anchors slower than 1 ms per event read a quarter of the events (rates are per event, so
 #: comparable); this keeps a round, and make bench, within minutes.
 SLOW = {"typed-watch": EVENTS // 4, "official-informer": EVENTS // 4, "kopf": EVENTS // 4}
@@ -196,6 +204,7 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
     for k in range(SPLIT):
         plan["namespaces"][f"bench-{k}"] = {"pods": PODS // SPLIT, "events": EVENTS // SPLIT}
     runs: dict[str, list[dict]] = {consumer: [] for _, consumer, _ in CONSUMERS}
+    pairs: dict[str, list[dict]] = {consumer: [] for consumer in MANAGER_PAIR}
     with WatchServer(plan) as server:
         print(f"server: {PODS:,} Pods of {server.namespaces['bench']['pod_bytes'] / 1000:.1f} KB, "
               f"{EVENTS:,} events; {ROUNDS} interleaved round(s), each consumer in a fresh process", flush=True)
@@ -211,6 +220,10 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
                                       events=per_namespace)
                 if result is not None:
                     runs[consumer].append(_derive(result, per_namespace * len(namespaces), PODS))
+            for k in range(EXTRA_PAIRS):
+                for consumer in MANAGER_PAIR[::-1] if (round_ + k) % 2 == 0 else MANAGER_PAIR:
+                    result = run_consumer(consumer, server, ["bench"], clientgo=clientgo, kopf=kopf)
+                    pairs[consumer].append(_derive(result, EVENTS, PODS))
             print(f"  round {round_ + 1}/{ROUNDS} done", flush=True)
     rows = []
     baseline_runs = runs[BASELINE]
@@ -234,21 +247,32 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
             if any("sync_seconds" in r for r in results) else None
         rows.append(row)
     return {"pods": PODS, "events": EVENTS, "rounds": ROUNDS, "rows": rows,
-            "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"])}
+            "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"]),
+            "manager_vs_defaults": _ratios(*(runs[c] + pairs[c] for c in MANAGER_PAIR[::-1]))}
+
+
+def _ratios(variant: list[dict], reference: list[dict]) -> Optional[dict]:
+    """``variant`` over ``reference``, pair by pair (each pair ran seconds apart, on the same load)."""
+    if not variant or len(variant) != len(reference):
+        return None
+    return {"pairs": len(variant),
+            "events_per_s": _summary([v["events_per_s"] / r["events_per_s"] for v, r in zip(variant, reference)]),
+            "cpu_us_per_event": _summary([v["cpu_us_per_event"] / r["cpu_us_per_event"]
+                                          for v, r in zip(variant, reference)])}
 
 
 def _paired(ten: list[dict], one: list[dict]) -> Optional[dict]:
-    """Ten informers against one, round by round (the two ran minutes apart at most, on the same load)."""
-    if not ten or not one:
+    """Ten informers against one, round by round (the two ran back to back, on the same load)."""
+    ratios = _ratios(ten, one)
+    if ratios is None:
         return None
 
     def switches(r: dict) -> float:
         return sum(r["context_switches"]) / r["events"]
 
-    return {"events_per_s": _summary([t["events_per_s"] / o["events_per_s"] for t, o in zip(ten, one)]),
-            "cpu_us_per_event": _summary([t["cpu_us_per_event"] / o["cpu_us_per_event"] for t, o in zip(ten, one)]),
-            "switches_per_event": {"ten": _summary([switches(t) for t in ten]),
-                                   "one": _summary([switches(o) for o in one])}}
+    ratios["switches_per_event"] = {"ten": _summary([switches(t) for t in ten]),
+                                    "one": _summary([switches(o) for o in one])}
+    return ratios
 
 
 def latency() -> dict:
@@ -302,6 +326,11 @@ def print_throughput(data: dict) -> None:
                       f"events/s, {ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x "
                       f"CPU per event (per core: {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
                       "its events per CPU-second)")
+        paired = data.get("manager_vs_defaults")
+        if paired:
+            e, c = paired["events_per_s"], paired["cpu_us_per_event"]
+            print(f"the Manager vs factory + Controller, {paired['pairs']} pairs: {e['median']:.2f}x events/s "
+                  f"({e['min']:.2f}-{e['max']:.2f}), {c['median']:.2f}x CPU per event ({c['min']:.2f}-{c['max']:.2f})")
         paired = data.get("ten_vs_one")
         if paired:
             e, c = paired["events_per_s"], paired["cpu_us_per_event"]

@@ -12,7 +12,8 @@ Consumers (what a user of each would write, no more):
 
 * ``pyinformers`` -- ``SharedInformerFactory(api_client)`` with its
   defaults and a ``Controller`` subclass with one worker, as the quickstart
-  shows; ``pyinformers-gc-policy`` -- the same under the Manager's GC policy;
+  shows; ``pyinformers-manager`` -- the same Controller run by a ``Manager``
+  with its defaults (GC policy, ``/metrics`` and probes served, ``run()``);
   ``pyinformers-10-informers`` -- ten namespaces, ten informers, one controller;
 * ``typed-watch`` -- ``watch.Watch().stream(list_namespaced_pod)``, typed
   ``V1Pod`` models (no cache);
@@ -156,11 +157,19 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
 
 
 # --------------------------------------------------------------------------- pyinformers
-def pyinformers(server: str, plan: dict, *, gc_policy: bool = False, latency: bool = False) -> dict:
-    """The factory and a Controller with one worker, defaults everywhere (see docs/quickstart.rst)."""
+def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool = False) -> dict:
+    """The factory and a Controller with one worker, defaults everywhere (see docs/quickstart.rst).
+
+    ``manager``: the same Controller run by a :class:`~pyinformers.controller.Manager` with its
+    defaults, as the quickstart's ``main`` does: ``manager.run()`` in the main thread (its stop
+    poll, its signal handlers), the GC policy, ``/metrics`` and the probes served (on free
+    loopback ports, so that parallel runs never collide), ``/version`` checked at start; no
+    leader election (its default: a single replica). The clocks run on a thread of their own,
+    which stops the manager at the end.
+    """
     from pyinformers.api import meta
     from pyinformers.cache import SharedInformerFactory
-    from pyinformers.controller import Controller
+    from pyinformers.controller import ANY_PORT, Controller, Manager
     from pyinformers.resources import PODS
 
     timing = Timing()
@@ -193,36 +202,56 @@ def pyinformers(server: str, plan: dict, *, gc_policy: bool = False, latency: bo
                     done.set()
             return None
 
-    previous = None
-    if gc_policy:
-        from pyinformers import gc_policy as policy
-
-        previous = policy.tune_for_caches()
-    factory = SharedInformerFactory(api_client(server))
-    controller = Bench(factory)
-    factory.start()
-    controller.start()  # waits for the caches
     objects = sum(info["pods"] for info in namespaces.values())
 
-    def initial_keys_reconciled() -> bool:
-        results = controller.metrics.snapshot()[0]
-        if results[1]:  # a reconcile raised: the benchmark is broken, do not wait for it
-            raise RuntimeError("a reconcile failed (see the log)")
-        return results[0] >= objects and len(controller.queue) == 0 and controller.queue.processing_count() == 0
+    def measure(controller: Bench, started: Callable[[], bool]) -> None:
+        """Wait until the initial keys are reconciled, then time the events."""
 
-    wait_until(initial_keys_reconciled, 600, "initial keys not reconciled")
-    if gc_policy:
-        policy.freeze_synced_caches()
-    timing.ready(server)
-    if not done.wait(600):
-        raise TimeoutError(f"the last events were not reconciled: {sorted(remaining)[:3]}")
-    timing.finished()
+        def initial_keys_reconciled() -> bool:
+            if not started():
+                return False
+            results = controller.metrics.snapshot()[0]
+            if results[1]:  # a reconcile raised: the benchmark is broken, do not wait for it
+                raise RuntimeError("a reconcile failed (see the log)")
+            return results[0] >= objects and len(controller.queue) == 0 and controller.queue.processing_count() == 0
+
+        wait_until(initial_keys_reconciled, 600, "initial keys not reconciled")
+        timing.ready(server)
+        if not done.wait(600):
+            raise TimeoutError(f"the last events were not reconciled: {sorted(remaining)[:3]}")
+        timing.finished()
+
+    if manager:
+        runner = Manager(api_client=api_client(server), metrics_port=ANY_PORT, health_port=ANY_PORT,
+                         bind_address="127.0.0.1")
+        controller = Bench(runner.factory)
+        runner.add(controller)
+        failure: list[BaseException] = []
+
+        def clocks() -> None:
+            try:
+                measure(controller, lambda: runner.health_address is not None and controller.workers_alive())
+            except BaseException as error:  # noqa: BLE001 - reported by the main thread
+                failure.append(error)
+            finally:
+                runner.stop(5)
+
+        threading.Thread(target=clocks, name="bench-clocks", daemon=True).start()
+        runner.run()  # until the clocks' thread stops it
+        if failure:
+            raise failure[0]
+        timing.result["manager"] = {"metrics": runner.metrics_address is not None,
+                                    "probes": runner.health_address is not None}
+    else:
+        factory = SharedInformerFactory(api_client(server))
+        controller = Bench(factory)
+        factory.start()
+        controller.start()  # waits for the caches
+        measure(controller, lambda: True)
+        controller.stop(5)
+        factory.shutdown(5)
     if latency:
         timing.result["latency_ms"] = [d * 1000 for d in delays]
-    controller.stop(5)
-    factory.shutdown(5)
-    if previous is not None:
-        policy.restore(previous)
     return timing.result
 
 
@@ -390,7 +419,7 @@ def minimal(server: str, plan: dict) -> dict:
 
 CONSUMERS: dict[str, Callable[[str, dict], dict]] = {
     "pyinformers": pyinformers,
-    "pyinformers-gc-policy": lambda server, plan: pyinformers(server, plan, gc_policy=True),
+    "pyinformers-manager": lambda server, plan: pyinformers(server, plan, manager=True),
     "pyinformers-10-informers": pyinformers,
     "latency": lambda server, plan: pyinformers(server, plan, latency=True),
     "typed-watch": typed_watch,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -131,12 +130,6 @@ def _throughput_table(data: dict) -> list[str]:
     return lines
 
 
-def _per_round(row: dict, baseline: dict, field: str) -> str:
-    """``median (min-max)`` of ``row``'s ``field`` over ``baseline``'s, round by round."""
-    ratios = sorted(r[field] / b[field] for r, b in zip(row["runs"], baseline["runs"]))
-    return f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
-
-
 def _comparisons(data: dict) -> list[str]:
     by = {r["consumer"]: r for r in data["rows"] if not r.get("skipped")}
     ours = by.get("pyinformers")
@@ -153,11 +146,14 @@ def _comparisons(data: dict) -> list[str]:
                      f"{ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x the CPU per "
                      f"event, so per core {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
                      "its events per CPU-second.")
-    manager = by.get("pyinformers-gc-policy")
-    if manager is not None and len(manager.get("runs", ())) == len(ours.get("runs", ())):
-        lines.append(f"- The Manager's GC policy against the defaults, taken round by round: "
-                     f"{_per_round(manager, ours, 'events_per_s')} the events/s, "
-                     f"{_per_round(manager, ours, 'cpu_us_per_event')} the CPU per event.")
+    manager = data.get("manager_vs_defaults")
+    if manager:
+        e, c = manager["events_per_s"], manager["cpu_us_per_event"]
+        lines.append(f"- The Controller run by a `Manager` with its defaults (GC policy, `/metrics` and probes served, "
+                     f"`run()`) against factory + Controller, pair by pair over {manager['pairs']} pairs (each round's "
+                     f"and {manager['pairs'] // max(1, data['rounds']) - 1} more per round, run back to back): "
+                     f"{e['median']:.2f}x ({e['min']:.2f}-{e['max']:.2f}) the events/s, "
+                     f"{c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}) the CPU per event.")
     paired = data.get("ten_vs_one")
     if paired:
         e, c = paired["events_per_s"], paired["cpu_us_per_event"]
