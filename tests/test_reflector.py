@@ -167,6 +167,52 @@ def test_watch_events_reach_the_store_and_bookmarks_advance_the_resource_version
     assert stream.closed.is_set()
 
 
+class SeeingStore(RecordingStore):
+    """Records, at each store call, what the reflector reports (as another thread reading it would see it)."""
+
+    reflector: Reflector
+
+    def _seen(self, op, rv):
+        r = self.reflector
+        self.ops.append((op, rv, r.last_sync_resource_version(), r.has_synced_once(), r.stats.lists, r.stats.events))
+
+    def replace(self, objects, resource_version):
+        self._seen("replace", resource_version)
+
+    def add(self, obj):
+        self._seen("add", obj["metadata"]["resourceVersion"])
+
+    def update(self, obj):
+        self._seen("update", obj["metadata"]["resourceVersion"])
+
+    def delete(self, obj):
+        self._seen("delete", obj["metadata"]["resourceVersion"])
+
+
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "streaming-list"])
+def test_the_resource_version_and_counts_are_recorded_before_the_store_gets_the_change(watch_list):
+    """A reader who sees a change in the store (an informer that synced) never finds the reflector behind it."""
+    events = [WatchEvent("ADDED", pod("b", "11")), WatchEvent("MODIFIED", pod("a", "12")),
+              WatchEvent("DELETED", pod("b", "13"))]
+    if watch_list:
+        lw = ScriptedListerWatcher(watches=[ScriptedWatch([WatchEvent("ADDED", pod("a", "5")),
+                                                           bookmark("10", initial_end=True), *events])],
+                                   watch_list=True)
+    else:
+        lw = ScriptedListerWatcher(lists=[ListPage([pod("a", "5")], "10")], watches=[ScriptedWatch(events)])
+    store = SeeingStore()
+    reflector, _, _ = make(lw, store=store)
+    store.reflector = reflector
+    while not isinstance(reflector.step(), Watching) or not lw.watch_calls():
+        pass
+    assert store.ops == [
+        ("replace", "10", "10", True, 1, 0),
+        ("add", "11", "11", True, 1, 1),
+        ("update", "12", "12", True, 1, 2),
+        ("delete", "13", "13", True, 1, 3),
+    ]
+
+
 def test_each_watch_asks_for_a_random_server_timeout_within_the_bounds():
     lw = ScriptedListerWatcher(watches=[ScriptedWatch([bookmark("11")]) for _ in range(20)])
     reflector, _, _ = synced(lw, min_watch_timeout=300, max_watch_timeout=600)

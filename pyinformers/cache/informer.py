@@ -385,7 +385,11 @@ class SharedIndexInformer:
             self._synced_cond.notify_all()
 
     def last_sync_resource_version(self) -> str:
-        """The resourceVersion the cache reflects ("" before the first list)."""
+        """The resourceVersion of the last list, event or bookmark received ("" before the first list).
+
+        Never behind the cache: the reflector records it before the change is queued, so it
+        is set once :meth:`wait_for_sync` returns, and may run ahead while the cache catches up.
+        """
         reflector = self._reflector
         return reflector.last_sync_resource_version() if reflector is not None else ""
 

@@ -319,11 +319,18 @@ class Reflector:
         )
 
     def last_sync_resource_version(self) -> str:
-        """The resourceVersion of the last list, event or bookmark applied ("" before the first list)."""
+        """The resourceVersion of the last list, event or bookmark ("" before the first list).
+
+        Recorded just before the store gets the change: never behind what a reader of the
+        store (or of an informer's cache) can see.
+        """
         return self._last_rv
 
     def has_synced_once(self) -> bool:
-        """True once a full list (or the initial events of a streaming list) reached the store."""
+        """True once a full list (or the initial events of a streaming list) is handed to the store.
+
+        Set just before the store gets the items, so it is True by the time an informer syncs.
+        """
         return self._synced
 
     def last_activity_age(self) -> Optional[float]:
@@ -549,14 +556,24 @@ class Reflector:
             return Listing(page.continue_, paged=state.paged, resource_version=state.resource_version)
         items, self._pending = self._pending, []
         rv = page.resource_version
+        self._record_list(rv)
         with gc_paused():
             self._store.replace(items, rv)
         del items
+        self._succeeded()
+        return Watching(rv)
+
+    def _record_list(self, rv: str) -> None:
+        """Count a complete list at ``rv``: done *before* the store gets its items.
+
+        Whoever sees the items in the store (an informer whose ``wait_for_sync``
+        returned) then finds :meth:`last_sync_resource_version`, :meth:`has_synced_once`
+        and ``stats.lists`` already saying so. A store that raises ends :meth:`run`,
+        so nothing resumes from a version the store did not take.
+        """
         self._lists += 1
         self._list_rv = self._last_rv = rv
         self._synced = True
-        self._succeeded()
-        return Watching(rv)
 
     # -- watch -------------------------------------------------------------------------
     def _watch(self, resource_version: Optional[str], *, initial: Optional[InitialEvents]) -> State:
@@ -615,13 +632,11 @@ class Reflector:
             if not self._stopping:
                 self._state = Watching(rv)  # the same stream goes on as a watch from rv
         items = initial.take()
+        self._record_list(rv)
         with gc_paused():
             self._store.replace(items, rv)
         del items
         initial.end_gc_pause()
-        self._lists += 1
-        self._list_rv = self._last_rv = rv
-        self._synced = True
         self._succeeded()
 
     def _streaming_list_failed(self, reason: str) -> State:
@@ -704,23 +719,23 @@ class Reflector:
                     self._finish_streaming_list(initial, rv)
                     initial = collected = None
                 continue
+            if etype != "BOOKMARK" and etype not in _OBJECT_EVENTS:
+                log.warning("%s: ignoring a watch event of unknown type %r", self.name, etype)
+                continue
+            # Recorded before the store gets the change, as a list is (see _record_list).
+            if new_rv:
+                rv = self._last_rv = new_rv
+            if etype == "BOOKMARK":
+                self._bookmarks += 1
+                continue
+            self._events += 1
+            self._malformed_streak = 0
             if etype == "MODIFIED":
                 store.update(obj)
             elif etype == "ADDED":
                 store.add(obj)
-            elif etype == "DELETED":
-                store.delete(obj)
-            elif etype == "BOOKMARK":
-                self._bookmarks += 1
             else:
-                log.warning("%s: ignoring a watch event of unknown type %r", self.name, etype)
-                continue
-            if new_rv:
-                rv = self._last_rv = new_rv
-            if etype != "BOOKMARK":
-                self._events += 1
-                if self._malformed_streak:
-                    self._malformed_streak = 0
+                store.delete(obj)
         # The stream ended without an error.
         with self._lock:
             stall_timer = self._stall_timer
