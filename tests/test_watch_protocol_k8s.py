@@ -60,17 +60,9 @@ def _seen(events: list[dict]) -> list[tuple[str, str]]:
     return seen
 
 
-def _settled(k8s: Any, client: ResourceClient) -> None:
-    """On a real server, wait for the root-CA publisher's ConfigMap: written during a watch, it would bring a bookmark."""
-    if k8s.real:
-        eventually(lambda: any(o["metadata"]["name"] == ROOT_CA for o in client.list(k8s.namespace).items), 30,
-                   what=f"{ROOT_CA} in the test namespace")
-
-
 def _seeded(k8s: Any) -> str:
     """Two ConfigMaps (created out of name order); returns the resourceVersion of a list after them."""
     client = ResourceClient(k8s.api_client(), CONFIGMAPS)
-    _settled(k8s, client)
     for name in ("cm-b", "cm-a"):
         client.create({"metadata": {"name": name, "namespace": k8s.namespace}})
     return client.list(k8s.namespace).resource_version
@@ -382,7 +374,6 @@ def _pages(k8s: Any, **query: str) -> list[tuple[list[str], bool]]:
 
 def test_a_full_page_of_a_selected_list_continues_while_any_object_follows_even_into_an_empty_page(k8s):
     client = ResourceClient(k8s.api_client(), CONFIGMAPS)
-    _settled(k8s, client)
     for name, labels in (("a", {"app": "x"}), ("b", {"app": "x"}), ("z", {})):
         client.create({"metadata": {"name": name, "namespace": k8s.namespace, "labels": labels}})
     assert _pages(k8s, labelSelector="app=x", limit="2") == [(["a", "b"], True), ([], False)]

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from pyinformers.api import ResourceClient
-from pyinformers.api.errors import ApiError
-from pyinformers.resources import NAMESPACES, SECRETS
+from pyinformers.api.errors import ApiError, NotFound
+from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from pyinformers.testing.defaults import ROOT_CA_CONFIGMAP
+from pyinformers.testing.waiting import eventually
 
 __all__ = ["Cluster", "EMBEDDED", "REAL", "SERVER_KINDS", "selected_servers", "namespace_for"]
 
@@ -34,6 +36,7 @@ EMBEDDED = "embedded"
 REAL = "real"
 SERVER_KINDS = (EMBEDDED, REAL)
 ENV = "PYINFORMERS_TEST_SERVER"
+_NAMESPACE_SETTLE_TIMEOUT = 60.0  # real seconds for kube-controller-manager to fill a new namespace
 
 
 def selected_servers(option: Optional[str]) -> tuple[str, ...]:
@@ -175,8 +178,24 @@ class Cluster:
     # -- set-up and tear-down (the fixture's) -----------------------------------------------
 
     def create_namespace(self) -> None:
+        """Create this test's namespace; on a real server, also wait for its ``kube-root-ca.crt``.
+
+        kube-controller-manager publishes that ConfigMap into every new namespace a moment
+        later; waiting for it here means it never lands in the middle of a test (as an
+        unexpected ADDED event or bookmark, or between an informer's list and the test's own).
+        """
         with self.server.api_client() as admin:
             ResourceClient(admin, NAMESPACES).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+            if self.real:
+                configmaps = ResourceClient(admin, CONFIGMAPS)
+
+                def published() -> bool:
+                    try:
+                        return bool(configmaps.get(ROOT_CA_CONFIGMAP, self.namespace))
+                    except NotFound:
+                        return False
+
+                eventually(published, _NAMESPACE_SETTLE_TIMEOUT, what=f"{ROOT_CA_CONFIGMAP} in {self.namespace}")
 
     def close(self) -> None:
         """Stop simulators, close clients; on a real server delete the namespace (without waiting)."""
