@@ -20,7 +20,12 @@ server does no work per request beyond writing bytes it built at start-up:
   per chunk at that rate instead, each stamped with the wall time it was
   sent (``metadata.annotations["bench/sent"]``), for latency measurements;
 * discovery (``/api``, ``/api/v1``, ``/apis``, ``/version``) is enough for the
-  official client, kopf and client-go.
+  official client, kopf and client-go;
+* with ``plan["tls"] = [certfile, keyfile]`` it serves HTTPS, and writes each
+  event as a chunk of its own, one write each, as kube-apiserver does: over
+  TLS a write is a record and a client's read returns at most one record,
+  so how the server writes decides how often a client reads. (Over plain
+  HTTP the bytes arrive as one stream whatever the writes were.)
 
 A consumer syncs its cache from the list, opens its watch (held at the gate),
 and when it is ready -- cache synced, initial keys reconciled -- starts its
@@ -34,6 +39,7 @@ server must be neutral between the consumers it serves.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -51,11 +57,13 @@ SENT_PLACEHOLDER = b"0000000000.000000"  # fixed width: replaced with the send t
 class Namespace:
     """The pre-serialised Pods and events of one namespace."""
 
-    def __init__(self, name: str, pods: int, events: int, first_rv: int, pace: float = 0.0) -> None:
+    def __init__(self, name: str, pods: int, events: int, first_rv: int, pace: float = 0.0,
+                 per_event: bool = False) -> None:
         from benchmarks.pods import make_pod
 
         self.name = name
         self.pace = pace
+        self.per_event = per_event  # one chunk (one write) per event
         self.list_rv = first_rv + pods
         names = []
         self.items: list[bytes] = []
@@ -77,12 +85,12 @@ class Namespace:
             self.lines.append(b'{"type":"MODIFIED","object":' + body + b"}\n")
         self.last_rv = str(self.list_rv + events) if events else str(self.list_rv)
         self.last_key = f"{name}/{names[(events - 1) % pods]}" if events and pods else ""
-        self.chunks = _frame(self.lines)
+        self.chunks = _frame(self.lines, per_event)
         # A streaming list: every Pod as ADDED, then the bookmark that ends the initial events.
         end = {"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {
             "resourceVersion": str(self.list_rv), "annotations": {"k8s.io/initial-events-end": "true"}}}}
         self.initial_chunks = _frame([b'{"type":"ADDED","object":' + item + b"}\n" for item in self.items]
-                                     + [orjson.dumps(end) + b"\n"])
+                                     + [orjson.dumps(end) + b"\n"], per_event)
 
     def info(self) -> dict:
         return {"list_rv": str(self.list_rv), "last_rv": self.last_rv, "last_key": self.last_key,
@@ -102,8 +110,11 @@ class Namespace:
         return max(0, min(len(self.lines), rv - self.list_rv))
 
 
-def _frame(lines: list[bytes]) -> list[bytes]:
-    """Whole lines grouped into HTTP chunks of about CHUNK_BYTES, chunk framing included."""
+def _frame(lines: list[bytes], per_event: bool = False) -> list[bytes]:
+    """Whole lines grouped into HTTP chunks of about CHUNK_BYTES (one line each when ``per_event``),
+    chunk framing included."""
+    if per_event:
+        return [_chunk(line) for line in lines]
     chunks, batch, size = [], [], 0
     for line in lines:
         batch.append(line)
@@ -261,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
                 for chunk in ns.chunks:
                     write(chunk)
             else:
-                for chunk in _frame(ns.lines[first:]):
+                for chunk in _frame(ns.lines[first:], ns.per_event):
                     write(chunk)
             self.wfile.flush()
             with state.cond:  # hold the stream open, silent, until the next consumer
@@ -278,10 +289,11 @@ def _serve(conn: Any, plan: dict) -> None:
     import gc
 
     gc.disable()
+    tls = plan.get("tls")
     namespaces: dict[str, Namespace] = {}
     rv = 1000
     for name, spec in plan["namespaces"].items():
-        ns = Namespace(name, spec["pods"], spec.get("events", 0), rv, spec.get("pace", 0.0))
+        ns = Namespace(name, spec["pods"], spec.get("events", 0), rv, spec.get("pace", 0.0), per_event=bool(tls))
         namespaces[name] = ns
         rv = int(ns.last_rv) + 1000
     gc.collect()
@@ -291,9 +303,13 @@ def _serve(conn: Any, plan: dict) -> None:
     handler = type("Handler", (_Handler,), {"state": state})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, name="bench-watchserver", daemon=True)
     thread.start()
-    conn.send({"url": f"http://127.0.0.1:{httpd.server_address[1]}",
+    conn.send({"url": f"{'https' if tls else 'http'}://127.0.0.1:{httpd.server_address[1]}",
                "namespaces": {n: ns.info() for n, ns in namespaces.items()}})
     try:
         while True:
@@ -313,12 +329,15 @@ def _serve(conn: Any, plan: dict) -> None:
 
 
 class WatchServer(ChildServer):
-    """The benchmark server in a spawned child process; ``plan = {"namespaces": {ns: {pods, events, pace}}}``."""
+    """The benchmark server in a spawned child process;
+    ``plan = {"namespaces": {ns: {pods, events, pace}}, "tls": [certfile, keyfile] (optional)}``."""
 
     def __init__(self, plan: dict, *, timeout: float = 600.0) -> None:
         super().__init__(_serve, plan, name="bench-watchserver", timeout=timeout)
         self.url: str = self.report["url"]
         self.namespaces: dict[str, dict] = self.report["namespaces"]
+        #: the CA file a client must trust (the server's self-signed certificate), or None over HTTP
+        self.ca_file: str | None = plan["tls"][0] if plan.get("tls") else None
 
     def rearm(self) -> None:
         """End every held stream and close the gate again (between two consumers)."""
@@ -330,7 +349,8 @@ class WatchServer(ChildServer):
     def kubeconfig(self) -> dict:
         return {
             "apiVersion": "v1", "kind": "Config", "current-context": "bench",
-            "clusters": [{"name": "bench", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "bench", "cluster": {"server": self.url, **(
+                {"certificate-authority": self.ca_file} if self.ca_file else {})}}],
             "users": [{"name": "bench", "user": {"token": "bench"}}],
             "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench", "namespace": "default"}}],
         }
