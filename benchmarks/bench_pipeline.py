@@ -25,6 +25,9 @@ with the range. Reported per consumer: events/s, CPU microseconds per event
 (CPU time / wall time), the cyclic GC's longest pause and full collections
 in the timed window, and RSS per cached Pod after the sync.
 
+Then the same events **over TLS**, as clusters serve them, for ours, the
+minimal pipeline, the baseline and client-go: a TLS read returns at most one
+record, and the server writes one event per record, as kube-apiserver does.
 Then two scenarios of their own: the **latency** from the server sending an
 event to the start of the reconcile that reads it, at 500 events/s; and
 **100,000 cached Pods** with defaults (sync time, RSS per Pod, the longest GC
@@ -76,6 +79,10 @@ CONSUMERS: list[tuple[str, str, list[str]]] = [
     ("client-go: SharedInformer + workqueue + worker", "client-go", ["bench"]),
 ]
 BASELINE = "typed-watch"
+#: Over TLS: ours, the minimal pipeline, the baseline and client-go (kopf and the official informer
+#: read through the same official client as the baseline, and cost as much more over TLS).
+TLS_CONSUMERS = [row for row in CONSUMERS if row[1] in ("pyinformers", "minimal", "typed-watch", "client-go")]
+TLS_ROUNDS = 1 if QUICK else 3
 #: The Manager against factory + Controller: besides the pair each round holds, this many more
 #: back-to-back pairs per round (order alternating), for the paired comparison alone (the rows keep
 #: one run per round). The two differ by far less than the spread between rounds on a shared machine,
@@ -150,6 +157,8 @@ def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
     plan = {"namespaces": {ns: target(server.namespaces[ns], events or server.namespaces[ns]["events"])
                            for ns in namespaces}}
     env = dict(os.environ)
+    if server.ca_file:
+        env["BENCH_CA"] = server.ca_file
     with tempfile.TemporaryDirectory() as tmp:
         if consumer == "client-go":
             if clientgo is None:
@@ -157,6 +166,8 @@ def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
             (ns, info), = plan["namespaces"].items()
             command = [str(clientgo), "-server", server.url, "-namespace", ns, "-objects", str(info["pods"]),
                        "-last-key", info["last_key"], "-last-rv", info["last_rv"]]
+            if server.ca_file:
+                command += ["-ca", server.ca_file]
             # client-go 1.35+ syncs with a streaming list by default, as pyinformers does: keep its default.
         elif consumer == "kopf":
             if kopf is None:
@@ -225,9 +236,39 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
                     result = run_consumer(consumer, server, ["bench"], clientgo=clientgo, kopf=kopf)
                     pairs[consumer].append(_derive(result, EVENTS, PODS))
             print(f"  round {round_ + 1}/{ROUNDS} done", flush=True)
+    return {"pods": PODS, "events": EVENTS, "rounds": ROUNDS, "rows": _rows(CONSUMERS, runs),
+            "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"]),
+            "manager_vs_defaults": _ratios(*(runs[c] + pairs[c] for c in MANAGER_PAIR[::-1]))}
+
+
+def over_tls(clientgo: Optional[Path]) -> dict:
+    """The same Pods and events over HTTPS, written one event per write as kube-apiserver writes them.
+
+    Real clusters serve TLS, and a TLS read returns at most one record: with
+    one event per record a Python reader makes a read (and a GIL release) per
+    event, where over plain HTTP one read takes whatever the socket holds.
+    """
+    from pyinformers.testing.tls import self_signed_certificate
+
+    runs: dict[str, list[dict]] = {consumer: [] for _, consumer, _ in TLS_CONSUMERS}
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = {"namespaces": {"bench": {"pods": PODS, "events": EVENTS}}, "tls": list(self_signed_certificate(tmp))}
+        with WatchServer(plan) as server:
+            print(f"over TLS: {TLS_ROUNDS} interleaved round(s)", flush=True)
+            for round_ in range(TLS_ROUNDS):
+                for label, consumer, namespaces in TLS_CONSUMERS if round_ % 2 == 0 else TLS_CONSUMERS[::-1]:
+                    events = SLOW.get(consumer, EVENTS)
+                    result = run_consumer(consumer, server, namespaces, clientgo=clientgo, kopf=None, events=events)
+                    if result is not None:
+                        runs[consumer].append(_derive(result, events, PODS))
+    return {"pods": PODS, "events": EVENTS, "rounds": TLS_ROUNDS, "rows": _rows(TLS_CONSUMERS, runs)}
+
+
+def _rows(consumers: list[tuple[str, str, list[str]]], runs: dict[str, list[dict]]) -> list[dict]:
+    """A row per consumer: medians and ranges of its runs, and its ratio to the baseline's run of each round."""
     rows = []
     baseline_runs = runs[BASELINE]
-    for label, consumer, _ in CONSUMERS:
+    for label, consumer, _ in consumers:
         results = runs[consumer]
         if not results:
             rows.append({"label": label, "consumer": consumer, "skipped": True})
@@ -246,9 +287,7 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
         row["sync_seconds"] = statistics.median(r["sync_seconds"] for r in results if "sync_seconds" in r) \
             if any("sync_seconds" in r for r in results) else None
         rows.append(row)
-    return {"pods": PODS, "events": EVENTS, "rounds": ROUNDS, "rows": rows,
-            "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"]),
-            "manager_vs_defaults": _ratios(*(runs[c] + pairs[c] for c in MANAGER_PAIR[::-1]))}
+    return rows
 
 
 def _ratios(variant: list[dict], reference: list[dict]) -> Optional[dict]:
@@ -345,6 +384,8 @@ def main() -> dict:
                             "quick": QUICK}
     data["throughput"] = throughput(clientgo, kopf)
     print_throughput(data["throughput"])
+    data["tls"] = over_tls(clientgo)
+    print_throughput(data["tls"])
     data["latency"] = latency()
     lat = data["latency"]
     print(f"\nlatency, server sends -> reconcile starts, {lat['rate']:.0f} events/s over 1,000 cached Pods: "

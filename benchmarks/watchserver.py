@@ -51,6 +51,7 @@ import orjson
 from benchmarks.server_process import ChildServer
 
 CHUNK_BYTES = 64 * 1024
+_GONE = (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError)  # a consumer that hung up
 SENT_PLACEHOLDER = b"0000000000.000000"  # fixed width: replaced with the send time in paced mode
 
 
@@ -232,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
                 state.cond.wait(1.0)
         try:
             self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):
+        except _GONE:
             self.close_connection = True
 
     def _watch(self, ns: Namespace, query: dict) -> None:
@@ -280,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
                 while state.generation == generation and time.monotonic() < deadline:
                     state.cond.wait(1.0)
             write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):
+        except _GONE:
             self.close_connection = True
 
 
