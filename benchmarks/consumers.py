@@ -125,6 +125,9 @@ class Timing:
         # make the steady state that follows look better than what an application sees.
         self.result["rss_synced_kb"] = rss_kb()
         self.result["peak_rss_synced_kb"] = peak_rss_kb()
+        # What the consumer runs under (a Manager applies its GC policy: rare full collections, frozen caches).
+        self.result["gc_threshold"] = list(gc.get_threshold())
+        self.result["gc_frozen"] = gc.get_freeze_count()
         self.gc.armed = True
         self._switches0 = context_switches()
         self._times0 = os.times()
