@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import ssl
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -155,6 +157,55 @@ def test_responses_the_fast_reader_cannot_read_fall_back_to_urllib3():
     plain.chunked = False
     assert fast_chunked_reader(plain) is None
     assert fast_chunked_reader(object()) is None
+
+
+# --------------------------------------------------------------------------- over TLS
+
+
+@pytest.fixture
+def tls_pair(tmp_path):
+    """A connected (server, client) pair of TLS sockets; the client trusts the server's certificate."""
+    cert, key = self_signed_certificate(tmp_path)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    client_context = ssl.create_default_context(cafile=cert)
+    raw_server, raw_client = socket.socketpair()
+    accepted = {}
+    handshake = threading.Thread(target=lambda: accepted.setdefault(
+        "sock", server_context.wrap_socket(raw_server, server_side=True)))
+    handshake.start()
+    client = client_context.wrap_socket(raw_client, server_hostname="localhost")
+    handshake.join()
+    yield accepted["sock"], client
+    client.close()
+    accepted["sock"].close()
+
+
+def test_over_tls_records_already_there_are_read_together_not_one_per_read(tls_pair):
+    server, client = tls_pair
+    payloads = [b'{"type":"MODIFIED","n":%d}\n' % i * 10 for i in range(100)]
+    for p in payloads:  # one write, one TLS record, per event: how kube-apiserver writes a watch
+        server.sendall(b"%x\r\n%s\r\n" % (len(p), p))
+    server.sendall(b"0\r\n\r\n")
+    response = Response(Reads([]))
+    response._fp = response._original_response = Original(client.makefile("rb"))
+    read1 = fast_chunked_reader(response)
+    assert read1 is not None
+    out = list(read_chunked_body(response, read1))
+    assert b"".join(out) == b"".join(payloads)
+    assert len(out) < 10  # records that had arrived were read in one go (one per read: 100 pieces)
+
+
+def test_over_tls_a_lone_record_is_returned_without_waiting_for_more(tls_pair):
+    server, client = tls_pair
+    response = Response(Reads([]))
+    response._fp = response._original_response = Original(client.makefile("rb"))
+    client.settimeout(5)
+    stream = read_chunked_body(response, fast_chunked_reader(response))
+    server.sendall(b"5\r\nhello\r\n")
+    assert next(stream) == b"hello"  # returned at once: the next record is not waited for
+    server.sendall(b"5\r\nworld\r\n0\r\n\r\n")
+    assert list(stream) == [b"world"]
 
 
 # --------------------------------------------------------------------------- over real HTTP
