@@ -285,6 +285,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A consumer that hangs up mid-request or mid-handshake (over TLS, an alert) is not news."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ssl.SSLError, *_GONE)):
+            super().handle_error(request, client_address)
+
+
 def _serve(conn: Any, plan: dict) -> None:
     """Child process: build the namespaces, serve, obey the harness (``rearm``, ``stop``)."""
     import gc
@@ -302,7 +311,7 @@ def _serve(conn: Any, plan: dict) -> None:
     gc.enable()
     state = _State(namespaces)
     handler = type("Handler", (_Handler,), {"state": state})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = _Server(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     if tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
