@@ -215,8 +215,10 @@ def write() -> Path:
             out += ["## The same over TLS, as clusters serve it", "",
                     f"The same {tls['pods']:,} Pods and {tls['events']:,} events from an HTTPS server that writes one "
                     "event per chunk and per write, as kube-apiserver does. A TLS read returns at most one record, "
-                    "so a Python reader makes a read, and releases the GIL, per event; over plain HTTP one read "
-                    f"takes whatever the socket holds. Median of {tls['rounds']} interleaved round(s).",
+                    "so a reader that handles what one read returns handles one event per read, waking its worker "
+                    "and passing the GIL each time; over plain HTTP one read takes whatever the socket holds. "
+                    "pyinformers reads on while records are already there. "
+                    f"Median of {tls['rounds']} interleaved round(s).",
                     "", *_throughput_table(tls), "", *_comparisons(tls), *_tls_cost(t, tls), ""]
         lat = pipeline.get("latency")
         if lat:
