@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import platform
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -130,6 +131,10 @@ def _throughput_table(data: dict) -> list[str]:
     return lines
 
 
+def _median_range(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+
 def _comparisons(data: dict) -> list[str]:
     by = {r["consumer"]: r for r in data["rows"] if not r.get("skipped")}
     ours = by.get("pyinformers")
@@ -141,11 +146,13 @@ def _comparisons(data: dict) -> list[str]:
         other = by.get(name)
         if other is None:
             continue
-        lines.append(f"- pyinformers defaults against {what}: "
-                     f"{ours['events_per_s']['median'] / other['events_per_s']['median']:.2f}x the events/s, "
-                     f"{ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x the CPU per "
-                     f"event, so per core {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
-                     "its events per CPU-second.")
+        # Round by round: the host's speed drifts between rounds, and every consumer of a round
+        # shares it, so a ratio within a round is steadier than a ratio of medians.
+        pairs = list(zip(ours["runs"], other["runs"]))
+        rate = _median_range([o["events_per_s"] / t["events_per_s"] for o, t in pairs])
+        per_core = _median_range([t["cpu_us_per_event"] / o["cpu_us_per_event"] for o, t in pairs])
+        lines.append(f"- pyinformers defaults against {what}, taken round by round: {rate} the events/s; "
+                     f"per core {per_core} its events per CPU-second (its CPU per event over ours).")
     manager = data.get("manager_vs_defaults")
     if manager:
         e, c = manager["events_per_s"], manager["cpu_us_per_event"]
