@@ -15,9 +15,9 @@ events. Over TLS one read returns at most one TLS record, and kube-apiserver
 writes each watch event as a record of its own, so on a TLS socket the reader
 goes on reading while more records are already there. It yields the payload
 as it arrives: whole or partial chunks, several chunks joined, never anything
-of the framing. After the last chunk (size 0)
-and the trailer it closes ``http.client``'s response object, as urllib3 does,
-so the connection is clean for reuse.
+of the framing. After the last chunk (size 0) and the trailer it closes
+``http.client``'s response object, as urllib3 does, so the connection is clean
+for reuse.
 
 Invariants: the bytes yielded, concatenated, are exactly the body's payload;
 a body that ends before its last chunk raises ``urllib3.exceptions.ProtocolError``
