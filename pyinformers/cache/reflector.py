@@ -719,23 +719,24 @@ class Reflector:
                     self._finish_streaming_list(initial, rv)
                     initial = collected = None
                 continue
-            if etype != "BOOKMARK" and etype not in _OBJECT_EVENTS:
-                log.warning("%s: ignoring a watch event of unknown type %r", self.name, etype)
-                continue
-            # Recorded before the store gets the change, as a list is (see _record_list).
-            if new_rv:
-                rv = self._last_rv = new_rv
-            if etype == "BOOKMARK":
+            if etype in _OBJECT_EVENTS:
+                # Recorded before the store gets the change, as a list is (see _record_list).
+                if new_rv:
+                    rv = self._last_rv = new_rv
+                self._events += 1
+                self._malformed_streak = 0
+                if etype == "MODIFIED":
+                    store.update(obj)
+                elif etype == "ADDED":
+                    store.add(obj)
+                else:
+                    store.delete(obj)
+            elif etype == "BOOKMARK":
+                if new_rv:
+                    rv = self._last_rv = new_rv
                 self._bookmarks += 1
-                continue
-            self._events += 1
-            self._malformed_streak = 0
-            if etype == "MODIFIED":
-                store.update(obj)
-            elif etype == "ADDED":
-                store.add(obj)
             else:
-                store.delete(obj)
+                log.warning("%s: ignoring a watch event of unknown type %r", self.name, etype)
         # The stream ended without an error.
         with self._lock:
             stall_timer = self._stall_timer
