@@ -140,8 +140,8 @@ def _from_openapi(schema: Mapping[str, Any]) -> Shape:
             fields = {name: _from_openapi(sub) for name, sub in properties.items()}
             if schema.get("x-kubernetes-embedded-resource"):
                 fields["metadata"] = OBJECT_META
-            element: Optional[Shape] = DEDUCED if schema.get("x-kubernetes-preserve-unknown-fields") else None
-            return Shape("struct", fields=fields, element=element, atomic=atomic)
+            rest = DEDUCED if schema.get("x-kubernetes-preserve-unknown-fields") else None
+            return Shape("struct", fields=fields, element=rest, atomic=atomic)
         if isinstance(additional, Mapping):
             return Shape("map", element=_from_openapi(additional), atomic=atomic)
         if schema.get("x-kubernetes-preserve-unknown-fields") or additional is True:
