@@ -26,6 +26,7 @@ Pure functions; inputs are never mutated; thread-safe.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -167,11 +168,7 @@ def _item_element(item: Any, shape: Shape, where: Path) -> str:
             keys[key] = item[key]
         elif key in shape.key_defaults:
             keys[key] = shape.key_defaults[key]
-        else:
-            raise FieldManagerError(
-                f"{path_string(where)}: associative list with keys has an element that omits key field "
-                f'"{key}" (and doesn\'t have default value)'
-            )
+        # a key field left out keys the item by the others (validation then names what is missing)
     return key_element(keys)
 
 
@@ -438,11 +435,24 @@ def decode_managed_fields(raw: Any) -> list[Entry]:
                 operation=operation,
                 api_version=str(item.get("apiVersion") or ""),
                 fields=fields,
-                time=item.get("time"),
+                time=_rfc3339(item.get("time")),
                 subresource=str(item.get("subresource") or ""),
             )
         )
     return entries
+
+
+def _rfc3339(value: Any) -> Optional[str]:
+    """A time as the server writes it back (seconds, UTC, ``Z``); None for none or garbage."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def encode_managed_fields(entries: Iterable[Entry]) -> list[dict]:

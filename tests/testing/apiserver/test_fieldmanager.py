@@ -20,7 +20,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from pyinformers.testing.apiserver._fieldmanager import (
     ApplyConflicts,
-    FieldManagerError,
     apply,
     decode_managed_fields,
     encode_managed_fields,
@@ -230,7 +229,7 @@ def test_fields_v1_round_trips_and_paths_print_as_the_server_prints_them():
     assert path_string(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
 
 
-def test_a_list_item_without_its_key_is_an_error():
-    with pytest.raises(FieldManagerError, match='omits key field "name"'):
-        apply(None, _deployment([{"image": "x"}]), [], manager="a", force=False, api_version="apps/v1",
-              shape=DEPLOYMENT, now=NOW)
+def test_a_list_item_without_a_key_field_is_keyed_by_the_others():
+    _, entries = apply(None, _deployment([{"image": "x"}]), [], manager="a", force=False, api_version="apps/v1",
+                       shape=DEPLOYMENT, now=NOW)
+    assert ("f:spec", "f:template", "f:spec", "f:containers", "k:{}", "f:image") in entries[0].fields
