@@ -31,8 +31,8 @@ import tracemalloc
 import orjson
 
 from pyinformers.api.meta import deep_copy, object_key
-from pyinformers.cache.delta_fifo import DeltaFIFO, DeltaType
-from pyinformers.cache.store import NAMESPACE_INDEX, OWNER_UID_INDEX, Indexer, default_indexers
+from pyinformers.cache._delta_fifo import DeltaFIFO, DeltaType
+from pyinformers.cache._store import NAMESPACE_INDEX, OWNER_UID_INDEX, Indexer, default_indexers
 
 N = 100_000
 NAMESPACES = 50

@@ -34,7 +34,7 @@ import time
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import meta
-from pyinformers.cache.factory import SharedInformerFactory
+from pyinformers.cache._factory import SharedInformerFactory
 from pyinformers.controller import Controller
 from pyinformers.resources import CONFIGMAPS
 

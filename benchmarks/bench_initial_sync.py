@@ -81,8 +81,8 @@ def _peak_mb() -> float:
 def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: int, options: dict) -> None:
     from kubernetes import client, config
 
-    from pyinformers.api.client import ResourceClient
-    from pyinformers.api.listwatch import ListWatch
+    from pyinformers.api._client import ResourceClient
+    from pyinformers.api._listwatch import ListWatch
     from pyinformers.cache import SharedIndexInformer, drop_managed_fields
     from pyinformers.resources import PODS
 
@@ -102,7 +102,7 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
         result["final_growth_mb"] = _rss_mb() - before
     else:
         if variant == "gc-running":
-            import pyinformers.cache.reflector as reflector_module
+            import pyinformers.cache.reflector._reflector as reflector_module
 
             reflector_module.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
         informer = SharedIndexInformer(

@@ -248,7 +248,7 @@ def over_tls(clientgo: Optional[Path]) -> dict:
     one event per record a Python reader makes a read (and a GIL release) per
     event, where over plain HTTP one read takes whatever the socket holds.
     """
-    from pyinformers.testing.tls import self_signed_certificate
+    from pyinformers.testing.apiserver._tls import self_signed_certificate
 
     runs: dict[str, list[dict]] = {consumer: [] for _, consumer, _ in TLS_CONSUMERS}
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kubernetes import config as k8s_config
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.leaderelection import ElectionTiming, LeaderElector, LeaseLock, assign, shard_of
 from pyinformers.resources import CONFIGMAPS, LEASES
 

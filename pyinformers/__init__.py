@@ -34,8 +34,9 @@ is internal (see the "Public surface" section of ``docs/api.rst``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pyinformers._exports import lazy_face
 
 __version__ = "0.1.0"
 
@@ -46,16 +47,16 @@ if TYPE_CHECKING:
         FakeClock as FakeClock,
         REAL_CLOCK as REAL_CLOCK,
     )
-    from pyinformers.api.resource import Resource as Resource
-    from pyinformers.api.client import ResourceClient as ResourceClient, ListPage as ListPage
-    from pyinformers.api.watch import (
+    from pyinformers.api._resource import Resource as Resource
+    from pyinformers.api._client import ResourceClient as ResourceClient, ListPage as ListPage
+    from pyinformers.api._watch import (
         WatchEvent as WatchEvent,
         WatchEventType as WatchEventType,
         WatchStream as WatchStream,
     )
-    from pyinformers.api.listwatch import ListWatch as ListWatch, ListerWatcher as ListerWatcher
-    from pyinformers.api.config import ConfigurationError as ConfigurationError, build_api_client as build_api_client
-    from pyinformers.api.errors import (
+    from pyinformers.api._listwatch import ListWatch as ListWatch, ListerWatcher as ListerWatcher
+    from pyinformers.api._config import ConfigurationError as ConfigurationError, build_api_client as build_api_client
+    from pyinformers.api._errors import (
         ApiError as ApiError,
         BadRequest as BadRequest,
         Unauthorized as Unauthorized,
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
         TooManyRequests as TooManyRequests,
         ServerError as ServerError,
     )
-    from pyinformers.api.models import to_model as to_model, from_model as from_model
+    from pyinformers.api._models import to_model as to_model, from_model as from_model
     from pyinformers.api.meta import (
         object_key as object_key,
         split_key as split_key,
@@ -79,29 +80,29 @@ if TYPE_CHECKING:
         set_controller_reference as set_controller_reference,
         AlreadyOwnedError as AlreadyOwnedError,
     )
-    from pyinformers.api.selectors import LabelSelector as LabelSelector, FieldSelector as FieldSelector
-    from pyinformers.cache.store import (
+    from pyinformers.api._selectors import LabelSelector as LabelSelector, FieldSelector as FieldSelector
+    from pyinformers.cache._store import (
         Indexer as Indexer,
         default_indexers as default_indexers,
         NAMESPACE_INDEX as NAMESPACE_INDEX,
         OWNER_UID_INDEX as OWNER_UID_INDEX,
     )
-    from pyinformers.cache.delta_fifo import DeletedFinalStateUnknown as DeletedFinalStateUnknown
-    from pyinformers.cache.lister import Lister as Lister
-    from pyinformers.cache.reflector import Reflector as Reflector
-    from pyinformers.cache.reflector_options import ReflectorOptions as ReflectorOptions
-    from pyinformers.cache.informer import SharedIndexInformer as SharedIndexInformer
-    from pyinformers.cache.processor import (
+    from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown as DeletedFinalStateUnknown
+    from pyinformers.cache._lister import Lister as Lister
+    from pyinformers.cache.reflector._reflector import Reflector as Reflector
+    from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
+    from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
+    from pyinformers.cache._processor import (
         ResourceEventHandler as ResourceEventHandler,
         EventHandlerFuncs as EventHandlerFuncs,
         HandlerRegistration as HandlerRegistration,
     )
-    from pyinformers.cache.factory import SharedInformerFactory as SharedInformerFactory
-    from pyinformers.cache.transforms import drop_managed_fields as drop_managed_fields
-    from pyinformers.workqueue.queue import Queue as Queue
-    from pyinformers.workqueue.delaying import DelayingQueue as DelayingQueue
-    from pyinformers.workqueue.rate_limiting import RateLimitingQueue as RateLimitingQueue
-    from pyinformers.workqueue.rate_limiters import (
+    from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
+    from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
+    from pyinformers.workqueue._queue import Queue as Queue
+    from pyinformers.workqueue._delaying import DelayingQueue as DelayingQueue
+    from pyinformers.workqueue._rate_limiting import RateLimitingQueue as RateLimitingQueue
+    from pyinformers.workqueue._rate_limiters import (
         RateLimiter as RateLimiter,
         ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
         ItemFastSlowRateLimiter as ItemFastSlowRateLimiter,
@@ -109,20 +110,20 @@ if TYPE_CHECKING:
         MaxOfRateLimiter as MaxOfRateLimiter,
         default_controller_rate_limiter as default_controller_rate_limiter,
     )
-    from pyinformers.controller.controller import (
+    from pyinformers.controller._controller import (
         Controller as Controller,
         CacheSyncTimeout as CacheSyncTimeout,
         InformersNotStarted as InformersNotStarted,
     )
-    from pyinformers.controller.result import Result as Result
-    from pyinformers.controller.event import Event as Event, EventKind as EventKind
-    from pyinformers.controller.handlers import (
+    from pyinformers.controller._result import Result as Result
+    from pyinformers.controller._event import Event as Event, EventKind as EventKind
+    from pyinformers.controller._handlers import (
         EventHandler as EventHandler,
         EnqueueForObject as EnqueueForObject,
         EnqueueForOwner as EnqueueForOwner,
         EnqueueMapped as EnqueueMapped,
     )
-    from pyinformers.controller.predicates import (
+    from pyinformers.controller._predicates import (
         Predicate as Predicate,
         all_of as all_of,
         any_of as any_of,
@@ -134,9 +135,9 @@ if TYPE_CHECKING:
         label_selector as label_selector,
         is_resync as is_resync,
     )
-    from pyinformers.controller.manager import Manager as Manager, ANY_PORT as ANY_PORT
-    from pyinformers.controller.crds import install_crd as install_crd
-    from pyinformers.record.recorder import EventRecorder as EventRecorder, EventType as EventType
+    from pyinformers.manager._manager import Manager as Manager, ANY_PORT as ANY_PORT
+    from pyinformers.controller._crds import install_crd as install_crd
+    from pyinformers.record._recorder import EventRecorder as EventRecorder, EventType as EventType
 
 #: public name -> the module that defines it (its home)
 _EXPORTS = {
@@ -146,30 +147,30 @@ _EXPORTS = {
     "FakeClock": "pyinformers.clock",
     "REAL_CLOCK": "pyinformers.clock",
     # talking to the API server
-    "Resource": "pyinformers.api.resource",
-    "ResourceClient": "pyinformers.api.client",
-    "ListPage": "pyinformers.api.client",
-    "WatchEvent": "pyinformers.api.watch",
-    "WatchEventType": "pyinformers.api.watch",
-    "WatchStream": "pyinformers.api.watch",
-    "ListWatch": "pyinformers.api.listwatch",
-    "ListerWatcher": "pyinformers.api.listwatch",
-    "ConfigurationError": "pyinformers.api.config",
-    "build_api_client": "pyinformers.api.config",
-    "ApiError": "pyinformers.api.errors",
-    "BadRequest": "pyinformers.api.errors",
-    "Unauthorized": "pyinformers.api.errors",
-    "Forbidden": "pyinformers.api.errors",
-    "NotFound": "pyinformers.api.errors",
-    "MethodNotAllowed": "pyinformers.api.errors",
-    "Conflict": "pyinformers.api.errors",
-    "AlreadyExists": "pyinformers.api.errors",
-    "Gone": "pyinformers.api.errors",
-    "Invalid": "pyinformers.api.errors",
-    "TooManyRequests": "pyinformers.api.errors",
-    "ServerError": "pyinformers.api.errors",
-    "to_model": "pyinformers.api.models",
-    "from_model": "pyinformers.api.models",
+    "Resource": "pyinformers.api",
+    "ResourceClient": "pyinformers.api",
+    "ListPage": "pyinformers.api",
+    "WatchEvent": "pyinformers.api",
+    "WatchEventType": "pyinformers.api",
+    "WatchStream": "pyinformers.api",
+    "ListWatch": "pyinformers.api",
+    "ListerWatcher": "pyinformers.api",
+    "ConfigurationError": "pyinformers.api",
+    "build_api_client": "pyinformers.api",
+    "ApiError": "pyinformers.api",
+    "BadRequest": "pyinformers.api",
+    "Unauthorized": "pyinformers.api",
+    "Forbidden": "pyinformers.api",
+    "NotFound": "pyinformers.api",
+    "MethodNotAllowed": "pyinformers.api",
+    "Conflict": "pyinformers.api",
+    "AlreadyExists": "pyinformers.api",
+    "Gone": "pyinformers.api",
+    "Invalid": "pyinformers.api",
+    "TooManyRequests": "pyinformers.api",
+    "ServerError": "pyinformers.api",
+    "to_model": "pyinformers.api",
+    "from_model": "pyinformers.api",
     # objects and selectors
     "object_key": "pyinformers.api.meta",
     "split_key": "pyinformers.api.meta",
@@ -178,73 +179,63 @@ _EXPORTS = {
     "is_controlled_by": "pyinformers.api.meta",
     "set_controller_reference": "pyinformers.api.meta",
     "AlreadyOwnedError": "pyinformers.api.meta",
-    "LabelSelector": "pyinformers.api.selectors",
-    "FieldSelector": "pyinformers.api.selectors",
+    "LabelSelector": "pyinformers.api",
+    "FieldSelector": "pyinformers.api",
     # the cache
-    "Indexer": "pyinformers.cache.store",
-    "default_indexers": "pyinformers.cache.store",
-    "NAMESPACE_INDEX": "pyinformers.cache.store",
-    "OWNER_UID_INDEX": "pyinformers.cache.store",
-    "DeletedFinalStateUnknown": "pyinformers.cache.delta_fifo",
-    "Lister": "pyinformers.cache.lister",
-    "Reflector": "pyinformers.cache.reflector",
-    "ReflectorOptions": "pyinformers.cache.reflector_options",
-    "SharedIndexInformer": "pyinformers.cache.informer",
-    "ResourceEventHandler": "pyinformers.cache.processor",
-    "EventHandlerFuncs": "pyinformers.cache.processor",
-    "HandlerRegistration": "pyinformers.cache.processor",
-    "SharedInformerFactory": "pyinformers.cache.factory",
-    "drop_managed_fields": "pyinformers.cache.transforms",
+    "Indexer": "pyinformers.cache",
+    "default_indexers": "pyinformers.cache",
+    "NAMESPACE_INDEX": "pyinformers.cache",
+    "OWNER_UID_INDEX": "pyinformers.cache",
+    "DeletedFinalStateUnknown": "pyinformers.cache",
+    "Lister": "pyinformers.cache",
+    "Reflector": "pyinformers.cache",
+    "ReflectorOptions": "pyinformers.cache",
+    "SharedIndexInformer": "pyinformers.cache",
+    "ResourceEventHandler": "pyinformers.cache",
+    "EventHandlerFuncs": "pyinformers.cache",
+    "HandlerRegistration": "pyinformers.cache",
+    "SharedInformerFactory": "pyinformers.cache",
+    "drop_managed_fields": "pyinformers.cache",
     # work queues
-    "Queue": "pyinformers.workqueue.queue",
-    "DelayingQueue": "pyinformers.workqueue.delaying",
-    "RateLimitingQueue": "pyinformers.workqueue.rate_limiting",
-    "RateLimiter": "pyinformers.workqueue.rate_limiters",
-    "ItemExponentialFailureRateLimiter": "pyinformers.workqueue.rate_limiters",
-    "ItemFastSlowRateLimiter": "pyinformers.workqueue.rate_limiters",
-    "BucketRateLimiter": "pyinformers.workqueue.rate_limiters",
-    "MaxOfRateLimiter": "pyinformers.workqueue.rate_limiters",
-    "default_controller_rate_limiter": "pyinformers.workqueue.rate_limiters",
+    "Queue": "pyinformers.workqueue",
+    "DelayingQueue": "pyinformers.workqueue",
+    "RateLimitingQueue": "pyinformers.workqueue",
+    "RateLimiter": "pyinformers.workqueue",
+    "ItemExponentialFailureRateLimiter": "pyinformers.workqueue",
+    "ItemFastSlowRateLimiter": "pyinformers.workqueue",
+    "BucketRateLimiter": "pyinformers.workqueue",
+    "MaxOfRateLimiter": "pyinformers.workqueue",
+    "default_controller_rate_limiter": "pyinformers.workqueue",
     # controllers
-    "Controller": "pyinformers.controller.controller",
-    "CacheSyncTimeout": "pyinformers.controller.controller",
-    "InformersNotStarted": "pyinformers.controller.controller",
-    "Result": "pyinformers.controller.result",
-    "Event": "pyinformers.controller.event",
-    "EventKind": "pyinformers.controller.event",
-    "EventHandler": "pyinformers.controller.handlers",
-    "EnqueueForObject": "pyinformers.controller.handlers",
-    "EnqueueForOwner": "pyinformers.controller.handlers",
-    "EnqueueMapped": "pyinformers.controller.handlers",
-    "Predicate": "pyinformers.controller.predicates",
-    "all_of": "pyinformers.controller.predicates",
-    "any_of": "pyinformers.controller.predicates",
-    "not_": "pyinformers.controller.predicates",
-    "generation_changed": "pyinformers.controller.predicates",
-    "labels_changed": "pyinformers.controller.predicates",
-    "annotations_changed": "pyinformers.controller.predicates",
-    "resource_version_changed": "pyinformers.controller.predicates",
-    "label_selector": "pyinformers.controller.predicates",
-    "is_resync": "pyinformers.controller.predicates",
-    "Manager": "pyinformers.controller.manager",
-    "install_crd": "pyinformers.controller.crds",
-    "ANY_PORT": "pyinformers.controller.manager",
+    "Controller": "pyinformers.controller",
+    "CacheSyncTimeout": "pyinformers.controller",
+    "InformersNotStarted": "pyinformers.controller",
+    "Result": "pyinformers.controller",
+    "Event": "pyinformers.controller",
+    "EventKind": "pyinformers.controller",
+    "EventHandler": "pyinformers.controller",
+    "EnqueueForObject": "pyinformers.controller",
+    "EnqueueForOwner": "pyinformers.controller",
+    "EnqueueMapped": "pyinformers.controller",
+    "Predicate": "pyinformers.controller",
+    "all_of": "pyinformers.controller",
+    "any_of": "pyinformers.controller",
+    "not_": "pyinformers.controller",
+    "generation_changed": "pyinformers.controller",
+    "labels_changed": "pyinformers.controller",
+    "annotations_changed": "pyinformers.controller",
+    "resource_version_changed": "pyinformers.controller",
+    "label_selector": "pyinformers.controller",
+    "is_resync": "pyinformers.controller",
+    "Manager": "pyinformers.manager",
+    "install_crd": "pyinformers.controller",
+    "ANY_PORT": "pyinformers.manager",
     # events
-    "EventRecorder": "pyinformers.record.recorder",
-    "EventType": "pyinformers.record.recorder",
+    "EventRecorder": "pyinformers.record",
+    "EventType": "pyinformers.record",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS, globals())

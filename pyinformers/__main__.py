@@ -17,11 +17,11 @@ import shlex
 import sys
 from typing import Optional, Sequence
 
-from pyinformers.cli import Operator
+from pyinformers.manager._operator import Operator
 
 
 def find_operator(module_name: str) -> Operator:
-    """The :class:`~pyinformers.cli.Operator` named ``OPERATOR`` in ``module_name`` or its ``__main__``."""
+    """The :class:`~pyinformers.manager._operator.Operator` named ``OPERATOR`` in ``module_name`` or its ``__main__``."""
     candidates = [module_name, f"{module_name}.__main__"]
     for name in candidates:
         try:

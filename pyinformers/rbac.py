@@ -1,9 +1,9 @@
 """RBAC from what a controller declares: rules, Roles, ClusterRoles and their bindings, as stable YAML.
 
-Input is a list of :class:`~pyinformers.api.permissions.Grant` (a verb on a
+Input is a list of :class:`~pyinformers.api._permissions.Grant` (a verb on a
 resource, cluster-wide or in one namespace), as a
 :class:`~pyinformers.cache.SharedInformerFactory` records them and
-:class:`pyinformers.cli.Operator` completes them (Events for the recorder,
+:class:`pyinformers.manager._operator.Operator` completes them (Events for the recorder,
 Leases for leader election, TokenReviews and SubjectAccessReviews for the
 metrics filter). Output:
 
@@ -28,7 +28,7 @@ from typing import Iterable, Optional
 
 import yaml
 
-from pyinformers.api.permissions import Grant
+from pyinformers.api._permissions import Grant
 
 __all__ = ["dump", "manifests", "rules"]
 

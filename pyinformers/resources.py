@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pyinformers.api.resource import Resource
+from pyinformers.api._resource import Resource
 
 __all__ = [
     # core/v1

@@ -9,8 +9,8 @@ import logging
 import os
 from typing import Any, Callable, Union
 
-from pyinformers.controller.crds import install_crd, load_yaml
-from pyinformers.testing.waiting import Convergence
+from pyinformers.controller._crds import install_crd, load_yaml
+from pyinformers.testing._waiting import Convergence
 
 __all__ = ["Convergence", "install_crd", "load_yaml", "sample_operator"]
 
@@ -26,14 +26,14 @@ def sample_operator(
     component: str,
     build: Callable[[Any, Any, Any], Any],
 ) -> Any:
-    """A sample's :class:`~pyinformers.cli.Operator`: the library's flags plus ``--install-crd``.
+    """A sample's :class:`~pyinformers.manager._operator.Operator`: the library's flags plus ``--install-crd``.
 
     ``build(factory, recorder, options)`` makes the controller. ``--install-crd``
     creates the sample's CRD at start-up (it needs ``create`` on
     customresourcedefinitions, which the generated RBAC does not grant: in a
     cluster, apply the CRD with kubectl instead).
     """
-    from pyinformers.cli import Operator
+    from pyinformers.manager._operator import Operator
 
     def add_arguments(parser: Any) -> None:
         parser.add_argument("--install-crd", action="store_true",

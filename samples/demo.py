@@ -20,9 +20,9 @@ within ``--timeout`` seconds (default 10; 60 with ``--kubeconfig``).
 ``--kubeconfig FILE`` runs the same scenario against a real cluster (the
 Foo CRD is installed if missing; pods must really start, so give it a longer
 ``--timeout``). A control plane without kubelets (``python -m
-pyinformers.testing.controlplane``, envtest) never makes a Deployment
+pyinformers.testing.envtest._controlplane``, envtest) never makes a Deployment
 available: add ``--simulate-workloads`` to run
-:class:`pyinformers.testing.simulator.DeploymentSimulator` beside the
+:class:`pyinformers.testing._simulator.DeploymentSimulator` beside the
 controller, which plays scheduler and kubelet for the demo's Pods.
 """
 
@@ -38,10 +38,10 @@ from typing import Any, Callable, Optional, Sequence, TextIO
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import meta
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.errors import AlreadyExists, NotFound
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._errors import AlreadyExists, NotFound
 from pyinformers.cache import SharedInformerFactory
-from pyinformers.controller.metrics import RESULTS
+from pyinformers.controller._metrics import RESULTS
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS
 from samples._support import Convergence, install_crd
@@ -296,7 +296,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                 stack.callback(api_client.close)
                 print(f"pyinformers demo: the sample-controller port against {api_client.configuration.host}", file=out)
                 if args.simulate_workloads:
-                    from pyinformers.testing.simulator import DeploymentSimulator
+                    from pyinformers.testing._simulator import DeploymentSimulator
 
                     simulator = stack.enter_context(DeploymentSimulator(api_client, namespace=args.namespace))
                     print(f"  simulating workloads in namespace {args.namespace!r} ({simulator!r})", file=out)

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.resource import Resource
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._resource import Resource
 from pyinformers.cache import SharedInformerFactory
 from samples._support import Convergence, install_crd, load_yaml
 

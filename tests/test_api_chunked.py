@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from pyinformers.api import ResourceClient
-from pyinformers.api import watch as watch_module
-from pyinformers.api.chunked import fast_chunked_reader, read_chunked_body
+from pyinformers.api import _watch as watch_module
+from pyinformers.api._chunked import fast_chunked_reader, read_chunked_body
 from pyinformers.resources import CONFIGMAPS
-from pyinformers.testing.tls import self_signed_certificate
+from pyinformers.testing.apiserver._tls import self_signed_certificate
 
 
 class Original:

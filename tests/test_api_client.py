@@ -24,7 +24,7 @@ from pyinformers.api import (
 )
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
 from pyinformers.testing import eventually
-from pyinformers.testing.server import ApiServer
+from pyinformers.testing.apiserver._server import ApiServer
 
 
 def configmap(name: str, **labels: str) -> dict:

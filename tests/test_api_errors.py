@@ -6,9 +6,7 @@ import pickle
 
 import pytest
 
-from pyinformers.api import errors as e
-
-
+from pyinformers.api import _errors as e
 def status(code, reason, message="msg", **extra):
     return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message, **extra}
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from pyinformers.api import Gone, ServerError, WatchEvent
-from pyinformers.api.watch import WatchStream
+from pyinformers.api._watch import WatchStream
 from pyinformers.resources import PODS
 
 

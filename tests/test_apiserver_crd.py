@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyinformers.testing import ApiServer
-from pyinformers.testing.crd import check_custom_object, validate_crd
+from pyinformers.testing.apiserver._crd import check_custom_object, validate_crd
 
 VALID = {
     "apiVersion": "apiextensions.k8s.io/v1",

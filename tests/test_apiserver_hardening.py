@@ -183,7 +183,7 @@ def test_an_internal_error_is_a_500_status_and_a_logged_traceback(server, monkey
         raise RuntimeError("a bug in the server")
 
     monkeypatch.setattr(server.rest, "get", broken)
-    with caplog.at_level(logging.ERROR, logger="pyinformers.testing.httpd"):
+    with caplog.at_level(logging.ERROR, logger="pyinformers.testing.apiserver._httpd"):
         code, _, body = exchange(server, request("GET", "/api/v1/namespaces/default/configmaps/x"))
     assert code == 500 and status_of(body)["reason"] == "InternalError"
     records = [r for r in caplog.records if r.exc_info]

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from pyinformers.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-from pyinformers.testing.status import StatusError
-from pyinformers.testing.storage import ChangeType, Store
+from pyinformers.testing.apiserver._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from pyinformers.testing.apiserver._status import StatusError
+from pyinformers.testing.apiserver._storage import ChangeType, Store
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 KEYS = st.sampled_from(["/configmaps", "apps/deployments"])

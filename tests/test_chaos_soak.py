@@ -24,8 +24,8 @@ import time
 import kubernetes.client
 import pytest
 
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.errors import ApiError
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._errors import ApiError
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import ApiServer
 from test_informer_support import EventLog, make_informer, versions

@@ -1,4 +1,4 @@
-"""The operator command line (pyinformers.cli): flags, env vars, --help, logging formats."""
+"""The operator command line (pyinformers.manager._operator): flags, env vars, --help, logging formats."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pyinformers.cli import FLAGS, JsonFormatter, Operator, configure_logging, parse_bind_address
-from pyinformers.controller.sharding import ShardingConfig
+from pyinformers.manager._operator import FLAGS, JsonFormatter, Operator, configure_logging, parse_bind_address
+from pyinformers.manager._sharding import ShardingConfig
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 

@@ -17,8 +17,8 @@ import pytest  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from pyinformers.api import meta  # noqa: E402
-from pyinformers.api.errors import NotFound  # noqa: E402
-from pyinformers.cache.factory import SharedInformerFactory  # noqa: E402
+from pyinformers.api._errors import NotFound  # noqa: E402
+from pyinformers.cache._factory import SharedInformerFactory  # noqa: E402
 from pyinformers.clock import FakeClock  # noqa: E402
 from pyinformers.controller import (  # noqa: E402
     Controller,

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from pyinformers.api import ResourceClient
-from pyinformers.api.errors import Forbidden
+from pyinformers.api._errors import Forbidden
 from pyinformers.resources import CONFIGMAPS, SECRETS
 from pyinformers.testing import eventually
-from pyinformers.testing.controlplane import ComponentExited, ControlPlane, MissingBinaries
-from pyinformers.testing.envtest_assets import find_binaries
-from pyinformers.testing.processes import Component
+from pyinformers.testing.envtest._controlplane import ComponentExited, ControlPlane, MissingBinaries
+from pyinformers.testing.envtest._assets import find_binaries
+from pyinformers.testing.envtest._processes import Component
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -129,7 +129,7 @@ def test_a_component_ends_with_sigterm_and_reports_its_status(tmp_path):
 def test_the_cli_says_in_one_line_that_binaries_are_missing(tmp_path):
     env = {**os.environ, "KUBEBUILDER_ASSETS": str(tmp_path), "PYINFORMERS_ENVTEST_HOME": str(tmp_path),
            "XDG_DATA_HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "pyinformers.testing.controlplane"], cwd=REPOSITORY, env=env,
+    done = subprocess.run([sys.executable, "-m", "pyinformers.testing.envtest"], cwd=REPOSITORY, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "make envtest" in done.stderr

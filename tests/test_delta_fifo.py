@@ -1,4 +1,4 @@
-"""Tests for pyinformers.cache.delta_fifo: client-go's DeltaFIFO semantics."""
+"""Tests for pyinformers.cache._delta_fifo: client-go's DeltaFIFO semantics."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from pyinformers.api.meta import object_key
-from pyinformers.cache.delta_fifo import (
+from pyinformers.cache._delta_fifo import (
     Delta,
     DeletedFinalStateUnknown,
     DeltaFIFO,
     DeltaType,
     FIFOClosedError,
 )
-from pyinformers.cache.store import Indexer
+from pyinformers.cache._store import Indexer
 from pyinformers.clock import FakeClock
 
 A, U, D, R, S = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED, DeltaType.REPLACED, DeltaType.SYNC
@@ -493,7 +493,7 @@ def test_max_pending_must_be_positive():
 
 # -- a budget shared by several FIFOs (the informers of one process) -------------------------
 def test_fifos_sharing_a_budget_wait_for_a_slot_that_a_pop_of_another_fifo_frees():
-    from pyinformers.cache.delta_fifo import HandoffBudget
+    from pyinformers.cache._delta_fifo import HandoffBudget
 
     budget = HandoffBudget(2, max_wait=10)
     first, second = DeltaFIFO(budget=budget), DeltaFIFO(budget=budget)
@@ -510,7 +510,7 @@ def test_fifos_sharing_a_budget_wait_for_a_slot_that_a_pop_of_another_fifo_frees
 
 
 def test_a_full_budget_delays_a_producer_at_most_max_wait_and_replace_takes_no_slot():
-    from pyinformers.cache.delta_fifo import HandoffBudget
+    from pyinformers.cache._delta_fifo import HandoffBudget
 
     budget = HandoffBudget(1, max_wait=0.01)
     stuck, other = DeltaFIFO(budget=budget), DeltaFIFO(budget=budget)

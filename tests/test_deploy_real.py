@@ -33,12 +33,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytest.importorskip("pyinformers.testing.controlplane", reason="the real control plane (ControlPlane) is not here")
+pytest.importorskip("pyinformers.testing.envtest._controlplane", reason="the real control plane (ControlPlane) is not here")
 
 from pyinformers.api import ResourceClient
-from pyinformers.api.config import ConfigurationError
-from pyinformers.api.errors import NotFound
-from pyinformers.api.resource import Resource
+from pyinformers.api._config import ConfigurationError
+from pyinformers.api._errors import NotFound
+from pyinformers.api._resource import Resource
 from pyinformers.controller import ANY_PORT, Manager, TLSFiles
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS, SERVICES
@@ -399,7 +399,7 @@ def _stop_replicas(replicas, admin, sample: Sample, names) -> None:
 
 def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(deployed):
     """The Deployment's shape: two replicas with --leader-elect, each with the generated RBAC only."""
-    from pyinformers.controller.leader import LeaderElectionConfig
+    from pyinformers.manager._leader import LeaderElectionConfig
 
     cp = deployed
     sample = SAMPLES["sample_controller"]

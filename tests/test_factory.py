@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.cache import SharedInformerFactory, drop_managed_fields
-from pyinformers.cache.store import NAMESPACE_INDEX, OWNER_UID_INDEX
+from pyinformers.cache._store import NAMESPACE_INDEX, OWNER_UID_INDEX
 from pyinformers.resources import CONFIGMAPS, NAMESPACES, PODS
 from test_informer_support import EventLog, configmap, seed
 from pyinformers.testing import eventually

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from pyinformers import gc_policy
+from pyinformers import _gc_policy as gc_policy
 from pyinformers.controller import Manager
 
 

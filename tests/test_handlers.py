@@ -83,7 +83,7 @@ def test_enqueue_for_object_with_predicates_filters():
 def test_an_object_without_a_name_is_logged_and_dropped_not_raised(caplog):
     for predicates in ((), [lambda e: True]):
         h, q = bound(EnqueueForObject(), predicates)
-        with caplog.at_level(logging.ERROR, logger="pyinformers.controller.handlers"):
+        with caplog.at_level(logging.ERROR, logger="pyinformers.controller._handlers"):
             h.on_add({"metadata": {}}, False)
         assert q.keys == []
     assert len(caplog.records) == 2
@@ -170,7 +170,7 @@ def test_enqueue_for_owner_cluster_scoped_owner_keys_are_names():
 
 
 def test_enqueue_for_owner_takes_group_and_scope_from_a_resource():
-    from pyinformers.api.resource import Resource
+    from pyinformers.api._resource import Resource
 
     nodes = Resource("", "v1", "nodes", "Node", namespaced=False)
     h, q = bound(EnqueueForOwner(nodes))
@@ -235,7 +235,7 @@ def test_a_mapping_function_that_raises_is_logged_and_the_event_dropped(caplog):
         raise RuntimeError("boom")
 
     h, q = bound(EnqueueMapped(boom))
-    with caplog.at_level(logging.ERROR, logger="pyinformers.controller.handlers"):
+    with caplog.at_level(logging.ERROR, logger="pyinformers.controller._handlers"):
         h.on_add(child(), False)
     assert q.keys == []
     assert "boom" in caplog.text

@@ -10,9 +10,9 @@ from typing import Optional
 
 import pytest
 
-from pyinformers.api.client import ListPage
-from pyinformers.api.watch import WatchEvent
-from pyinformers.api.errors import Gone
+from pyinformers.api._client import ListPage
+from pyinformers.api._watch import WatchEvent
+from pyinformers.api._errors import Gone
 from pyinformers.cache import (
     DeletedFinalStateUnknown,
     EventHandlerFuncs,

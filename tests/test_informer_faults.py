@@ -9,7 +9,7 @@ import time
 import kubernetes.client
 import pytest
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.clock import REAL_CLOCK, FakeClock
 from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from pyinformers.cache.processor import (
+from pyinformers.cache._processor import (
     _ADD,
     _DELETE,
     _UPDATE,
@@ -16,7 +16,7 @@ from pyinformers.cache.processor import (
     effective_resync_period,
     track_informer,
 )
-from pyinformers.cache.transforms import chain, drop_managed_fields
+from pyinformers.cache._transforms import chain, drop_managed_fields
 from pyinformers.clock import FakeClock
 from pyinformers.testing import eventually
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
 from test_informer_support import (

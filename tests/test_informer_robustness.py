@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from pyinformers.cache import EventHandlerFuncs, SharedIndexInformer
-from pyinformers.cache.store import NAMESPACE_INDEX, namespace_index
-from pyinformers.api.watch import WatchEvent
+from pyinformers.cache._store import NAMESPACE_INDEX, namespace_index
+from pyinformers.api._watch import WatchEvent
 from pyinformers.testing import FakeListerWatcher, eventually
 from test_informer import cache_state, make_informer, pod  # noqa: F401
 
@@ -188,7 +188,7 @@ def test_a_handler_falling_behind_is_warned_about_once_per_interval_and_removal_
     informer.start()
     assert informer.wait_for_sync(10)
     lw.wait_for_watch()
-    caplog.set_level(logging.WARNING, logger="pyinformers.cache.processor")
+    caplog.set_level(logging.WARNING, logger="pyinformers.cache._processor")
     for _ in range(40):
         lw.modify(pod("a"))
     eventually(lambda: registration.backlog() >= 30, what="the backlog to build up")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional
 
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.listwatch import ListWatch
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._listwatch import ListWatch
 from pyinformers.cache import DeletedFinalStateUnknown, SharedIndexInformer
 
 #: Reflector settings that keep fault tests fast: short backoff, no long waits.

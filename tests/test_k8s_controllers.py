@@ -13,9 +13,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import meta
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.config import ConfigurationError
-from pyinformers.cache.factory import SharedInformerFactory
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._config import ConfigurationError
+from pyinformers.cache._factory import SharedInformerFactory
 from pyinformers.controller import ANY_PORT, Manager
 from pyinformers.record import EventRecorder
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS

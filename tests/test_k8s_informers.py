@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
 from test_informer_support import EventLog, configmap, make_informer, versions

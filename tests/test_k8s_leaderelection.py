@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import test_leaderelection
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.leaderelection import ElectionTiming
 from pyinformers.resources import LEASES
 from test_leaderelection import Election

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
 from tcp_fault_proxy import TcpFaultProxy
@@ -106,10 +106,10 @@ def test_a_stalled_connection_is_caught_by_the_stall_timeout_and_reopened_withou
 def test_a_watch_request_sent_into_a_stalled_connection_gives_up_after_the_header_timeout(
         k8s, informers, proxies, monkeypatch):
     """The stall timeout watches started streams; a request whose answer never starts has its own bound."""
-    import pyinformers.api.client
+    import pyinformers.api._client
 
-    monkeypatch.setattr(pyinformers.api.client, "WATCH_HEADER_TIMEOUT", 1.0)
-    monkeypatch.setattr(pyinformers.api.client, "CONNECT_TIMEOUT", 1.0)  # a TLS handshake into the stall
+    monkeypatch.setattr(pyinformers.api._client, "WATCH_HEADER_TIMEOUT", 1.0)
+    monkeypatch.setattr(pyinformers.api._client, "CONNECT_TIMEOUT", 1.0)  # a TLS handshake into the stall
     direct = ResourceClient(k8s.api_client(), CONFIGMAPS)
     direct.create(configmap("before", k8s.namespace))
     api, proxy = _through(k8s, proxies)

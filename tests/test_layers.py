@@ -1,9 +1,12 @@
 """The package's layers cannot tangle: imports only go downwards and never in a cycle.
 
-Layers, lowest first (DESIGN.md): ``locking`` (taking contended locks under the GIL, below everything), ``clock``, ``metrics`` (Prometheus plumbing) and ``gc_policy``; ``api`` (with ``resources``);
-``cache`` and ``workqueue``, which never import each other; ``controller``,
-``record`` and ``leaderelection``; ``testing`` on top; the operator's front door
-(``cli``, ``rbac``, ``__main__``) beside it. Nothing in the library
+Layers, lowest first (DESIGN.md): ``_exports`` (how faces publish names),
+``_locking`` (taking contended locks under the GIL, below everything),
+``clock``, ``_metrics`` (Prometheus plumbing) and ``_gc_policy``; ``api``
+(with ``resources``); ``cache`` and ``workqueue``, which never import each
+other; ``leaderelection``, ``record`` and ``controller``; ``manager`` (the
+process runtime and the operator's entry point); ``testing`` on top;
+``rbac`` and ``__main__`` (``python -m pyinformers``) beside them. Nothing in the library
 imports ``testing``. The check reads the source with :mod:`ast`, so it sees
 imports inside functions too (those count for layering), while imports under
 ``if TYPE_CHECKING:`` are ignored for the cycle check only.
@@ -20,23 +23,27 @@ ROOT = Path(pyinformers.__file__).parent
 
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
-    "locking": set(),
-    "clock": {"locking"},
-    "metrics": {"locking"},
-    "gc_policy": {"locking"},
-    "api": {"locking", "clock"},
-    "resources": {"locking", "clock", "api"},
-    "cache": {"locking", "clock", "metrics", "gc_policy", "api", "resources"},
-    "workqueue": {"locking", "clock", "metrics", "gc_policy"},
-    "controller": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "leaderelection"},
-    "record": {"locking", "clock", "metrics", "gc_policy", "api", "resources"},
-    "leaderelection": {"locking", "clock", "metrics", "gc_policy", "api", "resources"},
-    "testing": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
-    # The operator's front door: flags (cli), RBAC rendering (rbac), ``python -m pyinformers``.
-    "rbac": {"locking", "api"},
-    "cli": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection", "rbac"},
-    "__main__": {"locking", "api", "cli", "rbac"},
-    "__init__": {"locking", "clock", "metrics", "gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection"},
+    "_exports": set(),
+    "_locking": set(),
+    "clock": {"_locking"},
+    "_metrics": {"_locking"},
+    "_gc_policy": {"_locking"},
+    "api": {"_exports", "_locking", "clock"},
+    "resources": {"_exports", "_locking", "clock", "api"},
+    "cache": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources"},
+    "workqueue": {"_exports", "_locking", "clock", "_metrics", "_gc_policy"},
+    "leaderelection": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources"},
+    "record": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources"},
+    "controller": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources", "cache", "workqueue", "leaderelection"},
+    # RBAC rendering of the operator's declarations.
+    "rbac": {"_locking", "api"},
+    # The process runtime: Manager, Operator (flags), probes, leader election and sharding admission.
+    "manager": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources", "cache", "workqueue", "leaderelection", "record", "controller", "rbac"},
+    "testing": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources", "cache", "workqueue", "controller", "record", "leaderelection", "manager"},
+    # Deprecated alias of pyinformers.manager's entry point (one release).
+    "cli": {"_exports", "manager"},
+    "__main__": {"_locking", "api", "manager", "rbac"},
+    "__init__": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources", "cache", "workqueue", "controller", "manager", "record", "leaderelection"},
 }
 
 

@@ -24,7 +24,7 @@ from pyinformers.leaderelection import (
     parse_micro_time,
 )
 from pyinformers.resources import LEASES
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 
 NS = "default"
 INF = float("inf")

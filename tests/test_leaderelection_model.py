@@ -24,7 +24,7 @@ import threading
 from hypothesis import event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from pyinformers.api.errors import Conflict, NotFound, ServerError
+from pyinformers.api._errors import Conflict, NotFound, ServerError
 from pyinformers.clock import FakeClock
 from pyinformers.leaderelection import ElectionTiming, ElectorState, LeaderElectionRecord, LeaderElector
 

@@ -19,8 +19,8 @@ import threading
 import pytest
 
 from pyinformers.api import Gone
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.listwatch import ListWatch
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._listwatch import ListWatch
 from pyinformers.cache import SharedIndexInformer
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually

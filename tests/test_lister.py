@@ -1,12 +1,12 @@
-"""Tests for pyinformers.cache.lister: reads from the cache."""
+"""Tests for pyinformers.cache._lister: reads from the cache."""
 
 from __future__ import annotations
 
 import pytest
 
-from pyinformers.api.selectors import LabelSelector
-from pyinformers.cache.lister import Lister
-from pyinformers.cache.store import OWNER_UID_INDEX, Indexer, default_indexers
+from pyinformers.api._selectors import LabelSelector
+from pyinformers.cache._lister import Lister
+from pyinformers.cache._store import OWNER_UID_INDEX, Indexer, default_indexers
 from pyinformers.resources import CONFIGMAPS, NODES
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from pyinformers import locking
-from pyinformers.locking import YIELDS, acquire_contended
+from pyinformers import _locking as locking
+from pyinformers._locking import YIELDS, acquire_contended
 from pyinformers.testing import eventually
 from pyinformers.workqueue import Queue
 

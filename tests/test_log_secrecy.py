@@ -14,7 +14,7 @@ import pytest
 
 from pyinformers.cache import EventHandlerFuncs
 from pyinformers.controller import EnqueueMapped
-from pyinformers.api.watch import WatchEvent
+from pyinformers.api._watch import WatchEvent
 from pyinformers.testing import FakeListerWatcher, eventually
 from test_informer import make_informer  # noqa: F401
 

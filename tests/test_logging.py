@@ -13,8 +13,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from pyinformers.cli import configure_logging
-from pyinformers.controller.logcontext import enter, leave, reconcile_fields
+from pyinformers.manager._operator import configure_logging
+from pyinformers.controller._logcontext import enter, leave, reconcile_fields
 
 
 @contextmanager

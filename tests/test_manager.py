@@ -397,7 +397,7 @@ def test_a_second_signal_exits_at_once_when_a_reconcile_is_stuck():
 
 
 def test_the_probe_server_answers_head_and_turns_a_failing_route_into_500():
-    from pyinformers.controller.probes import ProbeServer
+    from pyinformers.manager._probes import ProbeServer
 
     def boom(query):
         raise RuntimeError("route failed")

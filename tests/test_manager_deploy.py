@@ -14,15 +14,15 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
-from pyinformers.api.config import ConfigurationError
+from pyinformers.api._config import ConfigurationError
 from pyinformers.controller import Controller, Manager
-from pyinformers.controller.controller import DEFAULT_SHUTDOWN_TIMEOUT
-from pyinformers.controller.probes import ANY_PORT
+from pyinformers.controller._controller import DEFAULT_SHUTDOWN_TIMEOUT
+from pyinformers.manager._probes import ANY_PORT
 from pyinformers.resources import CONFIGMAPS
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 KUBELET_DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when a Pod does not say
-from pyinformers.cli import RECORDER_FLUSH_TIMEOUT as RECORDER_FLUSH  # the event recorder's flush after the manager stopped
+from pyinformers.manager._operator import RECORDER_FLUSH_TIMEOUT as RECORDER_FLUSH  # the event recorder's flush after the manager stopped
 
 
 def _offline_client():
@@ -189,7 +189,7 @@ def test_a_secured_metrics_port_cannot_be_shared_with_the_probes():
 
 
 def test_a_refused_write_in_reconcile_is_logged_as_a_missing_permission_without_a_traceback(caplog):
-    from pyinformers.api.errors import Forbidden
+    from pyinformers.api._errors import Forbidden
 
     class Writer(Controller):
         watches_optional = True

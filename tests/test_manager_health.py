@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from pyinformers.api.resource import Resource
+from pyinformers.api._resource import Resource
 from pyinformers.controller import CacheSyncTimeout, Controller
 from pyinformers.testing import eventually
 from test_manager import WAIT, Echo, get, make_manager

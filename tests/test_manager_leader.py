@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.config import ConfigurationError
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._config import ConfigurationError
 from pyinformers.controller import ANY_PORT, Controller, Manager
-from pyinformers.controller.leader import LeaderElectionConfig, resolve_namespace
+from pyinformers.manager._leader import LeaderElectionConfig, resolve_namespace
 from pyinformers.leaderelection import ElectionTiming
 from pyinformers.resources import CONFIGMAPS, LEASES
 from pyinformers.testing import eventually
@@ -174,7 +174,7 @@ def test_by_default_losing_the_lease_ends_the_process_with_status_1(api_server, 
         f"""
         import sys, time
         from pyinformers.controller import Manager, Controller
-        from pyinformers.controller.leader import LeaderElectionConfig
+        from pyinformers.manager._leader import LeaderElectionConfig
         from pyinformers.leaderelection import ElectionTiming
         from pyinformers.resources import CONFIGMAPS
 
@@ -221,7 +221,7 @@ def test_by_default_losing_the_lease_ends_the_process_with_status_1(api_server, 
 
 
 def test_the_leader_elect_flags_map_onto_the_managers_leader_election_options():
-    from pyinformers.cli import Operator
+    from pyinformers.manager._operator import Operator
 
     operator = Operator("demo-op", build=lambda factory, recorder, options: [], event_component="demo")
     options = operator.parse(["--leader-elect", "--leader-election-namespace", "ops"], environ={})

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 from prometheus_client import CollectorRegistry
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.controller import Controller, Manager, ShardingConfig
 from pyinformers.leaderelection import ElectionTiming, assign, shard_of
 from pyinformers.resources import CONFIGMAPS

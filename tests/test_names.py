@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyinformers.api.client import ResourceClient
+from pyinformers.api._client import ResourceClient
 from pyinformers.resources import CONFIGMAPS, NAMESPACES
 
 BAD = [".", "..", "a/b", "../x", "a%2Fb", "%2e%2e", "/"]

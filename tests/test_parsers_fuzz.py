@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyinformers.api.meta import object_key, split_key
-from pyinformers.api.resource import Resource
-from pyinformers.api.selectors import FieldSelector, LabelSelector, as_field_selector, as_label_selector
+from pyinformers.api._resource import Resource
+from pyinformers.api._selectors import FieldSelector, LabelSelector, as_field_selector, as_label_selector
 
 # JSON-ish values, with the shapes the parsers look for mixed in.
 _scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from pyinformers.controller.metrics_auth import ApiServerAuth, bearer_token
-from pyinformers.controller.probes import ANY_PORT, ProbeServer, TLSFiles
+from pyinformers.manager._metrics_auth import ApiServerAuth, bearer_token
+from pyinformers.manager._probes import ANY_PORT, ProbeServer, TLSFiles
 from pyinformers.testing import eventually
 
 ROUTES = {"/metrics": lambda q: (200, "text/plain", b"up 1\n"), "/healthz": lambda q: (200, "text/plain", b"ok\n")}
@@ -189,7 +189,7 @@ def test_the_guard_answers_401_403_or_lets_through_as_the_api_server_decides(ser
 
 
 def test_the_guard_fails_closed_with_500_when_it_cannot_ask(serve, caplog):
-    from pyinformers.api.errors import Forbidden
+    from pyinformers.api._errors import Forbidden
 
     class Refusing:
         def create(self, body):

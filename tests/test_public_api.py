@@ -26,11 +26,15 @@ import pyinformers
 
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
 #: Public modules that are not package ``__init__`` files.
-PUBLIC_MODULES = ["pyinformers.api.meta", "pyinformers.cli", "pyinformers.clock", "pyinformers.rbac", "pyinformers.resources"]
+PUBLIC_MODULES = ["pyinformers.api.meta", "pyinformers.clock", "pyinformers.rbac", "pyinformers.resources"]
 
 
 def public_namespaces() -> list[str]:
-    packages = [m.name for m in pkgutil.iter_modules(pyinformers.__path__, "pyinformers.") if m.ispkg]
+    packages = [
+        m.name
+        for m in pkgutil.walk_packages(pyinformers.__path__, "pyinformers.", onerror=lambda name: None)
+        if m.ispkg and not any(part.startswith("_") for part in m.name.split("."))
+    ]
     # The package last, so each signature is listed under the subpackage that is its home.
     return sorted(packages + PUBLIC_MODULES) + ["pyinformers"]
 

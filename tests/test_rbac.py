@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from pyinformers.__main__ import main as pyinformers_main
 from pyinformers.__main__ import rbac
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.permissions import DeclaredClient, Grant, UndeclaredVerb
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._permissions import DeclaredClient, Grant, UndeclaredVerb
 from pyinformers.cache import SharedInformerFactory
-from pyinformers.cli import Operator
+from pyinformers.manager._operator import Operator
 from pyinformers.rbac import manifests, rules
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS, NODES
 

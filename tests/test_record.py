@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyinformers.api.errors import AlreadyExists, Forbidden, NotFound, ServerError
+from pyinformers.api._errors import AlreadyExists, Forbidden, NotFound, ServerError
 from pyinformers.clock import FakeClock
 from pyinformers.record import EventRecorder, EventType
 

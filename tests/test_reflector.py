@@ -11,11 +11,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import BadRequest, Gone, NotFound, ServerError, TooManyRequests, WatchEvent
-from pyinformers.api.client import ListPage
-from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector, StreamingListUnsupported
-from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
+from pyinformers.api._client import ListPage
+from pyinformers.cache.reflector._reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector, StreamingListUnsupported
+from pyinformers.cache.reflector._states import BackingOff, Listing, NeedList, Stopped, WatchListing, Watching
 from pyinformers.clock import FakeClock
-from pyinformers.gc_policy import gc_paused
+from pyinformers._gc_policy import gc_paused
 from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch, eventually
 
 # --------------------------------------------------------------------------- fakes
@@ -790,7 +790,7 @@ def test_gc_paused_nests_and_restores_the_collector_state():
 
 
 def test_the_list_transform_runs_on_each_page_as_it_arrives_and_keeps_an_object_it_fails_on():
-    from pyinformers.cache.transforms import drop_managed_fields
+    from pyinformers.cache._transforms import drop_managed_fields
 
     def heavy(name, rv):
         obj = pod(name, rv)

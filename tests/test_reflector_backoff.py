@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pyinformers.cache.backoff import Backoff
+from pyinformers.cache._backoff import Backoff
 from pyinformers.clock import FakeClock
 
 

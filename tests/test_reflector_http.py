@@ -10,8 +10,8 @@ from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import ListWatch, ResourceClient
-from pyinformers.cache.reflector import Reflector
-from pyinformers.cache.reflector_states import BackingOff, Watching
+from pyinformers.cache.reflector._reflector import Reflector
+from pyinformers.cache.reflector._states import BackingOff, Watching
 from pyinformers.clock import REAL_CLOCK, FakeClock
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually

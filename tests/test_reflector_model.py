@@ -21,9 +21,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import Gone, ServerError, TooManyRequests, WatchEvent
-from pyinformers.api.client import ListPage
-from pyinformers.cache.reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
-from pyinformers.cache.reflector_states import BackingOff, Watching
+from pyinformers.api._client import ListPage
+from pyinformers.cache.reflector._reflector import INITIAL_EVENTS_END_ANNOTATION, Reflector
+from pyinformers.cache.reflector._states import BackingOff, Watching
 from pyinformers.clock import FakeClock
 from pyinformers.testing import ScriptedWatch
 

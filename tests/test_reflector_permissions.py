@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyinformers.api.errors import Forbidden
-from pyinformers.api.permissions import MissingPermission, permission_advice
-from pyinformers.api.resource import Resource
-from pyinformers.cache.reflector_states import BackingOff
+from pyinformers.api._errors import Forbidden
+from pyinformers.api._permissions import MissingPermission, permission_advice
+from pyinformers.api._resource import Resource
+from pyinformers.cache.reflector._states import BackingOff
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import ScriptedListerWatcher, eventually
 from test_informer_support import make_informer

@@ -9,10 +9,10 @@ a relist after 410 reads consistently (see also test_reflector.py).
 from __future__ import annotations
 
 from pyinformers.api import BadRequest, NotFound, WatchEvent
-from pyinformers.api.client import ListPage
-from pyinformers.api.resource import Resource
-from pyinformers.cache.reflector import DEFAULT_STALL_TIMEOUT
-from pyinformers.cache.reflector_states import BackingOff, Listing, NeedList, Watching
+from pyinformers.api._client import ListPage
+from pyinformers.api._resource import Resource
+from pyinformers.cache.reflector._reflector import DEFAULT_STALL_TIMEOUT
+from pyinformers.cache.reflector._states import BackingOff, Listing, NeedList, Watching
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS
 from pyinformers.testing import ScriptedListerWatcher, ScriptedWatch, eventually
 from test_reflector import RecordingStore, Running, bookmark, make, pod

@@ -9,9 +9,9 @@ from typing import Any, Callable
 import pytest
 
 from pyinformers.api import meta
-from pyinformers.api.client import ResourceClient
-from pyinformers.api.errors import Invalid
-from pyinformers.api.resource import Resource
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._errors import Invalid
+from pyinformers.api._resource import Resource
 from pyinformers.cache import SharedInformerFactory
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS

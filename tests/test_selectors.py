@@ -1,11 +1,11 @@
-"""Tests for pyinformers.api.selectors: label and field selectors as the API server reads them."""
+"""Tests for pyinformers.api._selectors: label and field selectors as the API server reads them."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pyinformers.api.selectors import (
+from pyinformers.api._selectors import (
     FieldSelector,
     LabelSelector,
     Operator,

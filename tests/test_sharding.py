@@ -18,8 +18,8 @@ import pytest
 
 from pyinformers.clock import FakeClock
 from pyinformers.leaderelection import ElectionTiming
-from pyinformers.leaderelection.rendezvous import assign, shard_of
-from pyinformers.leaderelection.shards import ShardCoordinator
+from pyinformers.leaderelection._rendezvous import assign, shard_of
+from pyinformers.leaderelection._shards import ShardCoordinator
 
 NS = "default"
 KEYS = [f"default/item-{i:04d}" for i in range(1000)]
@@ -235,8 +235,8 @@ def test_the_interval_check_catches_reconciles_longer_than_the_safety_margin(api
 
 
 def test_member_leases_of_departed_replicas_are_deleted_once_no_shard_names_them(api_client):
-    from pyinformers.api.client import ResourceClient
-    from pyinformers.leaderelection.shards import member_lease_name
+    from pyinformers.api._client import ResourceClient
+    from pyinformers.leaderelection._shards import member_lease_name
     from pyinformers.resources import LEASES
 
     fleet = Fleet(api_client)

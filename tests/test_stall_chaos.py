@@ -18,8 +18,8 @@ import socket
 
 import pytest
 
-from pyinformers.api.client import ResourceClient
-from pyinformers.cache.reflector import DEFAULT_STALL_TIMEOUT
+from pyinformers.api._client import ResourceClient
+from pyinformers.cache.reflector._reflector import DEFAULT_STALL_TIMEOUT
 from pyinformers.clock import FakeClock
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually

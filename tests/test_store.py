@@ -1,4 +1,4 @@
-"""Tests for pyinformers.cache.store: the Indexer and its indexes."""
+"""Tests for pyinformers.cache._store: the Indexer and its indexes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from pyinformers.api.meta import object_key
-from pyinformers.cache.delta_fifo import DeletedFinalStateUnknown
-from pyinformers.cache.store import (
+from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown
+from pyinformers.cache._store import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
     Indexer,

@@ -2,7 +2,7 @@
 
 Every ``*.jsonl`` file under the transcripts directory is replayed against a
 fresh :class:`~pyinformers.testing.ApiServer` over real HTTP (see
-:mod:`pyinformers.testing.transcripts` for the comparison rules). Each step
+:mod:`tests.support.transcripts` for the comparison rules). Each step
 must match, except for the differences written down in :data:`DIFFERENCES`,
 each with its reason (and listed in ``docs/testing.rst``). A documented
 difference that no longer occurs fails the test too, so the table only
@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pyinformers.testing import transcripts
-
+from tests.support import transcripts as transcripts
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyinformers.api.client import ListPage
-from pyinformers.api.errors import BadRequest
-from pyinformers.api.watch import WatchEvent
+from pyinformers.api._client import ListPage
+from pyinformers.api._errors import BadRequest
+from pyinformers.api._watch import WatchEvent
 from pyinformers.cache import DeltaFIFO, EventHandlerFuncs, SharedIndexInformer
 from pyinformers.testing import FakeListerWatcher, ScriptedListerWatcher, ScriptedWatch, eventually
 from test_informer import pod

@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from pyinformers.api import ApiError, ResourceClient
-from pyinformers.api.transport import release, send
+from pyinformers.api._transport import release, send
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
 

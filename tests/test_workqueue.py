@@ -576,8 +576,8 @@ def test_counters_outlive_a_garbage_collected_queue():
 
 
 def test_collected_queues_are_retired_without_waiting_for_a_scrape():
-    from pyinformers.metrics import collector_for
-    from pyinformers.workqueue.metrics import _Collector
+    from pyinformers._metrics import collector_for
+    from pyinformers.workqueue._metrics import _Collector
 
     registry = CollectorRegistry()
     for i in range(50):
@@ -597,8 +597,7 @@ def test_metrics_registry_false_keeps_a_named_queue_silent():
 
 
 def test_histograms_stay_exact_across_bulk_folds_of_their_buffered_observations():
-    from pyinformers.workqueue import metrics as queue_metrics
-
+    from pyinformers.workqueue import _metrics as queue_metrics
     clock = FakeClock()
     registry = CollectorRegistry()
     q = Queue("folding", clock=clock, metrics_registry=registry)

@@ -1,7 +1,7 @@
 """Scraped queue metrics against client-go's bookkeeping (hypothesis), and scrapes racing the queue.
 
 A named queue keeps raw timestamps and buffered durations and computes its
-metrics when scraped (see :mod:`pyinformers.workqueue.metrics`).
+metrics when scraped (see :mod:`pyinformers.workqueue._metrics`).
 :class:`ClientGoMetrics` is the reference: client-go's ``defaultQueueMetrics``
 on prometheus-client's own ``Counter``, ``Gauge`` and ``Histogram``, updated
 on every operation. :class:`MetricsMachine` drives a named delaying queue
@@ -24,8 +24,8 @@ from test_workqueue_stateful import DelayingQueueMachine
 
 from pyinformers.clock import FakeClock
 from pyinformers.workqueue import DelayingQueue, Queue
-from pyinformers.workqueue import queue as queue_module
-from pyinformers.workqueue.metrics import DURATION_BUCKETS, _Histogram
+from pyinformers.workqueue import _queue as queue_module
+from pyinformers.workqueue._metrics import DURATION_BUCKETS, _Histogram
 
 NAME = "model"
 # Steps that land exactly on bucket bounds, between them, and past the last one.

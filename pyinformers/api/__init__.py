@@ -8,13 +8,14 @@
 * typed errors (:class:`NotFound`, :class:`Conflict`, :class:`Gone`,
   :class:`TooManyRequests` ...) built by :func:`error_from_status`.
 * object helpers (:mod:`pyinformers.api.meta`) and selectors
-  (:mod:`pyinformers.api.selectors`).
+  (:mod:`pyinformers.api._selectors`).
 * :func:`to_model` -- a cached dict as the official client's typed model.
 """
 
-from pyinformers.api.client import ListPage, ResourceClient
-from pyinformers.api.config import ConfigurationError, build_api_client
-from pyinformers.api.errors import (
+from pyinformers._exports import publish
+from pyinformers.api._client import ListPage, ResourceClient
+from pyinformers.api._config import ConfigurationError, build_api_client
+from pyinformers.api._errors import (
     AlreadyExists,
     ApiError,
     BadRequest,
@@ -29,7 +30,7 @@ from pyinformers.api.errors import (
     Unauthorized,
     error_from_status,
 )
-from pyinformers.api.listwatch import ListerWatcher, ListWatch
+from pyinformers.api._listwatch import ListerWatcher, ListWatch
 from pyinformers.api.meta import (
     AlreadyOwnedError,
     annotations,
@@ -46,17 +47,17 @@ from pyinformers.api.meta import (
     split_key,
     uid,
 )
-from pyinformers.api.models import from_model, to_model
-from pyinformers.api.permissions import DeclaredClient, Grant, Permissions, UndeclaredVerb
-from pyinformers.api.resource import Resource
-from pyinformers.api.selectors import (
+from pyinformers.api._models import from_model, to_model
+from pyinformers.api._permissions import DeclaredClient, Grant, Permissions, UndeclaredVerb
+from pyinformers.api._resource import Resource
+from pyinformers.api._selectors import (
     FieldSelector,
     LabelSelector,
     Requirement,
     as_field_selector,
     as_label_selector,
 )
-from pyinformers.api.watch import WatchEvent, WatchEventType, WatchStream
+from pyinformers.api._watch import WatchEvent, WatchEventType, WatchStream
 
 __all__ = [
     # resources
@@ -116,3 +117,5 @@ __all__ = [
     "Permissions",
     "UndeclaredVerb",
 ]
+
+publish(globals(), __all__)

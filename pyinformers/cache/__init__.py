@@ -21,11 +21,12 @@ The modules of this package are internal: import from ``pyinformers.cache``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pyinformers._exports import lazy_face
 
 if TYPE_CHECKING:
-    from pyinformers.cache.store import (
+    from pyinformers.cache._store import (
         Indexer as Indexer,
         IndexFunc as IndexFunc,
         NAMESPACE_INDEX as NAMESPACE_INDEX,
@@ -34,62 +35,52 @@ if TYPE_CHECKING:
         controller_owner_uid_index as controller_owner_uid_index,
         default_indexers as default_indexers,
     )
-    from pyinformers.cache.delta_fifo import (
+    from pyinformers.cache._delta_fifo import (
         DeltaFIFO as DeltaFIFO,
         Delta as Delta,
         DeltaType as DeltaType,
         DeletedFinalStateUnknown as DeletedFinalStateUnknown,
         FIFOClosedError as FIFOClosedError,
     )
-    from pyinformers.cache.lister import Lister as Lister, NamespaceLister as NamespaceLister
-    from pyinformers.cache.reflector import Reflector as Reflector
-    from pyinformers.cache.reflector_options import ReflectorOptions as ReflectorOptions
-    from pyinformers.cache.informer import SharedIndexInformer as SharedIndexInformer
-    from pyinformers.cache.processor import (
+    from pyinformers.cache._lister import Lister as Lister, NamespaceLister as NamespaceLister
+    from pyinformers.cache.reflector._reflector import Reflector as Reflector
+    from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
+    from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
+    from pyinformers.cache._processor import (
         ResourceEventHandler as ResourceEventHandler,
         EventHandlerFuncs as EventHandlerFuncs,
         HandlerRegistration as HandlerRegistration,
     )
-    from pyinformers.cache.factory import SharedInformerFactory as SharedInformerFactory
-    from pyinformers.cache.transforms import drop_managed_fields as drop_managed_fields, chain as chain
+    from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
+    from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields, chain as chain
 
 _EXPORTS = {
-    "Indexer": "store",
-    "IndexFunc": "store",
-    "NAMESPACE_INDEX": "store",
-    "OWNER_UID_INDEX": "store",
-    "namespace_index": "store",
-    "controller_owner_uid_index": "store",
-    "default_indexers": "store",
-    "DeltaFIFO": "delta_fifo",
-    "Delta": "delta_fifo",
-    "DeltaType": "delta_fifo",
-    "DeletedFinalStateUnknown": "delta_fifo",
-    "FIFOClosedError": "delta_fifo",
-    "Lister": "lister",
-    "NamespaceLister": "lister",
-    "Reflector": "reflector",
-    "ReflectorOptions": "reflector_options",
-    "SharedIndexInformer": "informer",
-    "ResourceEventHandler": "processor",
-    "EventHandlerFuncs": "processor",
-    "HandlerRegistration": "processor",
-    "SharedInformerFactory": "factory",
-    "drop_managed_fields": "transforms",
-    "chain": "transforms",
+    "Indexer": "pyinformers.cache._store",
+    "IndexFunc": "pyinformers.cache._store",
+    "NAMESPACE_INDEX": "pyinformers.cache._store",
+    "OWNER_UID_INDEX": "pyinformers.cache._store",
+    "namespace_index": "pyinformers.cache._store",
+    "controller_owner_uid_index": "pyinformers.cache._store",
+    "default_indexers": "pyinformers.cache._store",
+    "DeltaFIFO": "pyinformers.cache._delta_fifo",
+    "Delta": "pyinformers.cache._delta_fifo",
+    "DeltaType": "pyinformers.cache._delta_fifo",
+    "DeletedFinalStateUnknown": "pyinformers.cache._delta_fifo",
+    "FIFOClosedError": "pyinformers.cache._delta_fifo",
+    "Lister": "pyinformers.cache._lister",
+    "NamespaceLister": "pyinformers.cache._lister",
+    "Reflector": "pyinformers.cache.reflector",
+    "ReflectorOptions": "pyinformers.cache.reflector",
+    "SharedIndexInformer": "pyinformers.cache._informer",
+    "ResourceEventHandler": "pyinformers.cache._processor",
+    "EventHandlerFuncs": "pyinformers.cache._processor",
+    "HandlerRegistration": "pyinformers.cache._processor",
+    "SharedInformerFactory": "pyinformers.cache._factory",
+    "drop_managed_fields": "pyinformers.cache._transforms",
+    "chain": "pyinformers.cache._transforms",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS, globals())

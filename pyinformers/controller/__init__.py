@@ -11,31 +11,27 @@
   :func:`resource_version_changed`, :func:`label_selector`, :func:`is_resync`,
   combined with :func:`all_of`, :func:`any_of`, :func:`not_`.
 * :func:`install_crd` -- create a CRD and wait until the API server serves it.
-* :class:`Manager` -- runs controllers on one API client and one informer
-  factory, with signal handling, ``/metrics``, ``/healthz`` and ``/readyz``;
-  :class:`TLSFiles` and :class:`ApiServerAuth` secure its ``/metrics``;
-  :class:`LeaderElectionConfig` and :class:`ShardingConfig` run it as
-  several replicas (docs/ha.rst).
+
+The process that runs controllers (``Manager``, ``Operator``, probes, leader
+election) is :mod:`pyinformers.manager`; its names imported from here still
+work for one release, with a :class:`DeprecationWarning`.
 
 Layering: imports ``clock``, ``api``, ``cache``, ``workqueue`` and
 ``leaderelection``; never ``testing``.
 """
 
-from pyinformers.controller.controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch, Watchable
-from pyinformers.controller.crds import install_crd
-from pyinformers.controller.event import Event, EventKind
-from pyinformers.controller.handlers import (
+from pyinformers._exports import lazy_face, publish
+from pyinformers.controller._controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch, Watchable
+from pyinformers.controller._crds import install_crd
+from pyinformers.controller._event import Event, EventKind
+from pyinformers.controller._handlers import (
     BoundHandler,
     EnqueueForObject,
     EnqueueForOwner,
     EnqueueMapped,
     EventHandler,
 )
-from pyinformers.controller.leader import LeaderElectionConfig
-from pyinformers.controller.sharding import ShardingConfig
-from pyinformers.controller.manager import ANY_PORT, ConfigurationError, Manager
-from pyinformers.controller.metrics_auth import ApiServerAuth
-from pyinformers.controller.predicates import (
+from pyinformers.controller._predicates import (
     Predicate,
     all_of,
     annotations_changed,
@@ -47,15 +43,11 @@ from pyinformers.controller.predicates import (
     not_,
     resource_version_changed,
 )
-from pyinformers.controller.probes import TLSFiles
-from pyinformers.controller.result import Result
+from pyinformers.controller._result import Result
 
 __all__ = [
-    "ANY_PORT",
-    "ApiServerAuth",
     "BoundHandler",
     "CacheSyncTimeout",
-    "ConfigurationError",
     "Controller",
     "EnqueueForObject",
     "EnqueueForOwner",
@@ -64,12 +56,8 @@ __all__ = [
     "EventHandler",
     "EventKind",
     "InformersNotStarted",
-    "LeaderElectionConfig",
-    "Manager",
     "Predicate",
     "Result",
-    "ShardingConfig",
-    "TLSFiles",
     "Watch",
     "Watchable",
     "all_of",
@@ -83,3 +71,16 @@ __all__ = [
     "not_",
     "resource_version_changed",
 ]
+
+publish(globals(), __all__)
+
+# Moved to pyinformers.manager in 0.2 (CHANGELOG.rst); kept for one release.
+__getattr__, _ = lazy_face(
+    __name__,
+    {},
+    globals(),
+    deprecated={
+        name: ("pyinformers.manager", f"pyinformers.manager.{name}")
+        for name in ("ANY_PORT", "ApiServerAuth", "ConfigurationError", "LeaderElectionConfig", "Manager", "ShardingConfig", "TLSFiles")
+    },
+)

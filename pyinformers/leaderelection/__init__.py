@@ -12,11 +12,12 @@ Layering: imports ``clock``, ``metrics``, ``api`` and ``resources``; the
 ``controller`` layer builds on it (the Manager's ``leader_election``).
 """
 
-from pyinformers.leaderelection.elector import JITTER_FACTOR, ElectionTiming, ElectorState, LeaderElector
-from pyinformers.leaderelection.lock import LeaseLock, ResourceLock
-from pyinformers.leaderelection.record import LeaderElectionRecord, format_micro_time, parse_micro_time
-from pyinformers.leaderelection.rendezvous import assign, shard_of
-from pyinformers.leaderelection.shards import ShardCoordinator
+from pyinformers._exports import publish
+from pyinformers.leaderelection._elector import JITTER_FACTOR, ElectionTiming, ElectorState, LeaderElector
+from pyinformers.leaderelection._lock import LeaseLock, ResourceLock
+from pyinformers.leaderelection._record import LeaderElectionRecord, format_micro_time, parse_micro_time
+from pyinformers.leaderelection._rendezvous import assign, shard_of
+from pyinformers.leaderelection._shards import ShardCoordinator
 
 __all__ = [
     "JITTER_FACTOR",
@@ -32,3 +33,5 @@ __all__ = [
     "parse_micro_time",
     "shard_of",
 ]
+
+publish(globals(), __all__)

@@ -6,9 +6,10 @@ bounded buffer and aggregates identical events into one Event with a growing
 tests replace.
 """
 
-from pyinformers.record.correlator import CorrelationKey, EventCorrelator, EventRecord
-from pyinformers.record.recorder import EventRecorder, EventType, RecorderStats
-from pyinformers.record.sink import EventSink, ResourceClientSink
+from pyinformers._exports import publish
+from pyinformers.record._correlator import CorrelationKey, EventCorrelator, EventRecord
+from pyinformers.record._recorder import EventRecorder, EventType, RecorderStats
+from pyinformers.record._sink import EventSink, ResourceClientSink
 
 __all__ = [
     "CorrelationKey",
@@ -20,3 +21,5 @@ __all__ = [
     "RecorderStats",
     "ResourceClientSink",
 ]
+
+publish(globals(), __all__)

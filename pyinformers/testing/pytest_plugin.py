@@ -29,16 +29,16 @@ Either server: the ``k8s`` fixture
 ----------------------------------
 
 ``k8s``
-    A :class:`~pyinformers.testing.clusters.Cluster` for the test: a fresh
+    A :class:`~pyinformers.testing._clusters.Cluster` for the test: a fresh
     embedded server, or the session's one real
-    :class:`~pyinformers.testing.controlplane.ControlPlane` (etcd,
+    :class:`~pyinformers.testing.envtest.ControlPlane` (etcd,
     kube-apiserver and kube-controller-manager, started on first use and
     stopped at the end of the run), with a fresh namespace of the test's own
     either way (``k8s.namespace``). ``k8s.api_client()``,
     ``k8s.write_kubeconfig()``, ``k8s.client_for_service_account(...)``
     (real only), ``k8s.simulate_workloads()``.
 ``k8s_control_plane``
-    The session's :class:`~pyinformers.testing.controlplane.ControlPlane`
+    The session's :class:`~pyinformers.testing.envtest.ControlPlane`
     (skips the test when the binaries are missing).
 
 Which server a run uses is chosen once: ``--k8s-server=embedded|real|both``
@@ -56,8 +56,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
-from pyinformers.testing.clusters import EMBEDDED, REAL, Cluster, namespace_for, selected_servers
-from pyinformers.testing.server import ApiServer
+from pyinformers.testing._clusters import EMBEDDED, REAL, Cluster, namespace_for, selected_servers
+from pyinformers.testing.apiserver._server import ApiServer
 
 __all__ = ["api_server", "api_server_factory", "kubeconfig", "api_client", "k8s", "k8s_control_plane"]
 
@@ -95,7 +95,7 @@ def pytest_collection_modifyitems(config: Any, items: list) -> None:
     missing: Optional[str] = None
     servers = _servers(config)
     if REAL in servers:
-        from pyinformers.testing.envtest_assets import MissingBinaries, find_binaries
+        from pyinformers.testing.envtest._assets import MissingBinaries, find_binaries
 
         try:
             find_binaries()
@@ -138,7 +138,7 @@ def pytest_report_header(config: Any) -> Optional[str]:
     servers = _servers(config)
     if REAL not in servers:
         return f"k8s fixture server: {', '.join(servers)}"
-    from pyinformers.testing.envtest_assets import MissingBinaries, find_binaries
+    from pyinformers.testing.envtest._assets import MissingBinaries, find_binaries
 
     try:
         where = f"binaries in {find_binaries().directory}"
@@ -169,8 +169,8 @@ class _SessionControlPlane:
         self.failure: Optional[BaseException] = None
 
     def get(self) -> Any:
-        from pyinformers.testing.controlplane import ControlPlane, MissingBinaries
-        from pyinformers.testing.envtest_assets import find_binaries
+        from pyinformers.testing.envtest._controlplane import ControlPlane, MissingBinaries
+        from pyinformers.testing.envtest._assets import find_binaries
 
         if self.failure is not None:
             if isinstance(self.failure, MissingBinaries):

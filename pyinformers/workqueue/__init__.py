@@ -9,14 +9,15 @@
 * Rate limiters: :class:`ItemExponentialFailureRateLimiter`,
   :class:`ItemFastSlowRateLimiter`, :class:`BucketRateLimiter`,
   :class:`MaxOfRateLimiter`, :func:`default_controller_rate_limiter`.
-* Named queues report Prometheus metrics (:mod:`pyinformers.workqueue.metrics`).
+* Named queues report Prometheus metrics (:mod:`pyinformers.workqueue._metrics`).
 
 This package imports nothing from :mod:`pyinformers.cache` or above.
 """
 
-from pyinformers.workqueue.delaying import DelayingQueue
-from pyinformers.workqueue.queue import Queue
-from pyinformers.workqueue.rate_limiters import (
+from pyinformers._exports import publish
+from pyinformers.workqueue._delaying import DelayingQueue
+from pyinformers.workqueue._queue import Queue
+from pyinformers.workqueue._rate_limiters import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
@@ -24,7 +25,7 @@ from pyinformers.workqueue.rate_limiters import (
     RateLimiter,
     default_controller_rate_limiter,
 )
-from pyinformers.workqueue.rate_limiting import RateLimitingQueue
+from pyinformers.workqueue._rate_limiting import RateLimitingQueue
 
 __all__ = [
     "BucketRateLimiter",
@@ -37,3 +38,5 @@ __all__ = [
     "RateLimitingQueue",
     "default_controller_rate_limiter",
 ]
+
+publish(globals(), __all__)

@@ -1,6 +1,6 @@
 """``python -m samples.mydeployment``: run the MyDeployment operator against a cluster.
 
-The flags are the library's (:mod:`pyinformers.cli`, ``--help`` lists them);
+The flags are the library's (:mod:`pyinformers.manager._operator`, ``--help`` lists them);
 ``OPERATOR`` is also what ``python -m pyinformers rbac samples.mydeployment``
 reads to print the operator's RBAC.
 """

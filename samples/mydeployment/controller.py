@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from pyinformers.api import meta
-from pyinformers.api.errors import Conflict
-from pyinformers.api.resource import Resource
+from pyinformers.api._errors import Conflict
+from pyinformers.api._resource import Resource
 from pyinformers.controller import Controller, EnqueueForOwner, Result
-from pyinformers.controller.predicates import generation_changed, resource_version_changed
+from pyinformers.controller._predicates import generation_changed, resource_version_changed
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS, SERVICES
 

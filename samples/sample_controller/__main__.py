@@ -2,7 +2,7 @@
 
 The Go sample's ``main.go``: build a client from a kubeconfig (or the
 in-cluster config), start the informers, run the controller with two workers
-until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.cli`,
+until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.manager._operator`,
 ``--help`` lists them); ``OPERATOR`` is also what ``python -m pyinformers rbac
 samples.sample_controller`` reads to print the controller's RBAC.
 """

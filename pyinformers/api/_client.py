@@ -1,0 +1,418 @@
+"""List, watch and write one resource through the official client's ``ApiClient``, on plain dicts.
+
+:class:`ResourceClient` is the only place in pyinformers that speaks HTTP. It
+sends every request through the user's ``kubernetes.client.ApiClient``, so
+kubeconfig contexts, in-cluster config, bearer tokens (refreshed by the
+client's ``refresh_api_key_hook``, which is how exec plugins and token files
+renew), client certificates, proxies and TLS settings all apply exactly as
+the user configured them. What it does *not* use is the generated model
+layer: responses are decoded once with ``orjson`` straight into dicts.
+
+The one dependency on the generated client's shape is
+:func:`pyinformers.api._transport.send` (the ``call_api`` adapter).
+
+Watches. :meth:`ResourceClient.watch` returns a
+:class:`~pyinformers.api._watch.WatchStream` (see :mod:`pyinformers.api._watch`).
+
+Retries. Requests go out under the ``ApiClient``'s own urllib3 retry policy
+(``configuration.retries``). With the default (None: urllib3's ``Retry(3)``)
+urllib3 itself retries a GET answered 429 or 503 *with* a ``Retry-After``
+header up to three times, sleeping that long in the request, before the typed
+error reaches the caller; set ``configuration.retries = False`` to see every
+answer at once (the reflector backs off on its own clock either way).
+
+Thread-safety: a :class:`ResourceClient` holds no mutable state and may be
+shared by any number of threads (the underlying urllib3 pool is thread-safe).
+A :class:`WatchStream` is iterated by one thread; ``close()`` is safe from any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from pyinformers.api._resource import Resource
+from pyinformers.api._selectors import as_field_selector, as_label_selector
+from pyinformers.api._transport import (
+    CONNECT_TIMEOUT,
+    enable_keepalive,
+    raise_for_status,
+    read_json,
+    send,
+    set_read_timeout,
+)
+from pyinformers.api._watch import WatchStream
+
+__all__ = ["ListPage", "ResourceClient", "PATCH_CONTENT_TYPES", "Selector", "selector_query"]
+
+#: ``patch_type`` -> Content-Type of the PATCH request.
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+#: Extra read slack on a watch beyond its server-side ``timeoutSeconds``.
+WATCH_READ_SLACK = 60.0
+
+#: Seconds a watch request waits for the answer's status line and headers. kube-apiserver
+#: sends them at once (a streaming list may first wait up to a few seconds for a fresh
+#: watch cache), so a request unanswered this long went into a stalled connection: it
+#: fails and the reflector re-watches, instead of waiting out the stream's read timeout
+#: (the stall timeout only watches a stream that has started).
+WATCH_HEADER_TIMEOUT = 30.0
+
+Selector = Union[str, Mapping[str, str], Any, None]
+
+
+@dataclass(frozen=True)
+class ListPage:
+    """One page of a list: ``items`` (dicts with ``apiVersion``/``kind`` set), the
+    list's ``resource_version``, the ``continue_`` token for the next page (None on
+    the last page) and the server's ``remaining_item_count`` estimate, if given."""
+
+    items: list
+    resource_version: str
+    continue_: Optional[str] = None
+    remaining_item_count: Optional[int] = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ListPage(items={len(self.items)}, resource_version={self.resource_version!r}, "
+            f"continue_={'...' if self.continue_ else None}, remaining_item_count={self.remaining_item_count})"
+        )
+
+
+def selector_query(value: Selector, kind: str) -> Optional[str]:
+    """A selector argument as the query string the server wants (None: no selector)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, Mapping):
+        if kind == "field":
+            value = as_field_selector(value)
+        elif set(value) <= {"matchLabels", "matchExpressions"}:
+            value = as_label_selector(value)  # the LabelSelector object form
+        else:
+            value = as_label_selector({"matchLabels": value})  # {"app": "web"}: equality on each pair
+    text = str(value)
+    return text or None
+
+
+class ResourceClient:
+    """List, watch, read and write one :class:`Resource` on dicts, through ``api_client``.
+
+    ``request_timeout`` is the per-read timeout (seconds) of non-watch requests;
+    a watch reads without one beyond its server timeout (plus slack), because a
+    healthy watch can be quiet for minutes.
+
+    Every method raises a typed :class:`~pyinformers.api._errors.ApiError` when
+    the server answers with an error; network failures propagate as the
+    underlying urllib3/OSError exceptions. Thread-safe, stateless.
+    """
+
+    def __init__(self, api_client: Any, resource: Resource, *, request_timeout: Optional[float] = 60.0) -> None:
+        if not isinstance(resource, Resource):
+            raise TypeError(f"resource must be a Resource, got {type(resource).__name__}")
+        self._api_client = api_client
+        self._resource = resource
+        self._request_timeout = request_timeout
+
+    @property
+    def resource(self) -> Resource:
+        return self._resource
+
+    @property
+    def api_client(self) -> Any:
+        return self._api_client
+
+    # -- helpers -----------------------------------------------------------------------
+    def _timeout(self, timeout: Optional[float]) -> Any:
+        read = timeout if timeout is not None else self._request_timeout
+        return (CONNECT_TIMEOUT, read) if read is not None else (CONNECT_TIMEOUT, None)
+
+    def _collection_namespace(self, namespace: Optional[str]) -> Optional[str]:
+        if namespace is not None and not self._resource.namespaced:
+            raise ValueError(f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})")
+        return namespace
+
+    def _object_namespace(self, namespace: Optional[str], obj: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+        """The namespace of one object: required for namespaced resources, forbidden otherwise."""
+        if namespace is None and obj is not None:
+            namespace = (obj.get("metadata") or {}).get("namespace")
+        if self._resource.namespaced:
+            if not namespace:
+                raise ValueError(f"{self._resource} is namespaced: a namespace is required")
+            return namespace
+        if namespace and obj is None:
+            raise ValueError(f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})")
+        return None
+
+    def _object_path(self, namespace: Optional[str], name: Any, subresource: Optional[str] = None) -> str:
+        """The path of one object. Raises ValueError, naming the argument, before any request.
+
+        ``name`` is required, and neither it nor the namespace may be ``.``,
+        ``..`` or contain ``/`` or ``%`` (see :meth:`Resource.path`): such a
+        name would address another object, or a whole namespace.
+        """
+        if name is None:
+            raise ValueError(f"name is required to address one {self._resource.kind}")
+        return self._resource.path(self._object_namespace(namespace), name, subresource)
+
+    @staticmethod
+    def _name_of(obj: Mapping[str, Any]) -> str:
+        name = (obj.get("metadata") or {}).get("name")
+        if not name:
+            raise ValueError("the object has no metadata.name")
+        return name
+
+    def _fill_type(self, items: list) -> list:
+        kind = self._resource.kind
+        api_version = self._resource.api_version
+        for item in items:
+            if "kind" not in item:
+                item["kind"] = kind
+            if "apiVersion" not in item:
+                item["apiVersion"] = api_version
+        return items
+
+    def _object(self, method: str, path: str, query: Sequence[tuple[str, Any]] = (), **kwargs: Any) -> dict:
+        response = send(self._api_client, method, path, query, timeout=self._timeout(None), **kwargs)
+        return read_json(response)
+
+    # -- reads -------------------------------------------------------------------------
+    def list(
+        self,
+        namespace: Optional[str] = None,
+        *,
+        label_selector: Selector = None,
+        field_selector: Selector = None,
+        limit: Optional[int] = None,
+        continue_: Optional[str] = None,
+        resource_version: Optional[str] = None,
+        resource_version_match: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> ListPage:
+        """One page of the collection (all namespaces when ``namespace`` is None).
+
+        Raises :class:`~pyinformers.api._errors.Gone` when ``continue_`` expired.
+        """
+        query: list[tuple[str, Any]] = []
+        label = selector_query(label_selector, "label")
+        field = selector_query(field_selector, "field")
+        if label:
+            query.append(("labelSelector", label))
+        if field:
+            query.append(("fieldSelector", field))
+        if limit is not None:
+            if limit <= 0:
+                raise ValueError(f"limit must be positive, got {limit}")
+            query.append(("limit", int(limit)))
+        if continue_:
+            query.append(("continue", continue_))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        if resource_version_match is not None:
+            query.append(("resourceVersionMatch", resource_version_match))
+        path = self._resource.path(self._collection_namespace(namespace))
+        body = read_json(send(self._api_client, "GET", path, query, timeout=self._timeout(timeout)))
+        if not isinstance(body, dict):
+            raise ValueError(f"list {path}: expected a JSON object, got {type(body).__name__}")
+        metadata = body.get("metadata") or {}
+        items = body.get("items") or []
+        return ListPage(
+            items=self._fill_type(items),
+            resource_version=metadata.get("resourceVersion") or "",
+            continue_=metadata.get("continue") or None,
+            remaining_item_count=metadata.get("remainingItemCount"),
+        )
+
+    def list_all(
+        self,
+        namespace: Optional[str] = None,
+        *,
+        label_selector: Selector = None,
+        field_selector: Selector = None,
+        page_size: int = 500,
+        timeout: Optional[float] = None,
+    ) -> ListPage:
+        """Every page of the collection, as one :class:`ListPage` (consistent snapshot).
+
+        The resourceVersion is the first page's (the snapshot all pages come
+        from). A continue token that expires mid-way raises Gone: start again.
+        """
+        items: list = []
+        first_rv: Optional[str] = None
+        token: Optional[str] = None
+        while True:
+            page = self.list(
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_=token,
+                timeout=timeout,
+            )
+            items.extend(page.items)
+            if first_rv is None:
+                first_rv = page.resource_version
+            token = page.continue_
+            if not token:
+                return ListPage(items=items, resource_version=first_rv or page.resource_version)
+
+    def watch(
+        self,
+        namespace: Optional[str] = None,
+        *,
+        resource_version: Optional[str] = None,
+        label_selector: Selector = None,
+        field_selector: Selector = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: Optional[int] = None,
+        send_initial_events: bool = False,
+        resource_version_match: Optional[str] = None,
+    ) -> WatchStream:
+        """Open a watch and return its :class:`WatchStream` (the caller closes it).
+
+        An error answer to the request itself (e.g. 410 for a compacted
+        ``resource_version``) raises here; one sent inside the stream raises
+        from iteration. ``send_initial_events`` asks for a streaming list (the
+        server sends the current objects as ADDED, then a BOOKMARK annotated
+        ``k8s.io/initial-events-end``); it implies ``resource_version_match=
+        "NotOlderThan"`` and bookmarks, as the API requires.
+        """
+        query: list[tuple[str, Any]] = [("watch", "true")]
+        label = selector_query(label_selector, "label")
+        field = selector_query(field_selector, "field")
+        if label:
+            query.append(("labelSelector", label))
+        if field:
+            query.append(("fieldSelector", field))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        if send_initial_events:
+            allow_bookmarks = True
+            query.append(("sendInitialEvents", "true"))
+            resource_version_match = resource_version_match or "NotOlderThan"
+        if resource_version_match is not None:
+            query.append(("resourceVersionMatch", resource_version_match))
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        read_timeout: Optional[float] = None
+        if timeout_seconds is not None:
+            if timeout_seconds <= 0:
+                raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds}")
+            query.append(("timeoutSeconds", int(timeout_seconds)))
+            read_timeout = float(timeout_seconds) + WATCH_READ_SLACK
+        path = self._resource.path(self._collection_namespace(namespace))
+        header_timeout = WATCH_HEADER_TIMEOUT if read_timeout is None else min(WATCH_HEADER_TIMEOUT, read_timeout)
+        response = send(self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, header_timeout))
+        raise_for_status(response)
+        set_read_timeout(response, read_timeout)  # the stream: timeoutSeconds + slack, or none
+        enable_keepalive(response)  # a vanished peer fails the read in about a minute
+        return WatchStream(response, self._resource)
+
+    def get(self, name: str, namespace: Optional[str] = None) -> dict:
+        """The object ``name`` (in ``namespace`` for namespaced resources); NotFound if absent."""
+        path = self._object_path(namespace, name)
+        return self._fill_type([self._object("GET", path)])[0]
+
+    # -- writes ------------------------------------------------------------------------
+    def create(self, obj: Mapping[str, Any], namespace: Optional[str] = None) -> dict:
+        """Create ``obj`` (namespace from the argument or ``obj.metadata.namespace``); returns the stored object."""
+        ns = self._object_namespace(namespace, obj)
+        body = dict(obj)
+        body.setdefault("apiVersion", self._resource.api_version)
+        body.setdefault("kind", self._resource.kind)
+        return self._object("POST", self._resource.path(ns), body=body, headers={"Content-Type": "application/json"})
+
+    def replace(self, obj: Mapping[str, Any]) -> dict:
+        """PUT ``obj`` over the stored one; Conflict if its resourceVersion is stale."""
+        ns = self._object_namespace(None, obj)
+        path = self._resource.path(ns, self._name_of(obj))
+        return self._object("PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"})
+
+    def replace_status(self, obj: Mapping[str, Any]) -> dict:
+        """PUT ``obj`` to the ``status`` subresource (only its status is written)."""
+        ns = self._object_namespace(None, obj)
+        path = self._resource.path(ns, self._name_of(obj), "status")
+        return self._object("PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"})
+
+    def patch(
+        self,
+        name: str,
+        body: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        namespace: Optional[str] = None,
+        *,
+        patch_type: str = "merge",
+        subresource: Optional[str] = None,
+        field_manager: Optional[str] = None,
+        force: bool = False,
+    ) -> dict:
+        """Patch the object ``name``.
+
+        ``patch_type``: ``"merge"`` (RFC 7386 JSON merge patch, a dict),
+        ``"json"`` (RFC 6902 JSON patch, a list of operations), ``"strategic"``
+        (strategic merge patch, built-in types only) or ``"apply"`` (server-side
+        apply; needs ``field_manager``; ``force`` takes over conflicting fields).
+        """
+        try:
+            content_type = PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(
+                f"patch_type must be one of {', '.join(PATCH_CONTENT_TYPES)}, got {patch_type!r}"
+            ) from None
+        if patch_type == "json":
+            if not isinstance(body, (list, tuple)):
+                raise ValueError("a JSON patch is a list of operations")
+            body = [dict(op) for op in body]
+        elif not isinstance(body, Mapping):
+            raise ValueError(f"a {patch_type} patch is an object (dict)")
+        query: list[tuple[str, Any]] = []
+        if field_manager:
+            query.append(("fieldManager", field_manager))
+        if patch_type == "apply":
+            if not field_manager:
+                raise ValueError("server-side apply needs a field_manager")
+            if force:
+                query.append(("force", "true"))
+        path = self._object_path(namespace, name, subresource)
+        return self._object("PATCH", path, query, body=body, headers={"Content-Type": content_type})
+
+    def delete(
+        self,
+        name: str,
+        namespace: Optional[str] = None,
+        *,
+        propagation_policy: Optional[str] = None,
+        grace_period_seconds: Optional[int] = None,
+        preconditions: Optional[Mapping[str, str]] = None,
+    ) -> dict:
+        """Delete the object ``name``; returns what the server answered (the object or a Status).
+
+        ``propagation_policy``: ``"Foreground"``, ``"Background"`` or ``"Orphan"``.
+        ``preconditions``: ``{"uid": ..., "resourceVersion": ...}`` (Conflict when they fail).
+        """
+        if propagation_policy is not None and propagation_policy not in ("Foreground", "Background", "Orphan"):
+            raise ValueError(f"propagation_policy must be Foreground, Background or Orphan, got {propagation_policy!r}")
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = int(grace_period_seconds)
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        path = self._object_path(namespace, name)
+        return self._object("DELETE", path, body=options, headers={"Content-Type": "application/json"})
+
+    def _with_type(self, obj: Mapping[str, Any]) -> dict:
+        body = dict(obj)
+        body.setdefault("apiVersion", self._resource.api_version)
+        body.setdefault("kind", self._resource.kind)
+        return body
+
+    def __repr__(self) -> str:
+        host = getattr(getattr(self._api_client, "configuration", None), "host", "?")
+        return f"<ResourceClient {self._resource} at {host}>"

@@ -1,0 +1,262 @@
+"""SharedInformerFactory: one shared informer per (resource, namespace), started and stopped together.
+
+Controllers ask the factory for the informer of a resource instead of
+building their own, so two controllers watching Pods share one watch, one
+cache and one set of threads. Every informer the factory makes gets the
+factory's defaults: resync period, namespace, label and field selectors,
+transform (``drop_managed_fields`` unless told otherwise) and the built-in
+indexes (by namespace and by controller owner UID).
+
+The factory also records what its users need from the API server
+(:meth:`SharedInformerFactory.permissions`): ``get``/``list``/``watch`` on
+every resource it made an informer for, and the verbs each writer declared
+in :meth:`SharedInformerFactory.client`. ``python -m pyinformers rbac`` turns
+that record into RBAC (:mod:`pyinformers.rbac`).
+
+Thread-safety: every method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+from pyinformers.api._client import ResourceClient
+from pyinformers.api._config import build_api_client
+from pyinformers.api._listwatch import ListWatch
+from pyinformers.api._permissions import READ_VERBS, DeclaredClient, Permissions
+from pyinformers.api._resource import Resource
+from pyinformers.api._selectors import as_field_selector, as_label_selector
+from pyinformers.cache._informer import SharedIndexInformer
+from pyinformers.cache._lister import Lister
+from pyinformers.cache.reflector._options import ReflectorOptions
+from pyinformers.cache._store import default_indexers
+from pyinformers.cache._transforms import drop_managed_fields
+from pyinformers.clock import Clock
+
+__all__ = ["SharedInformerFactory"]
+
+_DEFAULT = object()  # "use the factory's namespace"
+
+
+def _check_selector(value: Any, argument: str, parse: Callable[[Any], Any]) -> None:
+    """Raise ValueError (TypeError for a value of the wrong type) unless ``value`` parses."""
+    try:
+        parse(value)
+    except ValueError as error:
+        raise ValueError(f"{argument} {value!r} is malformed: {error}") from None
+
+
+class SharedInformerFactory:
+    """Shared informers for many resources, from one API client.
+
+    :param api_client: an official ``kubernetes.client.ApiClient``; or give
+        ``kubeconfig`` (a path); with neither, the in-cluster configuration or
+        ``~/.kube/config`` is used (:func:`~pyinformers.api._config.build_api_client`;
+        raises :class:`~pyinformers.api._config.ConfigurationError` naming the file).
+    :param resync_period: default resync period of every informer (seconds; 0: none).
+    :param namespace: watch only this namespace (``None``: all); per-call
+        ``informer(..., namespace=...)`` overrides it. Ignored for
+        cluster-scoped resources.
+    :param label_selector: restrict every informer to objects with these labels
+        (checked here: a malformed selector raises ValueError at once).
+    :param field_selector: restrict every informer by fields (``metadata.name=x``;
+        checked here too).
+    :param transform: applied to every object before caching; the default
+        drops ``metadata.managedFields``; ``None`` keeps objects as sent.
+    :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` for every
+        Reflector (a mapping of the same names is converted; mistakes raise here).
+    :param metrics_registry: prometheus-client registry (default global; ``False``: none).
+    """
+
+    def __init__(
+        self,
+        api_client: Any = None,
+        *,
+        kubeconfig: Union[str, os.PathLike, None] = None,
+        resync_period: float = 0,
+        namespace: Optional[str] = None,
+        label_selector: Any = None,
+        field_selector: Any = None,
+        transform: Optional[Callable[[Any], Any]] = drop_managed_fields,
+        clock: Optional[Clock] = None,
+        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
+        metrics_registry: Any = None,
+    ) -> None:
+        if api_client is not None and kubeconfig is not None:
+            raise ValueError("give either api_client or kubeconfig, not both")
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0, got {resync_period!r}")
+        if transform is not None and not callable(transform):
+            raise TypeError(f"transform must be callable or None, got {transform!r}")
+        # A malformed selector is a mistake no retry fixes (the server answers 400 forever):
+        # refuse it now, naming the argument and the position.
+        _check_selector(label_selector, "label_selector", as_label_selector)
+        _check_selector(field_selector, "field_selector", as_field_selector)
+        self._api_client = api_client if api_client is not None else build_api_client(kubeconfig)
+        self._resync_period = float(resync_period)
+        self._namespace = namespace
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._transform = transform
+        self._clock = clock
+        self._reflector_options = ReflectorOptions.of(reflector_options)
+        self._metrics_registry = metrics_registry
+        self._lock = threading.Lock()
+        # (resource, namespace) -> informer; insertion order = creation order
+        self._informers: dict[tuple[Resource, Optional[str]], SharedIndexInformer] = {}
+        self._clients: dict[Resource, ResourceClient] = {}
+        self._permissions = Permissions()
+        self._shut_down = False
+
+    @property
+    def api_client(self) -> Any:
+        return self._api_client
+
+    def _client(self, resource: Resource) -> ResourceClient:
+        if not isinstance(resource, Resource):
+            raise TypeError(f"resource must be a Resource, got {type(resource).__name__}")
+        with self._lock:
+            client = self._clients.get(resource)
+            if client is None:
+                client = self._clients[resource] = ResourceClient(self._api_client, resource)
+            return client
+
+    def client(
+        self,
+        resource: Resource,
+        *,
+        verbs: Optional[Sequence[str]] = None,
+        status_verbs: Sequence[str] = (),
+    ) -> ResourceClient:
+        """A client for ``resource``; declare what it does with ``verbs`` (and ``status_verbs``).
+
+        With ``verbs`` (RBAC verbs such as ``("create", "update")``; ``()``
+        for a status-only writer) the factory records them in
+        :meth:`permissions` and returns a
+        :class:`~pyinformers.api._permissions.DeclaredClient` that refuses any
+        other verb before sending a request. ``status_verbs`` are the verbs on
+        the ``status`` subresource (``("update",)`` for ``replace_status``).
+        Without ``verbs``: the plain, shared :class:`ResourceClient`, and the
+        RBAC generator reports the resource as undeclared.
+        """
+        if verbs is None:
+            if status_verbs:
+                raise ValueError("status_verbs needs verbs too (pass verbs=() for a status-only writer)")
+            client = self._client(resource)
+            self._permissions.note_undeclared(resource)
+            return client
+        verbs = verbs if isinstance(verbs, str) else tuple(verbs)  # a str is refused by grant(), with a hint
+        namespace = self._namespace
+        self._permissions.grant(resource, verbs, namespace=namespace)
+        if status_verbs:
+            self._permissions.grant(resource, status_verbs, namespace=namespace, subresource="status")
+        return DeclaredClient(self._api_client, resource, verbs, {"status": status_verbs} if status_verbs else None)
+
+    def permissions(self) -> Permissions:
+        """What this factory's informers and declared clients need (a live record)."""
+        return self._permissions
+
+    def informer(self, resource: Resource, *, namespace: Any = _DEFAULT) -> SharedIndexInformer:
+        """The one informer for ``resource`` (in ``namespace``), created on first use.
+
+        An informer created after :meth:`start` is not running until
+        :meth:`start` is called again.
+        """
+        client = self._client(resource)
+        ns = self._namespace if namespace is _DEFAULT else namespace
+        if not resource.namespaced:
+            ns = None
+        key = (resource, ns)
+        with self._lock:
+            if self._shut_down:
+                raise RuntimeError("the informer factory was shut down")
+            informer = self._informers.get(key)
+            if informer is None:
+                name = str(resource) if ns is None else f"{resource}@{ns}"
+                lister_watcher = ListWatch(
+                    client, namespace=ns,
+                    label_selector=self._label_selector, field_selector=self._field_selector,
+                )
+                informer = SharedIndexInformer(
+                    lister_watcher,
+                    name=name,
+                    resync_period=self._resync_period,
+                    indexers=default_indexers(),
+                    transform=self._transform,
+                    clock=self._clock,
+                    reflector_options=self._reflector_options,
+                    metrics_registry=self._metrics_registry,
+                )
+                self._informers[key] = informer
+                self._permissions.grant(resource, READ_VERBS, namespace=ns)
+            return informer
+
+    def lister(self, resource: Resource, *, namespace: Any = _DEFAULT) -> Lister:
+        """The lister over :meth:`informer`'s cache."""
+        return self.informer(resource, namespace=namespace).lister
+
+    def informers(self) -> dict[tuple[Resource, Optional[str]], SharedIndexInformer]:
+        """A snapshot of ``{(resource, namespace): informer}``."""
+        with self._lock:
+            return dict(self._informers)
+
+    def start(self) -> None:
+        """Start every informer not yet running (call again after adding informers)."""
+        with self._lock:
+            if self._shut_down:
+                raise RuntimeError("the informer factory was shut down")
+            informers = list(self._informers.values())
+        for informer in informers:
+            informer.start()
+
+    def wait_for_cache_sync(self, timeout: Optional[float] = None) -> dict[Resource, bool]:
+        """Wait until every started informer synced; ``{resource: synced}``.
+
+        ``timeout`` (real seconds) bounds the whole wait. Informers not started
+        are left out. A resource watched in several namespaces is synced when
+        all of them are.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        result: dict[Resource, bool] = {}
+        for (resource, _ns), informer in self.informers().items():
+            if not informer.is_running() and not informer.has_synced():
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            synced = informer.wait_for_sync(remaining)
+            result[resource] = result.get(resource, True) and synced
+        return result
+
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Stop every informer and join their threads within ``timeout`` seconds in all.
+
+        True when every thread ended. The factory cannot be used afterwards.
+        """
+        with self._lock:
+            self._shut_down = True
+            informers = list(self._informers.values())
+        deadline = time.monotonic() + timeout
+        for informer in informers:  # signal all first so they wind down in parallel
+            informer.stop(timeout=0)
+        ok = True
+        for informer in informers:
+            ok = informer.stop(timeout=max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+    def __enter__(self) -> "SharedInformerFactory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            informers = list(self._informers.values())
+        running = sum(1 for i in informers if i.is_running())
+        synced = sum(1 for i in informers if i.has_synced())
+        return (
+            f"<SharedInformerFactory informers={len(informers)} running={running} synced={synced}"
+            f" namespace={self._namespace!r} resync={self._resync_period:g}s>"
+        )

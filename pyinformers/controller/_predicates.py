@@ -1,0 +1,207 @@
+"""Predicates: plain functions ``Event -> bool`` that filter events before they become keys.
+
+A handler evaluates its predicates on every :class:`~pyinformers.controller._event.Event`
+and enqueues keys only when all of them return True. Any callable taking an
+``Event`` is a predicate; the ones here cover the common cases, and
+:func:`all_of`, :func:`any_of` and :func:`not_` compose them.
+
+Adds and deletes always pass the ``*_changed`` predicates: there is nothing to
+compare them with. Only updates are compared.
+
+**Resyncs.** A periodic resync re-delivers each cached object as an update
+whose old and new objects are the same. The ``*_changed`` predicates here let
+resyncs through (``generation_changed`` included), because the point of a
+resync is to give every key a periodic reconcile, and a predicate that
+filters status noise should not silently turn that off. To drop resyncs,
+add :func:`resource_version_changed` (a resync never changes the
+resourceVersion) or ``not_(is_resync)``.
+
+**Objects without a generation.** Kinds without a spec/status split (a
+ConfigMap, a Secret) have no ``metadata.generation``. ``generation_changed``
+lets their updates through rather than dropping all of them (controller-runtime
+drops them, which surprises people): it filters only when both sides carry a
+generation.
+
+**An update missing its old or new object.** An informer never delivers
+one, but a hand-built :class:`~pyinformers.controller._event.Event` can:
+every predicate here returns False for it (the event is dropped), as
+controller-runtime's predicates do, rather than guessing what changed.
+
+All predicates are pure and thread-safe; they must never mutate the objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional
+
+from pyinformers.controller._event import Event, EventKind
+
+__all__ = [
+    "Predicate",
+    "all_of",
+    "annotations_changed",
+    "any_of",
+    "generation_changed",
+    "is_resync",
+    "label_selector",
+    "labels_changed",
+    "not_",
+    "resource_version_changed",
+]
+
+#: A predicate: True lets the event through.
+Predicate = Callable[[Event], bool]
+
+
+def _meta(obj: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
+    if not obj:
+        return {}
+    return obj.get("metadata") or {}
+
+
+def _incomplete_update(event: Event) -> bool:
+    """An update without its old or its new object (see the module notes)."""
+    return event.type is EventKind.UPDATE and (event.old is None or event.obj is None)
+
+
+def is_resync(event: Event) -> bool:
+    """True for a periodic resync (an update with the same object on both sides)."""
+    return event.is_resync
+
+
+def generation_changed(event: Event) -> bool:
+    """Let an update through only when ``metadata.generation`` changed.
+
+    The API server bumps the generation when the desired state changes: the
+    spec of most kinds, but also a Deployment's annotations and the marking of
+    any object for deletion (``deletionTimestamp``). So this drops status-only
+    updates and most label-only ones. Kinds with no spec (ConfigMaps, Secrets,
+    Namespaces, Leases) carry no generation at all: their updates always pass,
+    as do adds, deletes and resyncs (see the module notes).
+    """
+    if event.type is not EventKind.UPDATE:
+        return True
+    if _incomplete_update(event):
+        return False
+    if event.is_resync:
+        return True
+    old = _meta(event.old).get("generation")
+    new = _meta(event.obj).get("generation")
+    if old is None or new is None:
+        return True
+    return old != new
+
+
+def labels_changed(event: Event) -> bool:
+    """Let an update through only when ``metadata.labels`` changed (adds, deletes, resyncs pass)."""
+    if event.type is not EventKind.UPDATE:
+        return True
+    if _incomplete_update(event):
+        return False
+    if event.is_resync:
+        return True
+    return (_meta(event.old).get("labels") or {}) != (_meta(event.obj).get("labels") or {})
+
+
+def annotations_changed(event: Event) -> bool:
+    """Let an update through only when ``metadata.annotations`` changed (adds, deletes, resyncs pass)."""
+    if event.type is not EventKind.UPDATE:
+        return True
+    if _incomplete_update(event):
+        return False
+    if event.is_resync:
+        return True
+    return (_meta(event.old).get("annotations") or {}) != (_meta(event.obj).get("annotations") or {})
+
+
+def resource_version_changed(event: Event) -> bool:
+    """Let an update through only when ``metadata.resourceVersion`` changed.
+
+    Every real change bumps the resourceVersion and a resync never does, so
+    this is the predicate that drops resyncs. Adds and deletes pass.
+    """
+    if event.type is not EventKind.UPDATE:
+        return True
+    if event.is_resync or _incomplete_update(event):
+        return False
+    return _meta(event.old).get("resourceVersion") != _meta(event.obj).get("resourceVersion")
+
+
+def label_selector(selector: Any) -> Predicate:
+    """A predicate passing events for objects whose labels match ``selector``.
+
+    ``selector`` is anything :func:`pyinformers.api._selectors.as_label_selector`
+    takes: a string (``"app=web,tier!=db"``), a ``LabelSelector`` dict
+    (``matchLabels``/``matchExpressions``) or a ``LabelSelector``; it is parsed
+    once, here, so a bad selector fails at wiring time with ``ValueError``.
+
+    An update passes when the old *or* the new object matches, so a
+    controller also hears about an object leaving its selection. A delete
+    whose final state is unknown (a tombstone without an object) passes.
+    """
+    from pyinformers.api._selectors import as_label_selector
+
+    parsed = as_label_selector(selector)
+
+    def matches(obj: Optional[Mapping[str, Any]]) -> bool:
+        return parsed.matches(_meta(obj).get("labels") or {})
+
+    def predicate(event: Event) -> bool:
+        if _incomplete_update(event):
+            return False
+        if event.obj is None:
+            return True
+        if event.type is EventKind.UPDATE and event.old is not None and event.old is not event.obj:
+            return matches(event.obj) or matches(event.old)
+        return matches(event.obj)
+
+    predicate.__name__ = predicate.__qualname__ = f"label_selector({str(parsed)!r})"
+    return predicate
+
+
+def _name(predicate: Predicate) -> str:
+    return getattr(predicate, "__name__", None) or repr(predicate)
+
+
+def _check(predicates: tuple[Any, ...], combinator: str) -> tuple[Predicate, ...]:
+    for p in predicates:
+        if not callable(p):
+            raise TypeError(f"{combinator}() takes predicates (callables Event -> bool), got {p!r}")
+    return tuple(predicates)
+
+
+def all_of(*predicates: Predicate) -> Predicate:
+    """True when every predicate is (short-circuits; ``all_of()`` is always True)."""
+    preds = _check(predicates, "all_of")
+
+    def predicate(event: Event) -> bool:
+        return all(p(event) for p in preds)
+
+    predicate.__name__ = predicate.__qualname__ = f"all_of({', '.join(map(_name, preds))})"
+    return predicate
+
+
+def any_of(*predicates: Predicate) -> Predicate:
+    """True when at least one predicate is (short-circuits; ``any_of()`` is always False)."""
+    preds = _check(predicates, "any_of")
+
+    def predicate(event: Event) -> bool:
+        return any(p(event) for p in preds)
+
+    predicate.__name__ = predicate.__qualname__ = f"any_of({', '.join(map(_name, preds))})"
+    return predicate
+
+
+def not_(predicate: Predicate) -> Predicate:
+    """The negation of ``predicate``.
+
+    Careful with resyncs: ``not_(generation_changed)`` drops them, since
+    ``generation_changed`` lets them through.
+    """
+    (inner,) = _check((predicate,), "not_")
+
+    def negated(event: Event) -> bool:
+        return not inner(event)
+
+    negated.__name__ = negated.__qualname__ = f"not_({_name(inner)})"
+    return negated

@@ -1,0 +1,135 @@
+"""Leader election for the :class:`~pyinformers.manager._manager.Manager`: settings and the worker gate.
+
+With ``Manager(leader_election=True, leader_election_id="my-operator")``
+every replica starts its informers and waits for their caches (a *warm
+standby*), then campaigns for the Lease ``my-operator``; only the leader
+starts its controllers' workers. What this module holds:
+
+* :class:`LeaderElectionConfig` -- the settings beyond the Lease's name and
+  namespace (timing, identity, release on shutdown, what losing does);
+* :func:`resolve_namespace` -- the Lease namespace: the one given, else the
+  Pod's own (the service account's namespace file), else a clear error;
+* :class:`LeaderAdmission` -- the :class:`~pyinformers.controller._controller.Admission`
+  that lets a worker start a reconcile only while the elector says we lead
+  *now* (its clock, not its last callback), so no reconcile starts after
+  leadership ended even if the elector's thread is late to notice.
+
+Threading: the settings are frozen values; the admission is called from
+worker threads and only reads the elector's thread-safe state.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from pyinformers.api._config import ConfigurationError
+from pyinformers.leaderelection import ElectionTiming, LeaderElector
+
+__all__ = [
+    "SERVICEACCOUNT_NAMESPACE",
+    "LeaderAdmission",
+    "LeaderElectionConfig",
+    "LeaderElectionMetrics",
+    "default_identity",
+    "resolve_namespace",
+]
+
+#: Where a Pod finds its own namespace.
+SERVICEACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid4>``: the Pod name (the hostname in a Pod) made unique per process, as client-go does."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def resolve_namespace(namespace: Optional[str], *, what: str, path: str = SERVICEACCOUNT_NAMESPACE) -> str:
+    """``namespace``, else the Pod's namespace read from ``path``; :class:`ConfigurationError` when neither."""
+    if namespace:
+        return namespace
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = f.read().strip()
+    except OSError:
+        found = ""
+    if not found:
+        raise ConfigurationError(
+            f"{what} needs a namespace for its Lease: not running in a Pod ({path} is missing); "
+            f"pass {what.replace(' ', '_')}_namespace"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """How a Manager campaigns; every field has the production default.
+
+    :param timing: lease duration / renew deadline / retry period
+        (15 / 10 / 2 s, client-go's; see docs/ha.rst for the trade-offs).
+    :param identity: this replica's holder identity (default
+        :func:`default_identity`: hostname and a fresh uuid).
+    :param release_on_cancel: on a clean shutdown, after the workers drained,
+        empty the Lease's holder so a standby takes over within one retry
+        period instead of waiting out the lease.
+    :param exit_on_lost_lease: when leadership is lost (not given up), end
+        the process at once with status 1, as controller-runtime does, so no
+        worker of a former leader keeps writing and the Deployment restarts it
+        clean. False: stop the Manager instead (workers drained, ``run()``
+        returns, :attr:`Manager.lost_lease` is True); for embedding and tests.
+    """
+
+    timing: ElectionTiming = field(default_factory=ElectionTiming)
+    identity: Optional[str] = None
+    release_on_cancel: bool = True
+    exit_on_lost_lease: bool = True
+
+
+class LeaderAdmission:
+    """Admit a reconcile only while ``elector`` leads now."""
+
+    __slots__ = ("elector",)
+
+    def __init__(self, elector: LeaderElector) -> None:
+        self.elector = elector
+
+    def enter(self, key: Any) -> bool:
+        return self.elector.is_leader()
+
+    def exit(self, key: Any) -> None:
+        pass
+
+
+
+class LeaderElectionMetrics:
+    """``leader_election_master_status{name}``: 1 while this replica leads the Lease ``name``, else 0.
+
+    client-go's metric name, so existing dashboards and alerts apply. One
+    collector per registry (:func:`pyinformers._metrics.collector_for`); each
+    Manager adds its elector, read at scrape time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._electors: dict[str, LeaderElector] = {}
+
+    def track(self, name: str, elector: LeaderElector) -> None:
+        with self._lock:
+            self._electors[name] = elector
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(
+            "leader_election_master_status",
+            "1 while this replica holds the leader election Lease, 0 otherwise",
+            labels=["name"],
+        )
+        with self._lock:
+            electors = dict(self._electors)
+        for name, elector in sorted(electors.items()):
+            family.add_metric([name], 1.0 if elector.is_leader() else 0.0)
+        yield family

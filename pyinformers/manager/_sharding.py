@@ -1,0 +1,98 @@
+"""Sharding for the :class:`~pyinformers.manager._manager.Manager`: settings and the controller glue.
+
+``Manager(sharding=ShardingConfig("my-operator"))`` runs every controller on
+every replica, each replica reconciling only the keys of the shards it holds
+(the protocol and its safety argument: :mod:`pyinformers.leaderelection._shards`
+and docs/ha.rst). This module wires a
+:class:`~pyinformers.leaderelection._shards.ShardCoordinator` into controllers:
+
+* :class:`ShardAdmission` admits a reconcile only while the replica holds
+  the key's shard and counts it in flight, so a shard is released only once
+  its reconciles finished;
+* the key filter (``coordinator.owns``) drops foreign keys at enqueue time,
+  so a replica's queue holds only its own keys;
+* :func:`requeue_shards` re-enqueues, from the caches, every key of the
+  shards a replica just took: the keys that moved are reconciled by their
+  new owner without waiting for an event.
+
+Threading: admission and filter are called from worker and handler threads;
+:func:`requeue_shards` from the coordinator's thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from pyinformers.controller._controller import Controller
+from pyinformers.controller._handlers import EnqueueForObject
+from pyinformers.leaderelection import ElectionTiming
+from pyinformers.leaderelection._shards import ShardCoordinator
+
+__all__ = ["ShardAdmission", "ShardingConfig", "requeue_shards"]
+
+
+@dataclass(frozen=True)
+class ShardingConfig:
+    """How a Manager shares its keys with the other replicas of the same operator.
+
+    :param name: the shard group: prefix of its Leases, shared by the replicas.
+    :param shards: fixed number of shards (default 24: splits evenly over 1,
+        2, 3, 4, 6, 8 or 12 replicas). All replicas must agree on it; more
+        shards spread keys more evenly and move fewer at a time, at the cost
+        of more Leases (written only on handovers).
+    :param namespace: the Leases' namespace (default: the Pod's own).
+    :param identity: this replica's identity (default hostname and a uuid).
+    :param timing: the membership Lease's timing (defaults 15 / 10 / 2 s).
+    :param exit_on_lost_membership: when this replica cannot renew its
+        membership in time it has already stopped reconciling; by default the
+        process then exits with status 1 so the Deployment restarts it as a
+        new member. False: stop the Manager instead.
+    """
+
+    name: str
+    shards: int = 24
+    namespace: Optional[str] = None
+    identity: Optional[str] = None
+    timing: ElectionTiming = field(default_factory=ElectionTiming)
+    exit_on_lost_membership: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("sharding needs a name (the shard group's Lease prefix)")
+        if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
+            raise ValueError(f"shards must be an int >= 1, got {self.shards!r}")
+
+
+class ShardAdmission:
+    """Admit a reconcile only while this replica holds the key's shard (and count it in flight)."""
+
+    __slots__ = ("coordinator",)
+
+    def __init__(self, coordinator: ShardCoordinator) -> None:
+        self.coordinator = coordinator
+
+    def enter(self, key: Any) -> bool:
+        return self.coordinator.enter(str(key))
+
+    def exit(self, key: Any) -> None:
+        self.coordinator.exit(str(key))
+
+
+def requeue_shards(controllers: Iterable[Controller], coordinator: ShardCoordinator, shards: set) -> int:
+    """Enqueue every cached key of ``shards`` into each controller's queue; returns how many."""
+    count = 0
+    for controller in controllers:
+        seen: set[int] = set()
+        for watch in controller.watches:
+            if not isinstance(watch.handler, EnqueueForObject) or id(watch.informer) in seen:
+                continue  # owners and mapped keys come back through their primary objects
+            seen.add(id(watch.informer))
+            indexer = getattr(watch.informer, "indexer", None)
+            if indexer is None:
+                continue
+            for key in indexer.list_keys():
+                if coordinator.shard_of(key) in shards:
+                    controller.queue.add(key)
+                    count += 1
+    return count
