@@ -47,7 +47,9 @@ def no_leaked_threads():
             return
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            names = sorted(t.name for t in leaked) + ([f"{timers} real-clock timer(s)"] if timers > 0 else [])
+            names = sorted(t.name for t in leaked) + (
+                [f"{timers} real-clock timer(s)"] if timers > 0 else []
+            )
             pytest.fail("test left threads running: " + ", ".join(names))
         if leaked:
             leaked[0].join(min(remaining, 0.1))

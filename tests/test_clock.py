@@ -48,6 +48,7 @@ def test_step_wakes_only_waiters_whose_deadline_has_come():
         def run():
             with conds[name]:
                 results[name] = clock.wait(conds[name], timeout)
+
         return run
 
     short = _start(waiter("short", 1.0))
@@ -253,7 +254,10 @@ def test_the_real_clock_serves_many_timers_with_one_thread_in_deadline_order():
     # The first timer holds the one timer thread until every other timer is made (and half
     # cancelled): however loaded the machine, they are all due by then and must fire in order.
     REAL_CLOCK.call_later(0, lambda: release.wait(JOIN))
-    handles = [REAL_CLOCK.call_later(((i * 37) % 300) * 0.0001, lambda i=i: fired.append(i)) for i in range(300)]
+    handles = [
+        REAL_CLOCK.call_later(((i * 37) % 300) * 0.0001, lambda i=i: fired.append(i))
+        for i in range(300)
+    ]
     REAL_CLOCK.call_later(0.05, done.set)
     assert [t.name for t in threading.enumerate()].count("pyinformers-clock-timers") == 1
     for handle in handles[::2]:
@@ -268,7 +272,9 @@ def test_the_real_clock_serves_many_timers_with_one_thread_in_deadline_order():
 def test_a_real_timer_made_by_a_callback_and_one_made_earlier_than_the_armed_one_both_fire():
     order: list[str] = []
     done = threading.Event()
-    late = REAL_CLOCK.call_later(5.0, lambda: order.append("late"))  # the thread sleeps for this one ...
+    late = REAL_CLOCK.call_later(
+        5.0, lambda: order.append("late")
+    )  # the thread sleeps for this one ...
 
     def early():
         order.append("early")

@@ -32,7 +32,9 @@ def test_a_contended_acquire_returns_holding_the_lock_once_a_busy_holder_lets_go
     lock.release()
 
 
-def test_a_holder_that_keeps_the_lock_makes_the_acquire_block_after_a_bounded_number_of_yields(monkeypatch):
+def test_a_holder_that_keeps_the_lock_makes_the_acquire_block_after_a_bounded_number_of_yields(
+    monkeypatch,
+):
     yields = []
     monkeypatch.setattr(locking, "_yield_gil_for", lambda seconds: yields.append(seconds))
     lock = threading.Lock()

@@ -47,9 +47,10 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any
 from urllib.parse import quote
 
 from pyinformers.clock import FakeClock
@@ -66,7 +67,9 @@ __all__ = [
     "WATCH_SPANS",
 ]
 
-_PLACEHOLDER = re.compile(r"<(rv|uid|continue):(\d+)>|<(time|microtime|suffix|ca\.crt|token|server-address|hash)>")
+_PLACEHOLDER = re.compile(
+    r"<(rv|uid|continue):(\d+)>|<(time|microtime|suffix|ca\.crt|token|server-address|hash)>"
+)
 _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 _MICROTIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"
 _FREE = {
@@ -130,13 +133,13 @@ class StepResult:
         return not self.differences
 
 
-def transcript_files(directory: "str | Path") -> list[Path]:
+def transcript_files(directory: str | Path) -> list[Path]:
     """Every ``*.jsonl`` file under ``directory`` (one level of version directories), sorted."""
     root = Path(directory)
     return sorted(root.glob("*.jsonl")) + sorted(root.glob("*/*.jsonl"))
 
 
-def load(path: "str | Path") -> list[Step]:
+def load(path: str | Path) -> list[Step]:
     path = Path(path)
     steps = []
     with path.open(encoding="utf-8") as f:
@@ -144,7 +147,16 @@ def load(path: "str | Path") -> list[Step]:
             if not line.strip():
                 continue
             data = json.loads(line)
-            steps.append(Step(path.stem, index, data["step"], data.get("note", ""), data["request"], data["response"]))
+            steps.append(
+                Step(
+                    path.stem,
+                    index,
+                    data["step"],
+                    data.get("note", ""),
+                    data["request"],
+                    data["response"],
+                )
+            )
     return steps
 
 
@@ -159,7 +171,7 @@ class Bindings:
         #: controller's) are documented to make resourceVersions differ: rvs bind weakly
         self.lenient = False
 
-    def bind(self, kind: str, number: int, actual: str, *, weak: bool = False) -> Optional[str]:
+    def bind(self, kind: str, number: int, actual: str, *, weak: bool = False) -> str | None:
         """Bind ``<kind:number>`` to ``actual``; returns a description of a mismatch, or None.
 
         ``weak`` marks a resourceVersion that is the store's *current* revision
@@ -172,7 +184,10 @@ class Bindings:
         bound = self.values.get(key)
         if bound is not None:
             return None if bound == actual else f"<{kind}:{number}> was {bound!r}, now {actual!r}"
-        lenient = kind == "rv" and (weak or any(n in self.weak for (k, n), v in self.values.items() if k == "rv" and v == actual))
+        lenient = kind == "rv" and (
+            weak
+            or any(n in self.weak for (k, n), v in self.values.items() if k == "rv" and v == actual)
+        )
         for (k, n), value in self.values.items():
             if k == kind and value == actual and not lenient:
                 return f"{actual!r} is both <{kind}:{n}> and <{kind}:{number}>"
@@ -197,7 +212,13 @@ class Bindings:
         def one(match: re.Match) -> str:
             kind, number, free = match.group(1), match.group(2), match.group(3)
             if free is not None:
-                return self.free.get(free, {"time": "2030-01-01T00:00:00Z", "microtime": "2030-01-01T00:00:00.000000Z"}.get(free, ""))
+                return self.free.get(
+                    free,
+                    {
+                        "time": "2030-01-01T00:00:00Z",
+                        "microtime": "2030-01-01T00:00:00.000000Z",
+                    }.get(free, ""),
+                )
             value = self.values.get((kind, int(number)))
             if value is not None:
                 return value
@@ -227,7 +248,7 @@ class Bindings:
         return value
 
 
-def _match_string(expected: str, actual: Any, bindings: Bindings, weak: bool = False) -> Optional[str]:
+def _match_string(expected: str, actual: Any, bindings: Bindings, weak: bool = False) -> str | None:
     weak = weak or bindings.lenient
     if not isinstance(actual, str):
         return f"expected a string like {expected!r}, got {actual!r}"
@@ -267,14 +288,18 @@ def _is_current_revision(path: str, context: Any) -> bool:
     """
     if path.endswith(".message"):
         return True
-    return path == "body.metadata.resourceVersion" and isinstance(context, dict) and "items" in context
+    return (
+        path == "body.metadata.resourceVersion" and isinstance(context, dict) and "items" in context
+    )
 
 
 def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True)
 
 
-def compare(expected: Any, actual: Any, bindings: Bindings, path: str = "", context: Any = None) -> list[str]:
+def compare(
+    expected: Any, actual: Any, bindings: Bindings, path: str = "", context: Any = None
+) -> list[str]:
     """The differences between a recorded value and an actual one (``path: what``).
 
     ``context`` is the recorded top-level body (lists and Status bodies carry
@@ -295,7 +320,9 @@ def compare(expected: Any, actual: Any, bindings: Bindings, path: str = "", cont
             if key not in actual:
                 diffs.append(f"{path}.{key}: missing (expected {json.dumps(expected[key])[:200]})")
             else:
-                diffs.extend(compare(expected[key], actual[key], bindings, f"{path}.{key}", context))
+                diffs.extend(
+                    compare(expected[key], actual[key], bindings, f"{path}.{key}", context)
+                )
         for key in actual:
             if key not in expected and key != "managedFields":
                 diffs.append(f"{path}.{key}: unexpected (got {json.dumps(actual[key])[:200]})")
@@ -342,7 +369,10 @@ def _trim_like(expected: Any, actual: Any) -> Any:
             by_name = {_entry_name(a): a for a in actual}
             kept = [a for a in actual if _entry_name(a) in names]
             if len(kept) == len(expected):
-                return [_trim_like(e, by_name[_entry_name(e)]) if _entry_name(e) in by_name else a for e, a in zip(expected, kept)]
+                return [
+                    _trim_like(e, by_name[_entry_name(e)]) if _entry_name(e) in by_name else a
+                    for e, a in zip(expected, kept)
+                ]
             return kept
         if len(expected) == len(actual):
             return [_trim_like(e, a) for e, a in zip(expected, actual)]
@@ -361,13 +391,13 @@ def _collapse_bookmarks(events: list[dict]) -> list[dict]:
 
 
 class _Replayer:
-    def __init__(self, server: Any, clock: FakeClock, token: Optional[str], timeout: float) -> None:
+    def __init__(self, server: Any, clock: FakeClock, token: str | None, timeout: float) -> None:
         self.server = server
         self.clock = clock
         self.token = token
         self.timeout = timeout
         self.bindings = Bindings()
-        self.lenient_rv: Optional[Callable[[Step], bool]] = None
+        self.lenient_rv: Callable[[Step], bool] | None = None
         self.host, self.port = "127.0.0.1", server.port
 
     # -- out-of-band actions ------------------------------------------------------------
@@ -398,11 +428,12 @@ class _Replayer:
         query = step.request.get("query") or {}
         if query:
             path += "?" + "&".join(
-                f"{quote(k, safe='')}={quote(self.bindings.substitute(str(v)), safe='')}" for k, v in query.items()
+                f"{quote(k, safe='')}={quote(self.bindings.substitute(str(v)), safe='')}"
+                for k, v in query.items()
             )
         return path
 
-    def _body(self, step: Step) -> Optional[bytes]:
+    def _body(self, step: Step) -> bytes | None:
         body = step.request.get("body")
         if body is None:
             return None
@@ -410,7 +441,7 @@ class _Replayer:
             return str(body).encode()
         return json.dumps(self.bindings.substitute_json(body)).encode()
 
-    def _elided_body(self, step: Step) -> Optional[bytes]:
+    def _elided_body(self, step: Step) -> bytes | None:
         """The two bodies the recorder elided (too large to record), rebuilt from the note."""
         body = step.request.get("body")
         if not isinstance(body, dict):
@@ -440,7 +471,9 @@ class _Replayer:
             warnings = resp.headers.get_all("Warning") or []
             ctype = resp.headers.get("Content-Type", "")
             # JSON by content type, or where the recording has a JSON body sent as text (/openapi/v3)
-            wants_json = ctype.startswith("application/json") or isinstance(step.response.get("body"), (dict, list))
+            wants_json = ctype.startswith("application/json") or isinstance(
+                step.response.get("body"), (dict, list)
+            )
             try:
                 parsed: Any = json.loads(raw) if wants_json else raw.decode()
             except ValueError:
@@ -455,7 +488,9 @@ class _Replayer:
         status, ctype, body, warnings = self.request(step)
         return self._check_answer(step, status, ctype, body, warnings)
 
-    def _check_answer(self, step: Step, status: int, ctype: str, body: Any, warnings: list[str]) -> list[str]:
+    def _check_answer(
+        self, step: Step, status: int, ctype: str, body: Any, warnings: list[str]
+    ) -> list[str]:
         expected = step.response
         diffs = []
         if status != expected["status"]:
@@ -473,7 +508,13 @@ class _Replayer:
         diffs.extend(compare(expected.get("warnings", []), warnings, self.bindings, "warnings"))
         return diffs
 
-    def check_watch(self, step: Step, during: list[Step], results: list[StepResult], oob: Optional[Callable[[], None]]) -> list[str]:
+    def check_watch(
+        self,
+        step: Step,
+        during: list[Step],
+        results: list[StepResult],
+        oob: Callable[[], None] | None,
+    ) -> list[str]:
         expected = step.response
         stopped = re.fullmatch(r"client stopped after (\d+) events", expected.get("stream_end", ""))
         limit = int(stopped.group(1)) if stopped else None
@@ -536,8 +577,17 @@ class _Replayer:
         if outcome.get("status") != expected["status"]:
             diffs.append(f"status: expected {expected['status']}, got {outcome.get('status')}")
         if outcome.get("end") and outcome["end"] != expected.get("stream_end"):
-            diffs.append(f"stream_end: expected {expected.get('stream_end')!r}, got {outcome['end']!r}")
-        diffs.extend(compare(_collapse_bookmarks(expected["events"]), _collapse_bookmarks(events), self.bindings, "events"))
+            diffs.append(
+                f"stream_end: expected {expected.get('stream_end')!r}, got {outcome['end']!r}"
+            )
+        diffs.extend(
+            compare(
+                _collapse_bookmarks(expected["events"]),
+                _collapse_bookmarks(events),
+                self.bindings,
+                "events",
+            )
+        )
         return diffs
 
     def server_registered_watch(self) -> None:
@@ -570,11 +620,11 @@ def _groups(steps: list[Step]) -> Iterator[tuple[Step, list[Step]]]:
 
 
 def replay(
-    path: "str | Path",
+    path: str | Path,
     *,
-    server_factory: Optional[Callable[[FakeClock], Any]] = None,
+    server_factory: Callable[[FakeClock], Any] | None = None,
     timeout: float = 10.0,
-    lenient_rv: Optional[Callable[[Step], bool]] = None,
+    lenient_rv: Callable[[Step], bool] | None = None,
 ) -> list[StepResult]:
     """Replay one transcript file against a fresh server; one result per step, in file order.
 
@@ -608,7 +658,9 @@ def replay(
                 if step.is_watch:
                     result = StepResult(step)
                     results.append(result)
-                    result.differences = replayer.check_watch(step, during, results, oob if action == "restart_during_watch" else None)
+                    result.differences = replayer.check_watch(
+                        step, during, results, oob if action == "restart_during_watch" else None
+                    )
                     if oob is not None and action != "restart_during_watch":
                         oob()
                 else:
