@@ -4,9 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test typecheck test-real envtest bench docs clean
+.PHONY: demo test lint format typecheck test-real envtest bench docs clean
 
-$(STAMP): setup.cfg setup.py
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,docs]'
@@ -15,8 +15,17 @@ $(STAMP): setup.cfg setup.py
 demo: $(STAMP)
 	$(PY) -m samples.demo
 
-test: $(STAMP) typecheck
+test: $(STAMP) lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# ruff's formatter and linter, configured in pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format --quiet .
+	$(VENV)/bin/ruff check --quiet --fix .
 
 # Zero errors under setup.cfg's [mypy] flags (strict, minus two; see there).
 typecheck: $(STAMP)

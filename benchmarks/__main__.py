@@ -16,10 +16,17 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     wanted = set(argv)
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_"))
+    names = sorted(
+        m.name
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("bench_")
+    )
     unknown = wanted - set(names)
     if unknown:
-        print(f"unknown benchmark(s): {', '.join(sorted(unknown))}; known: {', '.join(names)}", file=sys.stderr)
+        print(
+            f"unknown benchmark(s): {', '.join(sorted(unknown))}; known: {', '.join(names)}",
+            file=sys.stderr,
+        )
         return 2
     for name in names:
         if wanted and name not in wanted:

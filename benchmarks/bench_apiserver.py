@@ -40,7 +40,10 @@ def _pod(i: int) -> dict:
             "namespace": "default",
             "labels": {"app": "bench", "pod-template-hash": "5d8f7c9b6", "tier": "backend"},
             # No ownerReferences: the server's garbage collector deletes objects whose owners do not exist.
-            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z", "note": "x" * 400},
+            "annotations": {
+                "kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z",
+                "note": "x" * 400,
+            },
         },
         "spec": {
             "containers": [
@@ -48,8 +51,13 @@ def _pod(i: int) -> dict:
                     "name": "app",
                     "image": "registry.example.com/team/app:1.2.3",
                     "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                    "env": [{"name": f"VAR_{k}", "value": f"value-{k}-" + "v" * 40} for k in range(24)],
-                    "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "env": [
+                        {"name": f"VAR_{k}", "value": f"value-{k}-" + "v" * 40} for k in range(24)
+                    ],
+                    "resources": {
+                        "limits": {"cpu": "500m", "memory": "256Mi"},
+                        "requests": {"cpu": "100m", "memory": "128Mi"},
+                    },
                     "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                 }
             ],
@@ -57,7 +65,11 @@ def _pod(i: int) -> dict:
             "nodeName": "node-1",
             "restartPolicy": "Always",
         },
-        "status": {"phase": "Running", "podIP": "10.0.0.1", "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "phase": "Running",
+            "podIP": "10.0.0.1",
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
@@ -65,7 +77,13 @@ def _stream(url: str, count: int, *, decode: bool = True) -> float:
     """Read ``count`` events from a watch URL (decoding each line, or only counting); returns seconds."""
     http = urllib3.PoolManager()
     started = time.perf_counter()
-    resp = http.request("GET", url, preload_content=False, retries=False, timeout=urllib3.Timeout(connect=5, read=30))
+    resp = http.request(
+        "GET",
+        url,
+        preload_content=False,
+        retries=False,
+        timeout=urllib3.Timeout(connect=5, read=30),
+    )
     seen = 0
     buffer = b""
     for chunk in resp.stream(1 << 16):
@@ -122,9 +140,16 @@ def _http_writes(server: ApiServer, writers: int) -> float:
             name = f"w{writers}-{w}-{i}"
             body = _pod(0)
             body["metadata"]["name"] = name
-            r = http.request("POST", base, body=orjson.dumps(body), headers={"Content-Type": "application/json"})
+            r = http.request(
+                "POST", base, body=orjson.dumps(body), headers={"Content-Type": "application/json"}
+            )
             assert r.status == 201, r.data
-            r = http.request("PATCH", f"{base}/{name}", body=b'{"metadata":{"labels":{"x":"y"}}}', headers={"Content-Type": "application/merge-patch+json"})
+            r = http.request(
+                "PATCH",
+                f"{base}/{name}",
+                body=b'{"metadata":{"labels":{"x":"y"}}}',
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
             assert r.status == 200, r.data
 
     elapsed = _run_threads([lambda w=w: run(w) for w in range(writers)])
@@ -141,7 +166,10 @@ def _run_threads(targets: list) -> float:
         except BaseException as exc:  # noqa: BLE001 - re-raised below
             errors.append(exc)
 
-    threads = [threading.Thread(target=guarded, args=(t,), name=f"bench-{i}") for i, t in enumerate(targets)]
+    threads = [
+        threading.Thread(target=guarded, args=(t,), name=f"bench-{i}")
+        for i, t in enumerate(targets)
+    ]
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -178,15 +206,29 @@ def main() -> None:
 
     print(f"Pod size {size} bytes; {EVENTS} events per watcher, replayed from history")
     print(f"{'measure':<52} {'per s':>10} {'ratio':>8}")
-    print(f"{'baseline: orjson.loads of the same lines, in memory':<52} {baseline:>10,.0f} {1.0:>8.2f}")
+    print(
+        f"{'baseline: orjson.loads of the same lines, in memory':<52} {baseline:>10,.0f} {1.0:>8.2f}"
+    )
     print(f"{'watch: 1 watcher':<52} {one:>10,.0f} {one / baseline:>8.2f}")
-    print(f"{'watch: 10 watchers, all events together':<52} {total:>10,.0f} {total / baseline:>8.2f}")
-    print(f"{'watch: 10 watchers, median per watcher':<52} {per_watcher:>10,.0f} {per_watcher / baseline:>8.2f}")
-    print(f"{'watch, lines only counted: 1 watcher':<52} {raw_one:>10,.0f} {raw_one / baseline:>8.2f}")
-    print(f"{'watch, lines only counted: 10 watchers together':<52} {raw_total:>10,.0f} {raw_total / baseline:>8.2f}")
-    print(f"{'watch, lines only counted: median per watcher':<52} {raw_per:>10,.0f} {raw_per / baseline:>8.2f}")
+    print(
+        f"{'watch: 10 watchers, all events together':<52} {total:>10,.0f} {total / baseline:>8.2f}"
+    )
+    print(
+        f"{'watch: 10 watchers, median per watcher':<52} {per_watcher:>10,.0f} {per_watcher / baseline:>8.2f}"
+    )
+    print(
+        f"{'watch, lines only counted: 1 watcher':<52} {raw_one:>10,.0f} {raw_one / baseline:>8.2f}"
+    )
+    print(
+        f"{'watch, lines only counted: 10 watchers together':<52} {raw_total:>10,.0f} {raw_total / baseline:>8.2f}"
+    )
+    print(
+        f"{'watch, lines only counted: median per watcher':<52} {raw_per:>10,.0f} {raw_per / baseline:>8.2f}"
+    )
     print(f"{'baseline: writes in process (REST layer, no HTTP)':<52} {inproc:>10,.0f} {1.0:>8.2f}")
-    print(f"{'writes over HTTP, 1 writer (create + patch)':<52} {http1:>10,.0f} {http1 / inproc:>8.2f}")
+    print(
+        f"{'writes over HTTP, 1 writer (create + patch)':<52} {http1:>10,.0f} {http1 / inproc:>8.2f}"
+    )
     print(f"{'writes over HTTP, 4 writers':<52} {http4:>10,.0f} {http4 / inproc:>8.2f}")
 
 

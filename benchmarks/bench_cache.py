@@ -43,8 +43,13 @@ REPEATS = 2
 _SPECS = [
     {
         "nodeName": f"node-{n}",
-        "containers": [{"name": "web", "image": "nginx:1.25",
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+        "containers": [
+            {
+                "name": "web",
+                "image": "nginx:1.25",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+            }
+        ],
     }
     for n in range(200)
 ]
@@ -62,8 +67,14 @@ def _pod(i: int, rv: int) -> dict:
             "resourceVersion": str(rv),
             "labels": {"app": "web", "pod-template-hash": f"h{owner % 97}"},
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"web-{owner}",
-                 "uid": f"rs-{owner:08d}", "controller": True, "blockOwnerDeletion": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"web-{owner}",
+                    "uid": f"rs-{owner:08d}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
             ],
         },
         # the store never looks at the spec: share one per node to keep setup time down
@@ -122,8 +133,10 @@ def main() -> None:
 def _run() -> None:
     first = [_pod(i, 1) for i in range(N)]
     second = [_pod(i, 2) for i in range(N)]
-    print(f"{N:,} Pod-like objects, {NAMESPACES} namespaces, {PODS_PER_OWNER} Pods per owner; "
-          f"best of {REPEATS}")
+    print(
+        f"{N:,} Pod-like objects, {NAMESPACES} namespaces, {PODS_PER_OWNER} Pods per owner; "
+        f"best of {REPEATS}"
+    )
     print(f"{'measure':<44} {'ours':>14} {'baseline':>14} {'unit':<10} {'ratio':>7}")
 
     # -- add / update
@@ -150,8 +163,12 @@ def _run() -> None:
     update_ours = _best(update_indexer)
     update_base = _best(lambda: _timed(lambda: [dstore.add(o) for o in second]))
     _row("update: us per object (2 indexes)", update_ours / N * 1e6, update_base / N * 1e6, "us")
-    print(f"{'  => add throughput':<44} {N / add_ours:>14,.0f} {N / add_base:>14,.0f} {'objects/s':<10}")
-    print(f"{'  => update throughput':<44} {N / update_ours:>14,.0f} {N / update_base:>14,.0f} {'objects/s':<10}")
+    print(
+        f"{'  => add throughput':<44} {N / add_ours:>14,.0f} {N / add_base:>14,.0f} {'objects/s':<10}"
+    )
+    print(
+        f"{'  => update throughput':<44} {N / update_ours:>14,.0f} {N / update_base:>14,.0f} {'objects/s':<10}"
+    )
 
     # -- replace (relist)
     replace_ours = _best(lambda: _timed(lambda: Indexer(default_indexers()).replace(first, "1")))
@@ -175,16 +192,35 @@ def _run() -> None:
 
     owner_t = _best(owner_lookups)
     key_t = _best(key_lookups)
-    print(f"{'by_index(owner uid) lookups/s (3 objects)':<44} {lookups / owner_t:>14,.0f} "
-          f"{lookups / key_t:>14,.0f} {'lookups/s':<10} {key_t / owner_t:>7.2f}")
+    print(
+        f"{'by_index(owner uid) lookups/s (3 objects)':<44} {lookups / owner_t:>14,.0f} "
+        f"{lookups / key_t:>14,.0f} {'lookups/s':<10} {key_t / owner_t:>7.2f}"
+    )
     ns_lookups = 500
-    ns_t = _best(lambda: _timed(lambda: [store.by_index(NAMESPACE_INDEX, f"team-{i % NAMESPACES}")
-                                         for i in range(ns_lookups)]))
-    scan_t = _best(lambda: _timed(lambda: [[o for o in dstore.items.values()
-                                            if o["metadata"]["namespace"] == f"team-{i}"]
-                                           for i in range(5)]) / 5 * ns_lookups, repeats=1)
-    print(f"{'by_index(namespace) lookups/s (2,000 objs)':<44} {ns_lookups / ns_t:>14,.0f} "
-          f"{ns_lookups / scan_t:>14,.0f} {'lookups/s':<10} {scan_t / ns_t:>7.2f}  (baseline: full scan)")
+    ns_t = _best(
+        lambda: _timed(
+            lambda: [
+                store.by_index(NAMESPACE_INDEX, f"team-{i % NAMESPACES}") for i in range(ns_lookups)
+            ]
+        )
+    )
+    scan_t = _best(
+        lambda: (
+            _timed(
+                lambda: [
+                    [o for o in dstore.items.values() if o["metadata"]["namespace"] == f"team-{i}"]
+                    for i in range(5)
+                ]
+            )
+            / 5
+            * ns_lookups
+        ),
+        repeats=1,
+    )
+    print(
+        f"{'by_index(namespace) lookups/s (2,000 objs)':<44} {ns_lookups / ns_t:>14,.0f} "
+        f"{ns_lookups / scan_t:>14,.0f} {'lookups/s':<10} {scan_t / ns_t:>7.2f}  (baseline: full scan)"
+    )
 
     # -- memory beyond the objects
     def traced(build):
@@ -253,14 +289,21 @@ def _run() -> None:
 
     fifo_t = _best(fifo_run)
     queue_t = _best(queue_run)
-    _row("DeltaFIFO add+pop into Indexer: us/object", fifo_t / fifo_n * 1e6, queue_t / fifo_n * 1e6, "us")
+    _row(
+        "DeltaFIFO add+pop into Indexer: us/object",
+        fifo_t / fifo_n * 1e6,
+        queue_t / fifo_n * 1e6,
+        "us",
+    )
 
     # -- deep_copy (of a Pod decoded from JSON, so nothing in it is shared)
     pod = orjson.loads(orjson.dumps(_pod(12345, 1)))
     n, reps = 1_000, 25  # many short runs: the minimum filters out a busy machine's noise
     dc = min(timeit.repeat(lambda: deep_copy(pod), number=n, repeat=reps)) / n * 1e6
     cdc = min(timeit.repeat(lambda: copy.deepcopy(pod), number=n, repeat=reps)) / n * 1e6
-    oj = min(timeit.repeat(lambda: orjson.loads(orjson.dumps(pod)), number=n, repeat=reps)) / n * 1e6
+    oj = (
+        min(timeit.repeat(lambda: orjson.loads(orjson.dumps(pod)), number=n, repeat=reps)) / n * 1e6
+    )
     _row("deep_copy of one Pod vs copy.deepcopy: us", dc, cdc, "us")
     _row("deep_copy of one Pod vs orjson round trip: us", dc, oj, "us")
     print(f"  => deep_copy is {cdc / dc:.1f}x faster than copy.deepcopy")

@@ -124,7 +124,10 @@ def _latency() -> dict:
                 n += 1
                 next_at += interval
 
-        threads = [threading.Thread(target=writer, args=(i,), name=f"bench-writer-{i}") for i in range(writers)]
+        threads = [
+            threading.Thread(target=writer, args=(i,), name=f"bench-writer-{i}")
+            for i in range(writers)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -132,7 +135,9 @@ def _latency() -> dict:
         elapsed = time.monotonic() - start
         # let the tail drain (bounded)
         deadline = time.monotonic() + 5
-        while (len(controller.queue) or controller.queue.processing_count()) and time.monotonic() < deadline:
+        while (
+            len(controller.queue) or controller.queue.processing_count()
+        ) and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.2)
         stream.close()
@@ -188,7 +193,9 @@ def _queue_loop(workers: int, keys: list[str]) -> float:
             q.forget(key)
             q.done(key)
 
-    threads = [threading.Thread(target=work, name=f"bench-loop-{i}", daemon=True) for i in range(workers)]
+    threads = [
+        threading.Thread(target=work, name=f"bench-loop-{i}", daemon=True) for i in range(workers)
+    ]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -218,7 +225,10 @@ def _baseline(workers: int, keys: list[str]) -> float:
             noop(key)
             q.task_done()
 
-    threads = [threading.Thread(target=work, name=f"bench-baseline-{i}", daemon=True) for i in range(workers)]
+    threads = [
+        threading.Thread(target=work, name=f"bench-baseline-{i}", daemon=True)
+        for i in range(workers)
+    ]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -235,21 +245,31 @@ def main() -> None:
     logging.getLogger("pyinformers").setLevel(logging.WARNING)
     keys = [f"ns/obj-{i}" for i in range(KEYS)]
     print(f"no-op reconciles/s, {KEYS} distinct keys, best of {REPEATS}")
-    print(f"{'workers':>8} {'controller':>12} {'queue.Queue pool':>17} {'ratio':>7} "
-          f"{'own queue, bare loop':>21} {'ratio':>7}")
+    print(
+        f"{'workers':>8} {'controller':>12} {'queue.Queue pool':>17} {'ratio':>7} "
+        f"{'own queue, bare loop':>21} {'ratio':>7}"
+    )
     for workers in (1, 4, 16):
         ours = max(_ours(workers, keys) for _ in range(REPEATS))
         base = max(_baseline(workers, keys) for _ in range(REPEATS))
         loop = max(_queue_loop(workers, keys) for _ in range(REPEATS))
-        print(f"{workers:>8} {ours:>12,.0f} {base:>17,.0f} {ours / base:>7.2f} {loop:>21,.0f} {ours / loop:>7.2f}")
+        print(
+            f"{workers:>8} {ours:>12,.0f} {base:>17,.0f} {ours / base:>7.2f} {loop:>21,.0f} {ours / loop:>7.2f}"
+        )
 
     r = _latency()
     print()
-    print(f"latency from a server write to the reconcile start, {OBJECTS} ConfigMaps, "
-          f"{r['writes_per_s']:.0f} writes/s achieved (target {RATE:.0f}), {DURATION:.0f} s")
+    print(
+        f"latency from a server write to the reconcile start, {OBJECTS} ConfigMaps, "
+        f"{r['writes_per_s']:.0f} writes/s achieved (target {RATE:.0f}), {DURATION:.0f} s"
+    )
     print(f"{'':>28} {'p50 ms':>8} {'p99 ms':>8}")
-    print(f"{'controller (reconcile start)':>28} {r['p50'] * 1e3:>8.2f} {r['p99'] * 1e3:>8.2f}   ({r['reconciles']} reconciles)")
-    print(f"{'bare watch (event arrival)':>28} {r['base_p50'] * 1e3:>8.2f} {r['base_p99'] * 1e3:>8.2f}   ({r['events']} events)")
+    print(
+        f"{'controller (reconcile start)':>28} {r['p50'] * 1e3:>8.2f} {r['p99'] * 1e3:>8.2f}   ({r['reconciles']} reconciles)"
+    )
+    print(
+        f"{'bare watch (event arrival)':>28} {r['base_p50'] * 1e3:>8.2f} {r['base_p99'] * 1e3:>8.2f}   ({r['events']} events)"
+    )
     print(f"{'ratio':>28} {r['p50'] / r['base_p50']:>8.2f} {r['p99'] / r['base_p99']:>8.2f}")
 
 

@@ -33,8 +33,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import os
 import multiprocessing
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,7 +78,9 @@ def _peak_mb() -> float:
 
 
 # --------------------------------------------------------------------------- one measurement, in a child process
-def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: int, options: dict) -> None:
+def _measure(
+    conn: Any, kubeconfig: dict, namespace: str, variant: str, count: int, options: dict
+) -> None:
     from kubernetes import client, config
 
     from pyinformers.api._client import ResourceClient
@@ -122,7 +124,9 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
         assert len(informer.indexer) == count, len(informer.indexer)
         held = informer.indexer.list()
         gc.collect()
-        result["final_growth_mb"] = _rss_mb() - before  # the synced cache, with the informer running
+        result["final_growth_mb"] = (
+            _rss_mb() - before
+        )  # the synced cache, with the informer running
         if variant == "default" and count == LARGE:
             informer_objects = len(gc.get_objects())
             started = time.perf_counter()
@@ -145,8 +149,9 @@ def _measure(conn: Any, kubeconfig: dict, namespace: str, variant: str, count: i
 def _run(kubeconfig: dict, namespace: str, variant: str, count: int, options: dict) -> dict:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=_measure, args=(child, kubeconfig, namespace, variant, count, options),
-                          daemon=True)
+    process = ctx.Process(
+        target=_measure, args=(child, kubeconfig, namespace, variant, count, options), daemon=True
+    )
     process.start()
     if not parent.poll(900):
         process.kill()
@@ -170,15 +175,17 @@ def server_ceiling(kubeconfig: dict, namespace: str) -> float:
     api_client.close()
     http = urllib3.PoolManager()
     marker = b"k8s.io/initial-events-end"
-    url = (f"{host}/api/v1/namespaces/{namespace}/pods?watch=true&sendInitialEvents=true"
-           "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=600")
+    url = (
+        f"{host}/api/v1/namespaces/{namespace}/pods?watch=true&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=600"
+    )
     started = time.perf_counter()
     response = http.request("GET", url, retries=False, preload_content=False)
     tail = b""
     for chunk in response.stream(1 << 16):
         if marker in tail + chunk:
             break
-        tail = chunk[-len(marker):]
+        tail = chunk[-len(marker) :]
     elapsed = time.perf_counter() - started
     response.release_conn()
     http.clear()
@@ -187,22 +194,41 @@ def server_ceiling(kubeconfig: dict, namespace: str) -> float:
 
 # --------------------------------------------------------------------------- main
 def main() -> None:
-    namespaces = {NS_SMALL: {"pods": SMALL}} if QUICK else {NS_SMALL: {"pods": SMALL}, NS_LARGE: {"pods": LARGE}}
+    namespaces = (
+        {NS_SMALL: {"pods": SMALL}}
+        if QUICK
+        else {NS_SMALL: {"pods": SMALL}, NS_LARGE: {"pods": LARGE}}
+    )
     plan = {"history_limit": 1000, "namespaces": namespaces}
     started = time.perf_counter()
     with ServerProcess(plan) as server:
-        print(f"server seeded with {SMALL + LARGE:,} Pods in {time.perf_counter() - started:.1f}s "
-              "(each measurement below runs in a fresh process)", flush=True)
+        print(
+            f"server seeded with {SMALL + LARGE:,} Pods in {time.perf_counter() - started:.1f}s "
+            "(each measurement below runs in a fresh process)",
+            flush=True,
+        )
         default: dict = {}  # the library's defaults: a streaming list (watch with sendInitialEvents)
         rv0 = {"use_watch_list": False}  # the list fallback: resourceVersion=0, one response
         runs = [
             ("official list_namespaced_pod, typed V1Pod", NS_SMALL, "typed", SMALL, default),
             (DEFAULT_LABEL, NS_SMALL, "default", SMALL, default),
             (RV0_LABEL, NS_SMALL, "default", SMALL, rv0),
-            ("pyinformers informer, managedFields kept", NS_SMALL, "keep-managed-fields", SMALL, default),
+            (
+                "pyinformers informer, managedFields kept",
+                NS_SMALL,
+                "keep-managed-fields",
+                SMALL,
+                default,
+            ),
             (DEFAULT_LABEL, NS_LARGE, "default", LARGE, default),
             (RV0_LABEL, NS_LARGE, "default", LARGE, rv0),
-            ("pyinformers informer, default, GC running during the fill", NS_LARGE, "gc-running", LARGE, default),
+            (
+                "pyinformers informer, default, GC running during the fill",
+                NS_LARGE,
+                "gc-running",
+                LARGE,
+                default,
+            ),
         ]
         if QUICK:  # BENCH_QUICK=1: the 10,000-Pod runs only
             runs = [run for run in runs if run[3] == SMALL]
@@ -219,9 +245,11 @@ def main() -> None:
     typed_cpu_rate = SMALL / typed["cpu_seconds"]
     typed_bytes = typed["bytes_per_object"]
     print()
-    header = (f"{'initial sync':<58}  {'objects':>7}  {'seconds':>7}  {'objects/s':>9}  {'x typed':>7}  "
-              f"{'CPU s':>6}  {'x typed':>7}  "
-              f"{'live B/obj':>10}  {'x typed':>7}  {'RSS KB/obj':>10}  {'peak/final':>10}")
+    header = (
+        f"{'initial sync':<58}  {'objects':>7}  {'seconds':>7}  {'objects/s':>9}  {'x typed':>7}  "
+        f"{'CPU s':>6}  {'x typed':>7}  "
+        f"{'live B/obj':>10}  {'x typed':>7}  {'RSS KB/obj':>10}  {'peak/final':>10}"
+    )
     print(header)
     print("-" * len(header))
     rows = []
@@ -230,43 +258,82 @@ def main() -> None:
         rss_kb = result["final_growth_mb"] * 1000 / count
         peak_ratio = result["peak_growth_mb"] / max(result["final_growth_mb"], 1e-9)
         cpu_rate = count / result["cpu_seconds"]
-        rows.append({"label": label, "objects": count, "seconds": result["seconds"], "objects_per_s": rate,
-                     "cpu_seconds": result["cpu_seconds"], "x_typed_cpu": cpu_rate / typed_cpu_rate,
-                     "x_typed": rate / typed_rate, "live_bytes_per_object": result["bytes_per_object"],
-                     "rss_kb_per_object": rss_kb, "peak_over_final": peak_ratio,
-                     "peak_growth_mb": result["peak_growth_mb"], "final_growth_mb": result["final_growth_mb"]})
-        print(f"{label:<58}  {count:>7,}  {result['seconds']:>7.2f}  {rate:>9,.0f}  {rate / typed_rate:>6.1f}x  "
-              f"{result['cpu_seconds']:>6.2f}  {cpu_rate / typed_cpu_rate:>6.1f}x  "
-              f"{result['bytes_per_object']:>10,.0f}  {result['bytes_per_object'] / typed_bytes:>6.2f}x  "
-              f"{rss_kb:>10.1f}  {peak_ratio:>9.2f}x")
+        rows.append(
+            {
+                "label": label,
+                "objects": count,
+                "seconds": result["seconds"],
+                "objects_per_s": rate,
+                "cpu_seconds": result["cpu_seconds"],
+                "x_typed_cpu": cpu_rate / typed_cpu_rate,
+                "x_typed": rate / typed_rate,
+                "live_bytes_per_object": result["bytes_per_object"],
+                "rss_kb_per_object": rss_kb,
+                "peak_over_final": peak_ratio,
+                "peak_growth_mb": result["peak_growth_mb"],
+                "final_growth_mb": result["final_growth_mb"],
+            }
+        )
+        print(
+            f"{label:<58}  {count:>7,}  {result['seconds']:>7.2f}  {rate:>9,.0f}  {rate / typed_rate:>6.1f}x  "
+            f"{result['cpu_seconds']:>6.2f}  {cpu_rate / typed_cpu_rate:>6.1f}x  "
+            f"{result['bytes_per_object']:>10,.0f}  {result['bytes_per_object'] / typed_bytes:>6.2f}x  "
+            f"{rss_kb:>10.1f}  {peak_ratio:>9.2f}x"
+        )
     by_run = {(label, count): result for label, count, result in results}
     large = by_run.get((DEFAULT_LABEL, LARGE), {})
-    gc_running = by_run.get(("pyinformers informer, default, GC running during the fill", LARGE), {})
+    gc_running = by_run.get(
+        ("pyinformers informer, default, GC running during the fill", LARGE), {}
+    )
     if not QUICK:
         print()
-        print(f"GC pause during the fill: 100,000 Pods sync in {large['seconds']:.1f}s with it, "
-              f"{gc_running['seconds']:.1f}s without ({gc_running['seconds'] / large['seconds']:.1f}x slower).")
-        print(f"After the sync ({large['tracked_objects']:,} GC-tracked objects): a full gc.collect() takes "
-              f"{large['collect_seconds'] * 1000:.0f} ms; after gc.freeze() {large['collect_frozen_seconds'] * 1000:.0f} ms.")
+        print(
+            f"GC pause during the fill: 100,000 Pods sync in {large['seconds']:.1f}s with it, "
+            f"{gc_running['seconds']:.1f}s without ({gc_running['seconds'] / large['seconds']:.1f}x slower)."
+        )
+        print(
+            f"After the sync ({large['tracked_objects']:,} GC-tracked objects): a full gc.collect() takes "
+            f"{large['collect_seconds'] * 1000:.0f} ms; after gc.freeze() {large['collect_frozen_seconds'] * 1000:.0f} ms."
+        )
     for count in (SMALL, LARGE)[: len(ceilings)]:
-        print(f"Server ceiling, a streaming list of {count:,} Pods read as raw bytes up to its end bookmark "
-              f"(nothing decoded): {ceilings[count]:.2f}s = {count / ceilings[count]:,.0f} objects/s.")
-    print("Defaults: a streaming list (watch with sendInitialEvents), each object transformed as it is decoded.")
-    print("List resourceVersion=0: the list path (use_watch_list=False, and the fallback for servers without")
-    print("streaming lists); the server answers it from its watch cache in one response, whatever the limit.")
-    print("CPU s: process CPU time of the sync, all threads (robust on a loaded machine); its x typed compares")
+        print(
+            f"Server ceiling, a streaming list of {count:,} Pods read as raw bytes up to its end bookmark "
+            f"(nothing decoded): {ceilings[count]:.2f}s = {count / ceilings[count]:,.0f} objects/s."
+        )
+    print(
+        "Defaults: a streaming list (watch with sendInitialEvents), each object transformed as it is decoded."
+    )
+    print(
+        "List resourceVersion=0: the list path (use_watch_list=False, and the fallback for servers without"
+    )
+    print(
+        "streaming lists); the server answers it from its watch cache in one response, whatever the limit."
+    )
+    print(
+        "CPU s: process CPU time of the sync, all threads (robust on a loaded machine); its x typed compares"
+    )
     print("objects per CPU-second.")
     print("live B/obj: deep size of the cached objects (typed: the V1Pod models) per object.")
-    print("RSS KB/obj: RSS growth over the list, after the sync, per object (aim <= 17 KB); peak/final: the peak")
-    print("RSS growth during the sync over that final growth (aim <= 1.3x). 100,000-object ratios use the typed")
+    print(
+        "RSS KB/obj: RSS growth over the list, after the sync, per object (aim <= 17 KB); peak/final: the peak"
+    )
+    print(
+        "RSS growth during the sync over that final growth (aim <= 1.3x). 100,000-object ratios use the typed"
+    )
     print("10,000 rate (the typed list's per-object rate does not improve with size).")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "initial_sync.json").write_text(json.dumps({
-        "rows": rows, "ceilings": {str(k): k / v for k, v in ceilings.items()},
-        "collect_ms": large.get("collect_seconds", 0) * 1000,
-        "collect_frozen_ms": large.get("collect_frozen_seconds", 0) * 1000,
-        "gc_running_seconds": gc_running.get("seconds"),
-    }, indent=1))
+    (RESULTS / "initial_sync.json").write_text(
+        json.dumps(
+            {
+                "rows": rows,
+                "ceilings": {str(k): k / v for k, v in ceilings.items()},
+                "collect_ms": large.get("collect_seconds", 0) * 1000,
+                "collect_frozen_ms": large.get("collect_frozen_seconds", 0) * 1000,
+                "gc_running_seconds": gc_running.get("seconds"),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

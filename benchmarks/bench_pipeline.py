@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from benchmarks.watchserver import WatchServer
 
@@ -70,8 +70,16 @@ SPLIT = 10  # the ten-informer variant: namespaces bench-0 .. bench-9
 CONSUMERS: list[tuple[str, str, list[str]]] = [
     ("pyinformers: factory + Controller, defaults", "pyinformers", ["bench"]),
     # next to the defaults: the two are compared round by round, so they run back to back
-    ("pyinformers, 10 informers x 1,000 Pods", "pyinformers-10-informers", [f"bench-{k}" for k in range(SPLIT)]),
-    ("pyinformers: the same Controller run by a Manager, defaults", "pyinformers-manager", ["bench"]),
+    (
+        "pyinformers, 10 informers x 1,000 Pods",
+        "pyinformers-10-informers",
+        [f"bench-{k}" for k in range(SPLIT)],
+    ),
+    (
+        "pyinformers: the same Controller run by a Manager, defaults",
+        "pyinformers-manager",
+        ["bench"],
+    ),
     ("minimal Python pipeline (urllib3+orjson+dict+queue)", "minimal", ["bench"]),
     ("typed watch.Watch().stream (baseline)", "typed-watch", ["bench"]),
     ("kubernetes.informer + queue.Queue + worker", "official-informer", ["bench"]),
@@ -81,7 +89,9 @@ CONSUMERS: list[tuple[str, str, list[str]]] = [
 BASELINE = "typed-watch"
 #: Over TLS: ours, the minimal pipeline, the baseline and client-go (kopf and the official informer
 #: read through the same official client as the baseline, and cost as much more over TLS).
-TLS_CONSUMERS = [row for row in CONSUMERS if row[1] in ("pyinformers", "minimal", "typed-watch", "client-go")]
+TLS_CONSUMERS = [
+    row for row in CONSUMERS if row[1] in ("pyinformers", "minimal", "typed-watch", "client-go")
+]
 TLS_ROUNDS = 1 if QUICK else 3
 #: The Manager against factory + Controller: besides the pair each round holds, this many more
 #: back-to-back pairs per round (order alternating), for the paired comparison alone (the rows keep
@@ -95,7 +105,7 @@ SLOW = {"typed-watch": EVENTS // 4, "official-informer": EVENTS // 4, "kopf": EV
 
 
 # --------------------------------------------------------------------------- the anchors' programs
-def build_clientgo() -> Optional[Path]:
+def build_clientgo() -> Path | None:
     """Build benchmarks/clientgo with the machine's Go (modules from the proxy); cached. None without Go."""
     go = shutil.which("go")
     if go is None:
@@ -106,10 +116,18 @@ def build_clientgo() -> Optional[Path]:
     if binary.exists() and all(binary.stat().st_mtime >= s.stat().st_mtime for s in sources):
         return binary
     CACHE.mkdir(exist_ok=True)
-    print("  building the client-go anchor (go build; the first build downloads modules)...", flush=True)
+    print(
+        "  building the client-go anchor (go build; the first build downloads modules)...",
+        flush=True,
+    )
     started = time.perf_counter()
-    proc = subprocess.run([go, "build", "-o", str(binary), "."], cwd=HERE / "clientgo", capture_output=True,
-                          text=True, timeout=1800)
+    proc = subprocess.run(
+        [go, "build", "-o", str(binary), "."],
+        cwd=HERE / "clientgo",
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         print(f"  client-go anchor skipped: go build failed:\n{proc.stderr[-2000:]}", flush=True)
         return None
@@ -117,20 +135,31 @@ def build_clientgo() -> Optional[Path]:
     return binary
 
 
-def kopf_python() -> Optional[Path]:
+def kopf_python() -> Path | None:
     """The Python of benchmarks/.venv-kopf, made and given kopf on first use. None if pip cannot."""
     python = KOPF_VENV / "bin" / "python"
     if (KOPF_VENV / ".installed").exists():
         return python
     print("  installing kopf into benchmarks/.venv-kopf ...", flush=True)
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(KOPF_VENV)], check=True, capture_output=True, timeout=300)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "kopf"], check=True, capture_output=True,
-                       timeout=900)
+        subprocess.run(
+            [sys.executable, "-m", "venv", str(KOPF_VENV)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "kopf"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
         detail = getattr(error, "stderr", b"") or b""
-        print(f"  kopf anchor skipped: pip could not install kopf ({detail.decode(errors='replace')[-300:]})",
-              flush=True)
+        print(
+            f"  kopf anchor skipped: pip could not install kopf ({detail.decode(errors='replace')[-300:]})",
+            flush=True,
+        )
         return None
     (KOPF_VENV / ".installed").touch()
     return python
@@ -143,19 +172,33 @@ def target(info: dict, events: int) -> dict:
     if events < info["events"]:
         pods = info["pods"]
         name = f"web-7d4b9c8f6d-{(events - 1) % pods:06d}"  # event k modifies Pod (k-1) % pods
-        info.update(events=events, last_rv=str(int(info["list_rv"]) + events),
-                    last_key=info["last_key"].split("/")[0] + "/" + name)
+        info.update(
+            events=events,
+            last_rv=str(int(info["list_rv"]) + events),
+            last_key=info["last_key"].split("/")[0] + "/" + name,
+        )
     return info
 
 
-def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
-                 clientgo: Optional[Path], kopf: Optional[Path], timeout: float = 900,
-                 events: Optional[int] = None) -> Optional[dict]:
+def run_consumer(
+    consumer: str,
+    server: WatchServer,
+    namespaces: list[str],
+    *,
+    clientgo: Path | None,
+    kopf: Path | None,
+    timeout: float = 900,
+    events: int | None = None,
+) -> dict | None:
     """Run ``consumer`` in a fresh process against ``server`` (stopping after ``events`` events of
     each namespace when given); its RESULT dict (None when skipped)."""
     server.rearm()
-    plan = {"namespaces": {ns: target(server.namespaces[ns], events or server.namespaces[ns]["events"])
-                           for ns in namespaces}}
+    plan = {
+        "namespaces": {
+            ns: target(server.namespaces[ns], events or server.namespaces[ns]["events"])
+            for ns in namespaces
+        }
+    }
     env = dict(os.environ)
     if server.ca_file:
         env["BENCH_CA"] = server.ca_file
@@ -163,9 +206,20 @@ def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
         if consumer == "client-go":
             if clientgo is None:
                 return None
-            (ns, info), = plan["namespaces"].items()
-            command = [str(clientgo), "-server", server.url, "-namespace", ns, "-objects", str(info["pods"]),
-                       "-last-key", info["last_key"], "-last-rv", info["last_rv"]]
+            ((ns, info),) = plan["namespaces"].items()
+            command = [
+                str(clientgo),
+                "-server",
+                server.url,
+                "-namespace",
+                ns,
+                "-objects",
+                str(info["pods"]),
+                "-last-key",
+                info["last_key"],
+                "-last-rv",
+                info["last_rv"],
+            ]
             if server.ca_file:
                 command += ["-ca", server.ca_file]
             # client-go 1.35+ syncs with a streaming list by default, as pyinformers does: keep its default.
@@ -174,13 +228,30 @@ def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
                 return None
             kubeconfig = Path(tmp) / "kubeconfig"
             kubeconfig.write_text(json.dumps(server.kubeconfig()))
-            (ns, _info), = plan["namespaces"].items()
-            env.update(KUBECONFIG=str(kubeconfig), BENCH_PLAN=json.dumps(plan), BENCH_SERVER=server.url)
-            command = [str(kopf.parent / "kopf"), "run", "--standalone", "--namespace", ns, "--quiet",
-                       str(HERE / "kopf_consumer.py")]
+            ((ns, _info),) = plan["namespaces"].items()
+            env.update(
+                KUBECONFIG=str(kubeconfig), BENCH_PLAN=json.dumps(plan), BENCH_SERVER=server.url
+            )
+            command = [
+                str(kopf.parent / "kopf"),
+                "run",
+                "--standalone",
+                "--namespace",
+                ns,
+                "--quiet",
+                str(HERE / "kopf_consumer.py"),
+            ]
         else:
-            command = [sys.executable, "-m", "benchmarks.consumers", consumer, "--server", server.url,
-                       "--plan", json.dumps(plan)]
+            command = [
+                sys.executable,
+                "-m",
+                "benchmarks.consumers",
+                consumer,
+                "--server",
+                server.url,
+                "--plan",
+                json.dumps(plan),
+            ]
             env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
@@ -188,10 +259,12 @@ def run_consumer(consumer: str, server: WatchServer, namespaces: list[str], *,
             raise RuntimeError(f"{consumer}: no result within {timeout:.0f}s") from None
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
+            return json.loads(line[len("RESULT ") :])
         if line.startswith("{") and consumer == "client-go" and proc.returncode == 0:
             return json.loads(line)
-    raise RuntimeError(f"{consumer} failed (exit {proc.returncode}):\n{proc.stdout[-1500:]}\n{proc.stderr[-3000:]}")
+    raise RuntimeError(
+        f"{consumer} failed (exit {proc.returncode}):\n{proc.stdout[-1500:]}\n{proc.stderr[-3000:]}"
+    )
 
 
 def _derive(result: dict, events: int, objects: int) -> dict:
@@ -201,34 +274,45 @@ def _derive(result: dict, events: int, objects: int) -> dict:
     result["cpu_us_per_event"] = result["cpu"] / events * 1e6
     result["cores"] = result["cpu"] / result["wall"]
     if "rss_synced_kb" in result:
-        result["rss_kb_per_object"] = (result["rss_synced_kb"] - result.get("rss_base_kb", 0)) / objects
+        result["rss_kb_per_object"] = (
+            result["rss_synced_kb"] - result.get("rss_base_kb", 0)
+        ) / objects
     return result
 
 
 def _summary(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "runs": values,
+    }
 
 
 # --------------------------------------------------------------------------- scenarios
-def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
+def throughput(clientgo: Path | None, kopf: Path | None) -> dict:
     plan = {"namespaces": {"bench": {"pods": PODS, "events": EVENTS}}}
     for k in range(SPLIT):
         plan["namespaces"][f"bench-{k}"] = {"pods": PODS // SPLIT, "events": EVENTS // SPLIT}
     runs: dict[str, list[dict]] = {consumer: [] for _, consumer, _ in CONSUMERS}
     pairs: dict[str, list[dict]] = {consumer: [] for consumer in MANAGER_PAIR}
     with WatchServer(plan) as server:
-        print(f"server: {PODS:,} Pods of {server.namespaces['bench']['pod_bytes'] / 1000:.1f} KB, "
-              f"{EVENTS:,} events; {ROUNDS} interleaved round(s), each consumer in a fresh process", flush=True)
+        print(
+            f"server: {PODS:,} Pods of {server.namespaces['bench']['pod_bytes'] / 1000:.1f} KB, "
+            f"{EVENTS:,} events; {ROUNDS} interleaved round(s), each consumer in a fresh process",
+            flush=True,
+        )
         for round_ in range(ROUNDS):
             # Odd rounds run the consumers in reverse: a consumer run later in a round tends to be
             # slower (measured: the second of a pair 0.89-0.90x when run second, 0.99-1.03x when
             # run first), so no row always runs last, and the pairs compared per round swap places.
             order = CONSUMERS if round_ % 2 == 0 else CONSUMERS[::-1]
-            for label, consumer, namespaces in order:
+            for _label, consumer, namespaces in order:
                 events = SLOW.get(consumer, EVENTS)
                 per_namespace = events // len(namespaces)
-                result = run_consumer(consumer, server, namespaces, clientgo=clientgo, kopf=kopf,
-                                      events=per_namespace)
+                result = run_consumer(
+                    consumer, server, namespaces, clientgo=clientgo, kopf=kopf, events=per_namespace
+                )
                 if result is not None:
                     runs[consumer].append(_derive(result, per_namespace * len(namespaces), PODS))
             for k in range(EXTRA_PAIRS):
@@ -236,12 +320,17 @@ def throughput(clientgo: Optional[Path], kopf: Optional[Path]) -> dict:
                     result = run_consumer(consumer, server, ["bench"], clientgo=clientgo, kopf=kopf)
                     pairs[consumer].append(_derive(result, EVENTS, PODS))
             print(f"  round {round_ + 1}/{ROUNDS} done", flush=True)
-    return {"pods": PODS, "events": EVENTS, "rounds": ROUNDS, "rows": _rows(CONSUMERS, runs),
-            "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"]),
-            "manager_vs_defaults": _ratios(*(runs[c] + pairs[c] for c in MANAGER_PAIR[::-1]))}
+    return {
+        "pods": PODS,
+        "events": EVENTS,
+        "rounds": ROUNDS,
+        "rows": _rows(CONSUMERS, runs),
+        "ten_vs_one": _paired(runs["pyinformers-10-informers"], runs["pyinformers"]),
+        "manager_vs_defaults": _ratios(*(runs[c] + pairs[c] for c in MANAGER_PAIR[::-1])),
+    }
 
 
-def over_tls(clientgo: Optional[Path]) -> dict:
+def over_tls(clientgo: Path | None) -> dict:
     """The same Pods and events over HTTPS, written one event per write as kube-apiserver writes them.
 
     Real clusters serve TLS, and a TLS read returns at most one record: with
@@ -252,16 +341,28 @@ def over_tls(clientgo: Optional[Path]) -> dict:
 
     runs: dict[str, list[dict]] = {consumer: [] for _, consumer, _ in TLS_CONSUMERS}
     with tempfile.TemporaryDirectory() as tmp:
-        plan = {"namespaces": {"bench": {"pods": PODS, "events": EVENTS}}, "tls": list(self_signed_certificate(tmp))}
+        plan = {
+            "namespaces": {"bench": {"pods": PODS, "events": EVENTS}},
+            "tls": list(self_signed_certificate(tmp)),
+        }
         with WatchServer(plan) as server:
             print(f"over TLS: {TLS_ROUNDS} interleaved round(s)", flush=True)
             for round_ in range(TLS_ROUNDS):
-                for label, consumer, namespaces in TLS_CONSUMERS if round_ % 2 == 0 else TLS_CONSUMERS[::-1]:
+                for _label, consumer, namespaces in (
+                    TLS_CONSUMERS if round_ % 2 == 0 else TLS_CONSUMERS[::-1]
+                ):
                     events = SLOW.get(consumer, EVENTS)
-                    result = run_consumer(consumer, server, namespaces, clientgo=clientgo, kopf=None, events=events)
+                    result = run_consumer(
+                        consumer, server, namespaces, clientgo=clientgo, kopf=None, events=events
+                    )
                     if result is not None:
                         runs[consumer].append(_derive(result, events, PODS))
-    return {"pods": PODS, "events": EVENTS, "rounds": TLS_ROUNDS, "rows": _rows(TLS_CONSUMERS, runs)}
+    return {
+        "pods": PODS,
+        "events": EVENTS,
+        "rounds": TLS_ROUNDS,
+        "rows": _rows(TLS_CONSUMERS, runs),
+    }
 
 
 def _rows(consumers: list[tuple[str, str, list[str]]], runs: dict[str, list[dict]]) -> list[dict]:
@@ -273,34 +374,51 @@ def _rows(consumers: list[tuple[str, str, list[str]]], runs: dict[str, list[dict
         if not results:
             rows.append({"label": label, "consumer": consumer, "skipped": True})
             continue
-        row: dict[str, Any] = {"label": label, "consumer": consumer, "runs": results,
-                               "events": results[0]["events"]}
+        row: dict[str, Any] = {
+            "label": label,
+            "consumer": consumer,
+            "runs": results,
+            "events": results[0]["events"],
+        }
         for field in ("events_per_s", "cpu_us_per_event", "cores"):
             row[field] = _summary([r[field] for r in results])
         # ratios per round, against the baseline of the same round
-        row["x_baseline"] = _summary([r["events_per_s"] / b["events_per_s"] for r, b in zip(results, baseline_runs)])
+        row["x_baseline"] = _summary(
+            [r["events_per_s"] / b["events_per_s"] for r, b in zip(results, baseline_runs)]
+        )
         row["gc_max_pause_ms"] = max((r.get("gc_max_pause_ms", 0.0) for r in results), default=0.0)
-        row["gc_full_collections"] = [r["gc_collections"][2] for r in results if "gc_collections" in r]
+        row["gc_full_collections"] = [
+            r["gc_collections"][2] for r in results if "gc_collections" in r
+        ]
         if any("rss_kb_per_object" in r for r in results):
-            row["rss_kb_per_object"] = statistics.median(r["rss_kb_per_object"] for r in results
-                                                         if "rss_kb_per_object" in r)
-        row["sync_seconds"] = statistics.median(r["sync_seconds"] for r in results if "sync_seconds" in r) \
-            if any("sync_seconds" in r for r in results) else None
+            row["rss_kb_per_object"] = statistics.median(
+                r["rss_kb_per_object"] for r in results if "rss_kb_per_object" in r
+            )
+        row["sync_seconds"] = (
+            statistics.median(r["sync_seconds"] for r in results if "sync_seconds" in r)
+            if any("sync_seconds" in r for r in results)
+            else None
+        )
         rows.append(row)
     return rows
 
 
-def _ratios(variant: list[dict], reference: list[dict]) -> Optional[dict]:
+def _ratios(variant: list[dict], reference: list[dict]) -> dict | None:
     """``variant`` over ``reference``, pair by pair (each pair ran seconds apart, on the same load)."""
     if not variant or len(variant) != len(reference):
         return None
-    return {"pairs": len(variant),
-            "events_per_s": _summary([v["events_per_s"] / r["events_per_s"] for v, r in zip(variant, reference)]),
-            "cpu_us_per_event": _summary([v["cpu_us_per_event"] / r["cpu_us_per_event"]
-                                          for v, r in zip(variant, reference)])}
+    return {
+        "pairs": len(variant),
+        "events_per_s": _summary(
+            [v["events_per_s"] / r["events_per_s"] for v, r in zip(variant, reference)]
+        ),
+        "cpu_us_per_event": _summary(
+            [v["cpu_us_per_event"] / r["cpu_us_per_event"] for v, r in zip(variant, reference)]
+        ),
+    }
 
 
-def _paired(ten: list[dict], one: list[dict]) -> Optional[dict]:
+def _paired(ten: list[dict], one: list[dict]) -> dict | None:
     """Ten informers against one, round by round (the two ran back to back, on the same load)."""
     ratios = _ratios(ten, one)
     if ratios is None:
@@ -309,31 +427,47 @@ def _paired(ten: list[dict], one: list[dict]) -> Optional[dict]:
     def switches(r: dict) -> float:
         return sum(r["context_switches"]) / r["events"]
 
-    ratios["switches_per_event"] = {"ten": _summary([switches(t) for t in ten]),
-                                    "one": _summary([switches(o) for o in one])}
+    ratios["switches_per_event"] = {
+        "ten": _summary([switches(t) for t in ten]),
+        "one": _summary([switches(o) for o in one]),
+    }
     return ratios
 
 
 def latency() -> dict:
-    plan = {"namespaces": {"latency": {"pods": 1_000, "events": LATENCY_EVENTS, "pace": LATENCY_RATE}}}
+    plan = {
+        "namespaces": {"latency": {"pods": 1_000, "events": LATENCY_EVENTS, "pace": LATENCY_RATE}}
+    }
     delays: list[float] = []
     with WatchServer(plan) as server:
         for _ in range(ROUNDS):
             result = run_consumer("latency", server, ["latency"], clientgo=None, kopf=None)
-            delays.extend(result["latency_ms"][len(result["latency_ms"]) // 10:])  # skip the warm-up tenth
+            delays.extend(
+                result["latency_ms"][len(result["latency_ms"]) // 10 :]
+            )  # skip the warm-up tenth
     delays.sort()
 
     def pct(p: float) -> float:
         return delays[min(len(delays) - 1, int(p / 100 * len(delays)))]
 
-    return {"rate": LATENCY_RATE, "events": LATENCY_EVENTS, "samples": len(delays),
-            "p50": pct(50), "p90": pct(90), "p99": pct(99), "max": delays[-1], "delays_ms": delays}
+    return {
+        "rate": LATENCY_RATE,
+        "events": LATENCY_EVENTS,
+        "samples": len(delays),
+        "p50": pct(50),
+        "p90": pct(90),
+        "p99": pct(99),
+        "max": delays[-1],
+        "delays_ms": delays,
+    }
 
 
 def large() -> dict:
     plan = {"namespaces": {"large": {"pods": LARGE_PODS, "events": LARGE_PODS}}}
     with WatchServer(plan) as server:
-        result = run_consumer("pyinformers", server, ["large"], clientgo=None, kopf=None, timeout=1200)
+        result = run_consumer(
+            "pyinformers", server, ["large"], clientgo=None, kopf=None, timeout=1200
+        )
     return _derive(result, LARGE_PODS, LARGE_PODS)
 
 
@@ -342,8 +476,10 @@ def print_throughput(data: dict) -> None:
     rows = data["rows"]
     width = max(len(r["label"]) for r in rows)
     print()
-    print(f"{'consumer':<{width}}  {'events/s':>9}  {'range':>15}  {'x typed':>7}  {'CPU us/ev':>9}  "
-          f"{'range':>11}  {'cores':>5}  {'GC max ms':>9}  {'full GCs':>8}  {'RSS KB/Pod':>10}")
+    print(
+        f"{'consumer':<{width}}  {'events/s':>9}  {'range':>15}  {'x typed':>7}  {'CPU us/ev':>9}  "
+        f"{'range':>11}  {'cores':>5}  {'GC max ms':>9}  {'full GCs':>8}  {'RSS KB/Pod':>10}"
+    )
     for r in rows:
         if r.get("skipped"):
             print(f"{r['label']:<{width}}  skipped (see above)")
@@ -352,51 +488,65 @@ def print_throughput(data: dict) -> None:
         rss = f"{r['rss_kb_per_object']:.1f}" if r.get("rss_kb_per_object") else "-"
         gc_ms = f"{r['gc_max_pause_ms']:.0f}" if r["gc_full_collections"] else "-"
         full = ",".join(map(str, r["gc_full_collections"])) or "-"
-        print(f"{r['label']:<{width}}  {e['median']:>9,.0f}  {e['min']:>7,.0f}-{e['max']:<7,.0f}  "
-              f"{r['x_baseline']['median']:>6.1f}x  {c['median']:>9.0f}  {c['min']:>5.0f}-{c['max']:<5.0f}  "
-              f"{r['cores']['median']:>5.2f}  {gc_ms:>9}  {full:>8}  {rss:>10}")
+        print(
+            f"{r['label']:<{width}}  {e['median']:>9,.0f}  {e['min']:>7,.0f}-{e['max']:<7,.0f}  "
+            f"{r['x_baseline']['median']:>6.1f}x  {c['median']:>9.0f}  {c['min']:>5.0f}-{c['max']:<5.0f}  "
+            f"{r['cores']['median']:>5.2f}  {gc_ms:>9}  {full:>8}  {rss:>10}"
+        )
     by = {r["consumer"]: r for r in rows if not r.get("skipped")}
     ours = by.get("pyinformers")
     if ours:
         for name, what in (("client-go", "client-go"), ("minimal", "the minimal pipeline")):
             if name in by:
                 other = by[name]
-                print(f"pyinformers defaults vs {what}: {ours['events_per_s']['median'] / other['events_per_s']['median']:.2f}x "
-                      f"events/s, {ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x "
-                      f"CPU per event (per core: {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
-                      "its events per CPU-second)")
+                print(
+                    f"pyinformers defaults vs {what}: {ours['events_per_s']['median'] / other['events_per_s']['median']:.2f}x "
+                    f"events/s, {ours['cpu_us_per_event']['median'] / other['cpu_us_per_event']['median']:.2f}x "
+                    f"CPU per event (per core: {other['cpu_us_per_event']['median'] / ours['cpu_us_per_event']['median']:.2f}x "
+                    "its events per CPU-second)"
+                )
         paired = data.get("manager_vs_defaults")
         if paired:
             e, c = paired["events_per_s"], paired["cpu_us_per_event"]
-            print(f"the Manager vs factory + Controller, {paired['pairs']} pairs: {e['median']:.2f}x events/s "
-                  f"({e['min']:.2f}-{e['max']:.2f}), {c['median']:.2f}x CPU per event ({c['min']:.2f}-{c['max']:.2f})")
+            print(
+                f"the Manager vs factory + Controller, {paired['pairs']} pairs: {e['median']:.2f}x events/s "
+                f"({e['min']:.2f}-{e['max']:.2f}), {c['median']:.2f}x CPU per event ({c['min']:.2f}-{c['max']:.2f})"
+            )
         paired = data.get("ten_vs_one")
         if paired:
             e, c = paired["events_per_s"], paired["cpu_us_per_event"]
-            print(f"10 informers aggregate vs one, per round: {e['median']:.2f}x events/s ({e['min']:.2f}-{e['max']:.2f}), "
-                  f"{c['median']:.2f}x CPU per event ({c['min']:.2f}-{c['max']:.2f})")
+            print(
+                f"10 informers aggregate vs one, per round: {e['median']:.2f}x events/s ({e['min']:.2f}-{e['max']:.2f}), "
+                f"{c['median']:.2f}x CPU per event ({c['min']:.2f}-{c['max']:.2f})"
+            )
 
 
 def main() -> dict:
     clientgo = build_clientgo()
     kopf = kopf_python()
-    data: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
-                            "quick": QUICK}
+    data: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+        "quick": QUICK,
+    }
     data["throughput"] = throughput(clientgo, kopf)
     print_throughput(data["throughput"])
     data["tls"] = over_tls(clientgo)
     print_throughput(data["tls"])
     data["latency"] = latency()
     lat = data["latency"]
-    print(f"\nlatency, server sends -> reconcile starts, {lat['rate']:.0f} events/s over 1,000 cached Pods: "
-          f"p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms "
-          f"({lat['samples']} samples; aim p99 <= 10 ms)")
+    print(
+        f"\nlatency, server sends -> reconcile starts, {lat['rate']:.0f} events/s over 1,000 cached Pods: "
+        f"p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms "
+        f"({lat['samples']} samples; aim p99 <= 10 ms)"
+    )
     if not QUICK:
         big = data["large"] = large()
-        print(f"\n{LARGE_PODS:,} cached Pods, defaults: sync {big['sync_seconds']:.1f}s, RSS "
-              f"{big['rss_kb_per_object']:.1f} KB/Pod after sync; over {LARGE_PODS:,} events: "
-              f"{big['events_per_s']:,.0f} events/s, {big['cpu_us_per_event']:.0f} us CPU/event, GC collections "
-              f"{big['gc_collections']}, longest GC pause {big['gc_max_pause_ms']:.0f} ms (aim <= 50 ms)")
+        print(
+            f"\n{LARGE_PODS:,} cached Pods, defaults: sync {big['sync_seconds']:.1f}s, RSS "
+            f"{big['rss_kb_per_object']:.1f} KB/Pod after sync; over {LARGE_PODS:,} events: "
+            f"{big['events_per_s']:,.0f} events/s, {big['cpu_us_per_event']:.0f} us CPU/event, GC collections "
+            f"{big['gc_collections']}, longest GC pause {big['gc_max_pause_ms']:.0f} ms (aim <= 50 ms)"
+        )
     data["machine"]["load_after"] = os.getloadavg()
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "pipeline.json").write_text(json.dumps(data, indent=1))

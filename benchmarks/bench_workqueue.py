@@ -29,8 +29,9 @@ import queue as stdlib_queue
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry
 
@@ -198,7 +199,9 @@ def _run_threads(
         threading.Thread(target=produce, args=(keys,), name=f"bench-producer-{i}")
         for i, keys in enumerate(key_sets)
     ]
-    consumer_threads = [threading.Thread(target=consume, name=f"bench-consumer-{i}") for i in range(consumers)]
+    consumer_threads = [
+        threading.Thread(target=consume, name=f"bench-consumer-{i}") for i in range(consumers)
+    ]
     start = time.perf_counter()
     for thread in consumer_threads + producer_threads:
         thread.start()
@@ -283,9 +286,13 @@ def main() -> None:
             per = ADDS // workers
             key_sets = [_keys(per, duplicates, offset=w * per) for w in range(workers)]
             row = _compare(
-                lambda: _ours_threads(key_sets, workers), lambda: _stdlib_threads(key_sets, workers), per * workers
+                lambda: _ours_threads(key_sets, workers),
+                lambda: _stdlib_threads(key_sets, workers),
+                per * workers,
             )
-            rows.append((f"{workers} producer(s) / {workers} consumer(s), {tag}", row, "queue.Queue"))
+            rows.append(
+                (f"{workers} producer(s) / {workers} consumer(s), {tag}", row, "queue.Queue")
+            )
     ring = [f"ns/obj-{i}" for i in range(1000)] * (ADDS // 1000)
     row = _compare(lambda: _rate_limited(ring), lambda: _plain_cycle(ring), len(ring))
     rows.append(("add_rate_limited + forget (default limiter)", row, "add+get+done"))
@@ -301,24 +308,46 @@ def main() -> None:
     # Ten informers feeding one controller: ten producer threads on one queue lock.
     per = ADDS // PRODUCERS
     key_sets = [_keys(per, False, offset=p * per) for p in range(PRODUCERS)]
-    row = _compare(lambda: _controller_threads(key_sets, 1), lambda: _stdlib_threads(key_sets, 1), per * PRODUCERS)
-    rows.append((f"Controller's queue (named, metrics, forget), {PRODUCERS}P/1C", row, "queue.Queue"))
+    row = _compare(
+        lambda: _controller_threads(key_sets, 1),
+        lambda: _stdlib_threads(key_sets, 1),
+        per * PRODUCERS,
+    )
+    rows.append(
+        (f"Controller's queue (named, metrics, forget), {PRODUCERS}P/1C", row, "queue.Queue")
+    )
 
     width = max(len(label) for label, _, _ in rows)
-    print(f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio (range)':>18}  "
-          f"{'CPU ratio':>9}  baseline")
+    print(
+        f"{'scenario':<{width}}  {'ours (ops/s)':>13}  {'baseline (ops/s)':>16}  {'ratio (range)':>18}  "
+        f"{'CPU ratio':>9}  baseline"
+    )
     for label, r, baseline in rows:
         spread = f"{r.ratio:.2f}x ({r.ratio_min:.2f}-{r.ratio_max:.2f})"
-        print(f"{label:<{width}}  {r.ours:>13,.0f}  {r.baseline:>16,.0f}  {spread:>18}  {r.cpu_ratio:>8.2f}x  {baseline}")
-    print(f"median of {REPEATS} alternating repetitions; ratio = ours / baseline ops/s, taken per repetition "
-          "(range in brackets); CPU ratio = baseline / ours process CPU time (all threads).")
-    print("For the rate-limited row, >= 0.33x means within 3x of a plain cycle; "
-          "the Controller's queue rows aim at >= 1.0x queue.Queue.")
+        print(
+            f"{label:<{width}}  {r.ours:>13,.0f}  {r.baseline:>16,.0f}  {spread:>18}  {r.cpu_ratio:>8.2f}x  {baseline}"
+        )
+    print(
+        f"median of {REPEATS} alternating repetitions; ratio = ours / baseline ops/s, taken per repetition "
+        "(range in brackets); CPU ratio = baseline / ours process CPU time (all threads)."
+    )
+    print(
+        "For the rate-limited row, >= 0.33x means within 3x of a plain cycle; "
+        "the Controller's queue rows aim at >= 1.0x queue.Queue."
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "workqueue.json").write_text(json.dumps(
-        {"repeats": REPEATS,
-         "rows": [{"label": label, "baseline_label": baseline, **r._asdict()} for label, r, baseline in rows]},
-        indent=1))
+    (RESULTS / "workqueue.json").write_text(
+        json.dumps(
+            {
+                "repeats": REPEATS,
+                "rows": [
+                    {"label": label, "baseline_label": baseline, **r._asdict()}
+                    for label, r, baseline in rows
+                ],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ import threading
 import time
 import urllib.request
 from collections import deque
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 _PAGE = 500
 
@@ -95,7 +96,7 @@ def context_switches() -> tuple[int, int]:
 
 
 #: The CA file of an https benchmark server (its self-signed certificate), from the harness.
-CA_FILE: Optional[str] = os.environ.get("BENCH_CA") or None
+CA_FILE: str | None = os.environ.get("BENCH_CA") or None
 
 
 def release_gate(server: str) -> None:
@@ -142,7 +143,10 @@ class Timing:
         self.result["cpu_user"] = times.user - self._times0.user
         self.result["cpu_system"] = times.system - self._times0.system
         voluntary, involuntary = context_switches()
-        self.result["context_switches"] = [voluntary - self._switches0[0], involuntary - self._switches0[1]]
+        self.result["context_switches"] = [
+            voluntary - self._switches0[0],
+            involuntary - self._switches0[1],
+        ]
         self.gc.armed = False
         self.result["gc_collections"] = list(self.gc.collections)
         self.result["gc_max_pause_ms"] = self.gc.max_pause * 1000
@@ -170,7 +174,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
 def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool = False) -> dict:
     """The factory and a Controller with one worker, defaults everywhere (see docs/quickstart.rst).
 
-    ``manager``: the same Controller run by a :class:`~pyinformers.controller.Manager` with its
+    ``manager``: the same Controller run by a :class:`~pyinformers.manager.Manager` with its
     defaults, as the quickstart's ``main`` does: ``manager.run()`` in the main thread (its stop
     poll, its signal handlers), the GC policy, ``/metrics`` and the probes served (on free
     loopback ports, so that parallel runs never collide), ``/version`` checked at start; no
@@ -179,7 +183,8 @@ def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool
     """
     from pyinformers.api import meta
     from pyinformers.cache import SharedInformerFactory
-    from pyinformers.controller import ANY_PORT, Controller, Manager
+    from pyinformers.controller import Controller
+    from pyinformers.manager import ANY_PORT, Manager
     from pyinformers.resources import PODS
 
     timing = Timing()
@@ -223,7 +228,11 @@ def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool
             results = controller.metrics.snapshot()[0]
             if results[1]:  # a reconcile raised: the benchmark is broken, do not wait for it
                 raise RuntimeError("a reconcile failed (see the log)")
-            return results[0] >= objects and len(controller.queue) == 0 and controller.queue.processing_count() == 0
+            return (
+                results[0] >= objects
+                and len(controller.queue) == 0
+                and controller.queue.processing_count() == 0
+            )
 
         wait_until(initial_keys_reconciled, 600, "initial keys not reconciled")
         timing.ready(server)
@@ -232,15 +241,22 @@ def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool
         timing.finished()
 
     if manager:
-        runner = Manager(api_client=api_client(server), metrics_port=ANY_PORT, health_port=ANY_PORT,
-                         bind_address="127.0.0.1")
+        runner = Manager(
+            api_client=api_client(server),
+            metrics_port=ANY_PORT,
+            health_port=ANY_PORT,
+            bind_address="127.0.0.1",
+        )
         controller = Bench(runner.factory)
         runner.add(controller)
         failure: list[BaseException] = []
 
         def clocks() -> None:
             try:
-                measure(controller, lambda: runner.health_address is not None and controller.workers_alive())
+                measure(
+                    controller,
+                    lambda: runner.health_address is not None and controller.workers_alive(),
+                )
             except BaseException as error:  # noqa: BLE001 - reported by the main thread
                 failure.append(error)
             finally:
@@ -250,8 +266,10 @@ def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool
         runner.run()  # until the clocks' thread stops it
         if failure:
             raise failure[0]
-        timing.result["manager"] = {"metrics": runner.metrics_address is not None,
-                                    "probes": runner.health_address is not None}
+        timing.result["manager"] = {
+            "metrics": runner.metrics_address is not None,
+            "probes": runner.health_address is not None,
+        }
     else:
         factory = SharedInformerFactory(api_client(server))
         controller = Bench(factory)
@@ -270,13 +288,15 @@ def typed_watch(server: str, plan: dict) -> dict:
     """``watch.Watch().stream(list_namespaced_pod)``: typed V1Pod per event, no cache."""
     from kubernetes import client, watch
 
-    (ns, info), = plan["namespaces"].items()
+    ((ns, info),) = plan["namespaces"].items()
     timing = Timing()
     api = client.CoreV1Api(api_client(server))
     w = watch.Watch()
     timing.ready(server)  # no cache to sync; the gate is open for the watch below
     seen = 0
-    for _event in w.stream(api.list_namespaced_pod, ns, resource_version=info["list_rv"], timeout_seconds=3600):
+    for _event in w.stream(
+        api.list_namespaced_pod, ns, resource_version=info["list_rv"], timeout_seconds=3600
+    ):
         seen += 1
         if seen == info["events"]:
             break
@@ -292,11 +312,11 @@ def official_informer(server: str, plan: dict) -> dict:
     from kubernetes import client
     from kubernetes.informer import ADDED, MODIFIED, SharedInformer
 
-    (ns, info), = plan["namespaces"].items()
+    ((ns, info),) = plan["namespaces"].items()
     timing = Timing()
     api = client.CoreV1Api(api_client(server))
     informer = SharedInformer(api.list_namespaced_pod, namespace=ns)
-    keys: "queue.Queue[str]" = queue.Queue()
+    keys: queue.Queue[str] = queue.Queue()
     done = threading.Event()
     reconciled = [0]
 
@@ -308,7 +328,11 @@ def official_informer(server: str, plan: dict) -> dict:
             key = keys.get()
             pod = informer.cache.get_by_key(key)
             reconciled[0] += 1
-            if key == info["last_key"] and pod is not None and pod.metadata.resource_version == info["last_rv"]:
+            if (
+                key == info["last_key"]
+                and pod is not None
+                and pod.metadata.resource_version == info["last_rv"]
+            ):
                 done.set()
             keys.task_done()
 
@@ -316,7 +340,9 @@ def official_informer(server: str, plan: dict) -> dict:
     informer.add_event_handler(MODIFIED, enqueue)
     threading.Thread(target=worker, daemon=True).start()
     informer.start()
-    wait_until(lambda: reconciled[0] >= info["pods"] and keys.unfinished_tasks == 0, 600, "no initial list")
+    wait_until(
+        lambda: reconciled[0] >= info["pods"] and keys.unfinished_tasks == 0, 600, "no initial list"
+    )
     timing.ready(server)
     if not done.wait(600):
         raise TimeoutError("official informer: the last event was not reconciled")
@@ -365,7 +391,7 @@ def minimal(server: str, plan: dict) -> dict:
     import orjson
     import urllib3
 
-    (ns, info), = plan["namespaces"].items()
+    ((ns, info),) = plan["namespaces"].items()
     timing = Timing()
     http = urllib3.PoolManager(ca_certs=CA_FILE)
     base = f"{server}/api/v1/namespaces/{ns}/pods"
@@ -384,7 +410,11 @@ def minimal(server: str, plan: dict) -> dict:
             key = work.get()
             with lock:
                 pod = store.get(key)
-            if key == info["last_key"] and pod is not None and pod["metadata"]["resourceVersion"] == info["last_rv"]:
+            if (
+                key == info["last_key"]
+                and pod is not None
+                and pod["metadata"]["resourceVersion"] == info["last_rv"]
+            ):
                 done.set()
             reconciled[0] += 1
             work.done(key)
@@ -392,7 +422,11 @@ def minimal(server: str, plan: dict) -> dict:
     threading.Thread(target=worker, daemon=True).start()
     token = ""
     while True:
-        body = orjson.loads(http.request("GET", f"{base}?limit={_PAGE}" + (f"&continue={token}" if token else "")).data)
+        body = orjson.loads(
+            http.request(
+                "GET", f"{base}?limit={_PAGE}" + (f"&continue={token}" if token else "")
+            ).data
+        )
         for obj in body["items"]:
             key = key_of(obj)
             with lock:
@@ -402,7 +436,11 @@ def minimal(server: str, plan: dict) -> dict:
         if not token:
             break
     rv = body["metadata"]["resourceVersion"]
-    wait_until(lambda: reconciled[0] >= info["pods"] and not work.queue and not work.processing, 600, "initial")
+    wait_until(
+        lambda: reconciled[0] >= info["pods"] and not work.queue and not work.processing,
+        600,
+        "initial",
+    )
     timing.ready(server)
     response = http.request("GET", f"{base}?watch=true&resourceVersion={rv}", preload_content=False)
     pending = b""

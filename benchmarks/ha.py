@@ -25,7 +25,7 @@ from pathlib import Path
 from kubernetes import config as k8s_config
 
 from pyinformers.api._client import ResourceClient
-from pyinformers.leaderelection import ElectionTiming, LeaderElector, LeaseLock, assign, shard_of
+from pyinformers.leaderelection import LeaderElector, LeaseLock, assign, shard_of
 from pyinformers.resources import CONFIGMAPS, LEASES
 
 NS = "default"
@@ -47,8 +47,19 @@ class Server:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="pyinformers-ha-")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
-        self.proc = subprocess.Popen([sys.executable, "-m", "pyinformers.testing", "--kubeconfig", self.kubeconfig,
-                                      "--bookmark-interval", "30"], stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pyinformers.testing",
+                "--kubeconfig",
+                self.kubeconfig,
+                "--bookmark-interval",
+                "30",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         _wait(lambda: os.path.exists(self.kubeconfig), 30)
         time.sleep(0.2)
 
@@ -82,8 +93,14 @@ def failover(server, trials=3):
             a.stop()  # frozen: stops renewing, writes nothing; released: empties the holder
             results[kind].append(_wait(b.is_leader, 60) - t0)
             b.stop()
-    return {k: {"median_s": round(statistics.median(v), 2), "min_s": round(min(v), 2), "max_s": round(max(v), 2)}
-            for k, v in results.items()}
+    return {
+        k: {
+            "median_s": round(statistics.median(v), 2),
+            "min_s": round(min(v), 2),
+            "max_s": round(max(v), 2),
+        }
+        for k, v in results.items()
+    }
 
 
 def idle_writes(server, seconds=20.0):
@@ -110,15 +127,18 @@ def idle_writes(server, seconds=20.0):
     _wait(lambda: len(member.held()) == SHARDS)
     w0, t0 = member.member.writes, time.monotonic()
     time.sleep(seconds)
-    out["shard_member_writes_per_s"] = round((member.member.writes - w0) / (time.monotonic() - t0), 2)
+    out["shard_member_writes_per_s"] = round(
+        (member.member.writes - w0) / (time.monotonic() - t0), 2
+    )
     member.stop()
     return out
 
 
 # -- replicas in processes: a Manager with a stamping controller -------------------------------------------------
-REPLICA = r'''
+REPLICA = r"""
 import json, sys, time
-from pyinformers.controller import Controller, EnqueueMapped, Manager, ShardingConfig, LeaderElectionConfig
+from pyinformers.controller import Controller, EnqueueMapped
+from pyinformers.manager import Manager, ShardingConfig, LeaderElectionConfig
 from pyinformers.resources import CONFIGMAPS
 
 kubeconfig, identity, mode = sys.argv[1:4]
@@ -169,15 +189,19 @@ manager = Manager(**options)
 manager.add(Stamp(manager))
 print(json.dumps({"started": time.monotonic()}), flush=True)
 manager.run()
-'''
+"""
 
 
 class Replica:
     def __init__(self, server, identity, mode):
         self.identity = identity
-        self.proc = subprocess.Popen([sys.executable, "-c", REPLICA, server.kubeconfig, identity, mode],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                     cwd=Path(__file__).resolve().parent.parent)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", REPLICA, server.kubeconfig, identity, mode],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         self.lines = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -206,7 +230,10 @@ def _seed(server, count):
 
 def _all_seen(server, count, expect):
     items = ResourceClient(server.client(), CONFIGMAPS).list_all(NS).items
-    seen = {cm["metadata"]["name"]: (cm["metadata"].get("annotations") or {}).get("seen") for cm in items}
+    seen = {
+        cm["metadata"]["name"]: (cm["metadata"].get("annotations") or {}).get("seen")
+        for cm in items
+    }
     return all(seen.get(f"cm-{i:04d}") == expect(f"default/cm-{i:04d}") for i in range(count))
 
 
@@ -221,13 +248,20 @@ def warm_vs_cold(server, count=3000):
     _wait(lambda: any("first_reconcile" in m for m in b.lines), 120)
     warm = next(m for m in b.lines if "first_reconcile" in m)
     b.stop()
-    cold = Replica(server, "cold", "plain")  # no election: start() -> list -> sync -> first reconcile
+    cold = Replica(
+        server, "cold", "plain"
+    )  # no election: start() -> list -> sync -> first reconcile
     _wait(lambda: any("first_reconcile" in m for m in cold.lines), 120)
     started = next(m for m in cold.lines if "started" in m)["started"]
     first = next(m for m in cold.lines if "first_reconcile" in m)["first_reconcile"]
     cold.stop()
-    return {"objects": count, "warm_leader_to_first_reconcile_s": round(warm["first_reconcile"] - warm["leading_since"], 3),
-            "cold_start_to_first_reconcile_s": round(first - started, 3)}
+    return {
+        "objects": count,
+        "warm_leader_to_first_reconcile_s": round(
+            warm["first_reconcile"] - warm["leading_since"], 3
+        ),
+        "cold_start_to_first_reconcile_s": round(first - started, 3),
+    }
 
 
 def rebalance(server, count=1000):
@@ -248,12 +282,22 @@ def rebalance(server, count=1000):
     def join_s4():
         replicas["s4"] = Replica(server, "s4", "shard")
         # Rebalancing starts when s4 is a member (its caches synced): not counting process start-up.
-        _wait(lambda: any(item["spec"].get("holderIdentity") == "s4" for item in leases.list_all(NS).items), 120, 0.05)
+        _wait(
+            lambda: any(
+                item["spec"].get("holderIdentity") == "s4" for item in leases.list_all(NS).items
+            ),
+            120,
+            0.05,
+        )
 
     for step, members, action in (
         ("join", ["s1", "s2", "s3", "s4"], join_s4),
         ("leave", ["s1", "s3", "s4"], lambda: replicas.pop("s2").stop()),
-        ("freeze", ["s1", "s4"], lambda: os.kill(replicas["s3"].proc.pid, 19)),  # SIGSTOP: frozen, no release
+        (
+            "freeze",
+            ["s1", "s4"],
+            lambda: os.kill(replicas["s3"].proc.pid, 19),
+        ),  # SIGSTOP: frozen, no release
     ):
         before = assign(SHARDS, [m for m in ("s1", "s2", "s3", "s4") if m in replicas])
         t0 = time.monotonic()
@@ -262,13 +306,19 @@ def rebalance(server, count=1000):
             t0 = time.monotonic()  # from the moment s4 is a member
         _wait(lambda: _all_seen(server, count, expect_for(members)), 180, 0.2)
         after = assign(SHARDS, members)
-        moved = sum(1 for i in range(count) if before.get(shard_of(f"default/cm-{i:04d}", SHARDS))
-                    != after[shard_of(f"default/cm-{i:04d}", SHARDS)])
+        moved = sum(
+            1
+            for i in range(count)
+            if before.get(shard_of(f"default/cm-{i:04d}", SHARDS))
+            != after[shard_of(f"default/cm-{i:04d}", SHARDS)]
+        )
         out[step] = {"seconds": round(time.monotonic() - t0, 2), "keys_moved": moved}
     os.kill(replicas["s3"].proc.pid, 18)  # SIGCONT, then stop it
     for r in replicas.values():
         r.stop()
-    out["leases_in_group"] = len(leases.list_all(NS, label_selector={"sharding.pyinformers.io/group": "bench"}).items)
+    out["leases_in_group"] = len(
+        leases.list_all(NS, label_selector={"sharding.pyinformers.io/group": "bench"}).items
+    )
     del client
     return out
 
@@ -286,12 +336,23 @@ def throughput(server, count=1000):
         replicas = [Replica(server, name, "shard") for name in names]
         owner = assign(SHARDS, names)
         previous = client.get("trigger", NS)["data"]["round"]
-        _wait(lambda: _all_seen(server, count, lambda k: f"{owner[shard_of(k, SHARDS)]}:{previous}"), 240, 0.2)
+        _wait(
+            lambda: _all_seen(server, count, lambda k: f"{owner[shard_of(k, SHARDS)]}:{previous}"),
+            240,
+            0.2,
+        )
         t0 = time.monotonic()
         client.patch("trigger", {"data": {"round": str(n)}}, NS)
-        _wait(lambda: _all_seen(server, count, lambda k: f"{owner[shard_of(k, SHARDS)]}:{n}"), 240, 0.05)
+        _wait(
+            lambda: _all_seen(server, count, lambda k: f"{owner[shard_of(k, SHARDS)]}:{n}"),
+            240,
+            0.05,
+        )
         elapsed = time.monotonic() - t0
-        out[f"{n}_replicas"] = {"reconciles_per_s": round(count / elapsed, 1), "seconds": round(elapsed, 2)}
+        out[f"{n}_replicas"] = {
+            "reconciles_per_s": round(count / elapsed, 1),
+            "seconds": round(elapsed, 2),
+        }
         for r in replicas:
             r.stop()
     return out
@@ -300,15 +361,22 @@ def throughput(server, count=1000):
 def main(argv=None):
     wanted = set(argv or sys.argv[1:]) or {"failover", "writes", "warm", "rebalance", "throughput"}
     results = {}
-    for name, fn in (("failover", failover), ("writes", idle_writes), ("warm", warm_vs_cold),
-                     ("rebalance", rebalance), ("throughput", throughput)):
+    for name, fn in (
+        ("failover", failover),
+        ("writes", idle_writes),
+        ("warm", warm_vs_cold),
+        ("rebalance", rebalance),
+        ("throughput", throughput),
+    ):
         if name not in wanted:
             continue
         server = Server()
         try:
             started = time.monotonic()
             results[name] = fn(server)
-            print(name, json.dumps(results[name]), f"({time.monotonic() - started:.0f} s)", flush=True)
+            print(
+                name, json.dumps(results[name]), f"({time.monotonic() - started:.0f} s)", flush=True
+            )
         finally:
             server.close()
     return results

@@ -24,7 +24,7 @@ import kopf
 
 PLAN = json.loads(os.environ["BENCH_PLAN"])
 SERVER = os.environ["BENCH_SERVER"]
-(NAMESPACE, INFO), = PLAN["namespaces"].items()
+((NAMESPACE, INFO),) = PLAN["namespaces"].items()
 _state = {"listed": 0, "events": 0, "cpu0": 0.0, "wall0": 0.0, "started": time.perf_counter()}
 
 
@@ -53,7 +53,10 @@ def on_pod(event: dict, **_: object) -> None:
         return
     _state["events"] += 1
     md = obj["metadata"]
-    if f"{md['namespace']}/{md['name']}" == INFO["last_key"] and md["resourceVersion"] == INFO["last_rv"]:
+    if (
+        f"{md['namespace']}/{md['name']}" == INFO["last_key"]
+        and md["resourceVersion"] == INFO["last_rv"]
+    ):
         result = {
             "wall": time.perf_counter() - _state["wall0"],
             "cpu": time.process_time() - _state["cpu0"],

@@ -19,14 +19,14 @@ import platform
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPORT = HERE / "report"
 RESULTS = REPORT / "results"
 
 
-def _load(name: str) -> Optional[dict]:
+def _load(name: str) -> dict | None:
     path = RESULTS / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -48,8 +48,14 @@ def _bar_chart(plt: Any, rows: list[dict], field: str, title: str, xlabel: str, 
     med = [r[field]["median"] for r in rows]
     low = [m - r[field]["min"] for m, r in zip(med, rows)]
     high = [r[field]["max"] - m for m, r in zip(med, rows)]
-    colors = ["#1f77b4" if r["consumer"].startswith("pyinformers") else
-              "#2ca02c" if r["consumer"] == "client-go" else "#7f7f7f" for r in rows]
+    colors = [
+        "#1f77b4"
+        if r["consumer"].startswith("pyinformers")
+        else "#2ca02c"
+        if r["consumer"] == "client-go"
+        else "#7f7f7f"
+        for r in rows
+    ]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.2))
     y = range(len(rows))
     ax.barh(list(y), med, xerr=[low, high], color=colors, capsize=3)
@@ -66,7 +72,7 @@ def _bar_chart(plt: Any, rows: list[dict], field: str, title: str, xlabel: str, 
     plt.close(fig)
 
 
-def _sync_chart(plt: Any, sync: dict, pipeline: Optional[dict], path: Path) -> None:
+def _sync_chart(plt: Any, sync: dict, pipeline: dict | None, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     series: dict[str, list[tuple[int, dict]]] = {}
     for row in sync["rows"]:
@@ -104,8 +110,11 @@ def _latency_chart(plt: Any, latency: dict, path: Path) -> None:
     right.set_xlabel("ms (log)")
     right.set_ylabel("cumulative fraction")
     right.legend(fontsize=7)
-    fig.suptitle(f"latency at {latency['rate']:.0f} events/s: p50 {latency['p50']:.1f} ms, "
-                 f"p99 {latency['p99']:.1f} ms", fontsize=10)
+    fig.suptitle(
+        f"latency at {latency['rate']:.0f} events/s: p50 {latency['p50']:.1f} ms, "
+        f"p99 {latency['p99']:.1f} ms",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -125,9 +134,11 @@ def _throughput_table(data: dict) -> list[str]:
         gc_ms = f"{r['gc_max_pause_ms']:.0f} ms" if r["gc_full_collections"] else "n/a"
         full = ", ".join(map(str, r["gc_full_collections"])) or "n/a"
         rss = f"{r['rss_kb_per_object']:.1f}" if r.get("rss_kb_per_object") else "n/a"
-        lines.append(f"| {r['label']} | {r.get('events', 0):,} | {e['median']:,.0f} ({e['min']:,.0f}-{e['max']:,.0f}) | "
-                     f"{x['median']:.2f} ({x['min']:.2f}-{x['max']:.2f}) | {c['median']:.0f} "
-                     f"({c['min']:.0f}-{c['max']:.0f}) | {r['cores']['median']:.2f} | {gc_ms} | {full} | {rss} |")
+        lines.append(
+            f"| {r['label']} | {r.get('events', 0):,} | {e['median']:,.0f} ({e['min']:,.0f}-{e['max']:,.0f}) | "
+            f"{x['median']:.2f} ({x['min']:.2f}-{x['max']:.2f}) | {c['median']:.0f} "
+            f"({c['min']:.0f}-{c['max']:.0f}) | {r['cores']['median']:.2f} | {gc_ms} | {full} | {rss} |"
+        )
     return lines
 
 
@@ -141,8 +152,11 @@ def _comparisons(data: dict) -> list[str]:
     lines = []
     if ours is None:
         return lines
-    for name, what in (("client-go", "client-go"), ("minimal", "the minimal Python pipeline"),
-                       ("typed-watch", "typed `watch.Watch`")):
+    for name, what in (
+        ("client-go", "client-go"),
+        ("minimal", "the minimal Python pipeline"),
+        ("typed-watch", "typed `watch.Watch`"),
+    ):
         other = by.get(name)
         if other is None:
             continue
@@ -151,24 +165,30 @@ def _comparisons(data: dict) -> list[str]:
         pairs = list(zip(ours["runs"], other["runs"]))
         rate = _median_range([o["events_per_s"] / t["events_per_s"] for o, t in pairs])
         per_core = _median_range([t["cpu_us_per_event"] / o["cpu_us_per_event"] for o, t in pairs])
-        lines.append(f"- pyinformers defaults against {what}, taken round by round: {rate} the events/s; "
-                     f"per core {per_core} its events per CPU-second (its CPU per event over ours).")
+        lines.append(
+            f"- pyinformers defaults against {what}, taken round by round: {rate} the events/s; "
+            f"per core {per_core} its events per CPU-second (its CPU per event over ours)."
+        )
     manager = data.get("manager_vs_defaults")
     if manager:
         e, c = manager["events_per_s"], manager["cpu_us_per_event"]
-        lines.append(f"- The Controller run by a `Manager` with its defaults (GC policy, `/metrics` and probes served, "
-                     f"`run()`) against factory + Controller, pair by pair over {manager['pairs']} pairs (each round's "
-                     f"and {manager['pairs'] // max(1, data['rounds']) - 1} more per round, run back to back): "
-                     f"{e['median']:.2f}x ({e['min']:.2f}-{e['max']:.2f}) the events/s, "
-                     f"{c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}) the CPU per event.")
+        lines.append(
+            f"- The Controller run by a `Manager` with its defaults (GC policy, `/metrics` and probes served, "
+            f"`run()`) against factory + Controller, pair by pair over {manager['pairs']} pairs (each round's "
+            f"and {manager['pairs'] // max(1, data['rounds']) - 1} more per round, run back to back): "
+            f"{e['median']:.2f}x ({e['min']:.2f}-{e['max']:.2f}) the events/s, "
+            f"{c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}) the CPU per event."
+        )
     paired = data.get("ten_vs_one")
     if paired:
         e, c = paired["events_per_s"], paired["cpu_us_per_event"]
         switches = paired["switches_per_event"]
-        lines.append(f"- Ten informers (ten namespaces of 1,000 Pods) against one informer of 10,000, taken round by "
-                     f"round: {e['median']:.2f}x ({e['min']:.2f}-{e['max']:.2f}) the aggregate events/s, "
-                     f"{c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}) the CPU per event; context switches per "
-                     f"event {switches['ten']['median']:.2f} against {switches['one']['median']:.2f}.")
+        lines.append(
+            f"- Ten informers (ten namespaces of 1,000 Pods) against one informer of 10,000, taken round by "
+            f"round: {e['median']:.2f}x ({e['min']:.2f}-{e['max']:.2f}) the aggregate events/s, "
+            f"{c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}) the CPU per event; context switches per "
+            f"event {switches['ten']['median']:.2f} against {switches['one']['median']:.2f}."
+        )
     return lines
 
 
@@ -181,8 +201,10 @@ def _tls_cost(plain: dict, tls: dict) -> list[str]:
         if row.get("skipped") or other is None:
             continue
         ours, theirs = row["cpu_us_per_event"]["median"], other["cpu_us_per_event"]["median"]
-        lines.append(f"- {row['label']}: {ours:.0f} µs CPU per event over TLS against {theirs:.0f} over plain HTTP "
-                     f"({ours / theirs:.2f}x; medians of separate runs).")
+        lines.append(
+            f"- {row['label']}: {ours:.0f} µs CPU per event over TLS against {theirs:.0f} over plain HTTP "
+            f"({ours / theirs:.2f}x; medians of separate runs)."
+        )
     return lines
 
 
@@ -191,91 +213,163 @@ def write() -> Path:
     REPORT.mkdir(parents=True, exist_ok=True)
     plt = _plt()
     pipeline, sync, queues = _load("pipeline"), _load("initial_sync"), _load("workqueue")
-    out = ["# pyinformers benchmark report", "",
-           f"Written by `make bench` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-           f"CPython {platform.python_version()}, {platform.machine()}.", ""]
+    out = [
+        "# pyinformers benchmark report",
+        "",
+        f"Written by `make bench` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"CPython {platform.python_version()}, {platform.machine()}.",
+        "",
+    ]
     if pipeline is not None:
         machine = pipeline.get("machine", {})
-        out.append(f"Machine: {machine.get('cpus')} CPUs; load average before/after the pipeline benchmark "
-                   f"{machine.get('load_before', [0])[0]:.1f} / {machine.get('load_after', [0])[0]:.1f}. "
-                   "Absolute rates follow the load; CPU µs per event (process CPU time of all threads) "
-                   "is the robust figure.")
+        out.append(
+            f"Machine: {machine.get('cpus')} CPUs; load average before/after the pipeline benchmark "
+            f"{machine.get('load_before', [0])[0]:.1f} / {machine.get('load_after', [0])[0]:.1f}. "
+            "Absolute rates follow the load; CPU µs per event (process CPU time of all threads) "
+            "is the robust figure."
+        )
         out.append("")
     if plt is None:
         out += ["*(matplotlib is not installed: `pip install -e '.[bench]'` for the charts)*", ""]
     if pipeline is not None:
         t = pipeline["throughput"]
-        out += ["## Watch pipeline: what users run, against every anchor", "",
-                f"A server in its own process serves {t['pods']:,} pre-serialised 5.1 KB Pods (two managedFields "
-                f"entries) and {t['events']:,} `MODIFIED` events at full speed; each consumer runs in a fresh "
-                "process, syncs its cache, reconciles the initial keys, then starts its clocks and releases the "
-                f"events. Median of {t['rounds']} interleaved round(s), odd rounds in reverse order, range in brackets; ratios are taken per round.",
-                "", *_throughput_table(t), "", *_comparisons(t), ""]
+        out += [
+            "## Watch pipeline: what users run, against every anchor",
+            "",
+            f"A server in its own process serves {t['pods']:,} pre-serialised 5.1 KB Pods (two managedFields "
+            f"entries) and {t['events']:,} `MODIFIED` events at full speed; each consumer runs in a fresh "
+            "process, syncs its cache, reconciles the initial keys, then starts its clocks and releases the "
+            f"events. Median of {t['rounds']} interleaved round(s), odd rounds in reverse order, range in brackets; ratios are taken per round.",
+            "",
+            *_throughput_table(t),
+            "",
+            *_comparisons(t),
+            "",
+        ]
         if plt is not None:
-            _bar_chart(plt, t["rows"], "events_per_s", "watch events per second (log scale)", "events/s",
-                       REPORT / "throughput.png")
-            _bar_chart(plt, t["rows"], "cpu_us_per_event", "CPU microseconds per event, all threads (log scale)",
-                       "µs CPU per event", REPORT / "cpu_per_event.png")
-            out += ["![events per second](throughput.png)", "", "![CPU per event](cpu_per_event.png)", ""]
+            _bar_chart(
+                plt,
+                t["rows"],
+                "events_per_s",
+                "watch events per second (log scale)",
+                "events/s",
+                REPORT / "throughput.png",
+            )
+            _bar_chart(
+                plt,
+                t["rows"],
+                "cpu_us_per_event",
+                "CPU microseconds per event, all threads (log scale)",
+                "µs CPU per event",
+                REPORT / "cpu_per_event.png",
+            )
+            out += [
+                "![events per second](throughput.png)",
+                "",
+                "![CPU per event](cpu_per_event.png)",
+                "",
+            ]
         tls = pipeline.get("tls")
         if tls:
-            out += ["## The same over TLS, as clusters serve it", "",
-                    f"The same {tls['pods']:,} Pods and {tls['events']:,} events from an HTTPS server that writes one "
-                    "event per chunk and per write, as kube-apiserver does. A TLS read returns at most one record, "
-                    "so a reader that handles what one read returns handles one event per read, waking its worker "
-                    "and passing the GIL each time; over plain HTTP one read takes whatever the socket holds. "
-                    "pyinformers reads on while records are already there. "
-                    f"Median of {tls['rounds']} interleaved round(s).",
-                    "", *_throughput_table(tls), "", *_comparisons(tls), *_tls_cost(t, tls), ""]
+            out += [
+                "## The same over TLS, as clusters serve it",
+                "",
+                f"The same {tls['pods']:,} Pods and {tls['events']:,} events from an HTTPS server that writes one "
+                "event per chunk and per write, as kube-apiserver does. A TLS read returns at most one record, "
+                "so a reader that handles what one read returns handles one event per read, waking its worker "
+                "and passing the GIL each time; over plain HTTP one read takes whatever the socket holds. "
+                "pyinformers reads on while records are already there. "
+                f"Median of {tls['rounds']} interleaved round(s).",
+                "",
+                *_throughput_table(tls),
+                "",
+                *_comparisons(tls),
+                *_tls_cost(t, tls),
+                "",
+            ]
         lat = pipeline.get("latency")
         if lat:
-            out += ["## Latency", "",
-                    f"Server sends an event -> the reconcile that reads it starts, pyinformers defaults, "
-                    f"{lat['rate']:.0f} events/s over 1,000 cached Pods, {lat['samples']:,} samples: "
-                    f"p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, **p99 {lat['p99']:.1f} ms** "
-                    f"(goal <= 10 ms), max {lat['max']:.1f} ms.", ""]
+            out += [
+                "## Latency",
+                "",
+                f"Server sends an event -> the reconcile that reads it starts, pyinformers defaults, "
+                f"{lat['rate']:.0f} events/s over 1,000 cached Pods, {lat['samples']:,} samples: "
+                f"p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, **p99 {lat['p99']:.1f} ms** "
+                f"(goal <= 10 ms), max {lat['max']:.1f} ms.",
+                "",
+            ]
             if plt is not None:
                 _latency_chart(plt, lat, REPORT / "latency.png")
                 out += ["![latency](latency.png)", ""]
         big = pipeline.get("large")
         if big:
-            out += ["## 100,000 cached Pods, defaults", "",
-                    f"Sync {big['sync_seconds']:.1f} s; RSS {big['rss_kb_per_object']:.1f} KB per cached Pod; over "
-                    f"{big['events']:,} events: {big['events_per_s']:,.0f} events/s, {big['cpu_us_per_event']:.0f} µs "
-                    f"CPU per event, GC collections per generation {big['gc_collections']}, **longest GC pause "
-                    f"{big['gc_max_pause_ms']:.0f} ms** (goal <= 50 ms).", ""]
+            out += [
+                "## 100,000 cached Pods, defaults",
+                "",
+                f"Sync {big['sync_seconds']:.1f} s; RSS {big['rss_kb_per_object']:.1f} KB per cached Pod; over "
+                f"{big['events']:,} events: {big['events_per_s']:,.0f} events/s, {big['cpu_us_per_event']:.0f} µs "
+                f"CPU per event, GC collections per generation {big['gc_collections']}, **longest GC pause "
+                f"{big['gc_max_pause_ms']:.0f} ms** (goal <= 50 ms).",
+                "",
+            ]
     if sync is not None:
-        out += ["## Initial sync and memory", "",
-                "| initial sync | objects | seconds | objects/s | × typed | CPU s | × typed (CPU) | live bytes/object | "
-                "RSS KB/object | peak/final RSS |", "|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "## Initial sync and memory",
+            "",
+            "| initial sync | objects | seconds | objects/s | × typed | CPU s | × typed (CPU) | live bytes/object | "
+            "RSS KB/object | peak/final RSS |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in sync["rows"]:
-            cpu = f"{r['cpu_seconds']:.2f} | {r['x_typed_cpu']:.1f}" if "cpu_seconds" in r else "n/a | n/a"
-            out.append(f"| {r['label']} | {r['objects']:,} | {r['seconds']:.2f} | {r['objects_per_s']:,.0f} | "
-                       f"{r['x_typed']:.1f} | {cpu} | {r['live_bytes_per_object']:,.0f} | "
-                       f"{r['rss_kb_per_object']:.1f} | {r['peak_over_final']:.2f} |")
+            cpu = (
+                f"{r['cpu_seconds']:.2f} | {r['x_typed_cpu']:.1f}"
+                if "cpu_seconds" in r
+                else "n/a | n/a"
+            )
+            out.append(
+                f"| {r['label']} | {r['objects']:,} | {r['seconds']:.2f} | {r['objects_per_s']:,.0f} | "
+                f"{r['x_typed']:.1f} | {cpu} | {r['live_bytes_per_object']:,.0f} | "
+                f"{r['rss_kb_per_object']:.1f} | {r['peak_over_final']:.2f} |"
+            )
         out.append("")
         if sync.get("collect_ms"):
-            out += [f"A full `gc.collect()` after syncing 100,000 Pods: {sync['collect_ms']:.0f} ms; after "
-                    f"`gc.freeze()`: {sync['collect_frozen_ms']:.0f} ms.", ""]
+            out += [
+                f"A full `gc.collect()` after syncing 100,000 Pods: {sync['collect_ms']:.0f} ms; after "
+                f"`gc.freeze()`: {sync['collect_frozen_ms']:.0f} ms.",
+                "",
+            ]
         if plt is not None:
             _sync_chart(plt, sync, pipeline, REPORT / "sync.png")
             out += ["![sync time and RSS per object](sync.png)", ""]
     if queues is not None:
-        out += ["## Work queues", "",
-                f"Median of {queues.get('repeats', 5)} alternating repetitions; the ratio (ours / baseline ops/s) "
-                "is taken per repetition, range in brackets; the CPU ratio is baseline / ours process CPU time "
-                "(all threads).", "",
-                "| scenario | ours, ops/s | baseline, ops/s | ratio | CPU ratio | baseline |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            "## Work queues",
+            "",
+            f"Median of {queues.get('repeats', 5)} alternating repetitions; the ratio (ours / baseline ops/s) "
+            "is taken per repetition, range in brackets; the CPU ratio is baseline / ours process CPU time "
+            "(all threads).",
+            "",
+            "| scenario | ours, ops/s | baseline, ops/s | ratio | CPU ratio | baseline |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in queues["rows"]:
             spread = f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})" if "ratio_min" in r else ""
             cpu = f"{r['cpu_ratio']:.2f}" if "cpu_ratio" in r else "-"
-            out.append(f"| {r['label']} | {r['ours']:,.0f} | {r['baseline']:,.0f} | {r['ratio']:.2f}{spread} | "
-                       f"{cpu} | {r['baseline_label']} |")
+            out.append(
+                f"| {r['label']} | {r['ours']:,.0f} | {r['baseline']:,.0f} | {r['ratio']:.2f}{spread} | "
+                f"{cpu} | {r['baseline_label']} |"
+            )
         out.append("")
-    out += ["## Reproduce", "", "```", "make bench                   # everything, about 10 minutes on 2 idle cores",
-            "make bench BENCH=bench_pipeline   # one benchmark (the report keeps the others' last results)",
-            "make bench BENCH_QUICK=1     # one round, no 100,000-Pod scenario", "```", ""]
+    out += [
+        "## Reproduce",
+        "",
+        "```",
+        "make bench                   # everything, about 10 minutes on 2 idle cores",
+        "make bench BENCH=bench_pipeline   # one benchmark (the report keeps the others' last results)",
+        "make bench BENCH_QUICK=1     # one round, no 100,000-Pod scenario",
+        "```",
+        "",
+    ]
     readme = REPORT / "README.md"
     readme.write_text("\n".join(out))
     return readme

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from typing import Any, Optional
+from typing import Any
 
 from benchmarks.pods import make_pod, make_replica_set
 
@@ -29,7 +29,9 @@ def _serve(conn: Any, plan: dict) -> None:
     gc.disable()  # seeding builds a big heap; the collector would only slow it down
     for namespace, spec in plan["namespaces"].items():
         server.rest.create(namespaces, None, {"metadata": {"name": namespace}})
-        server.store.put(replica_sets.storage_key, namespace, "web-7d4b9c8f6d", make_replica_set(namespace))
+        server.store.put(
+            replica_sets.storage_key, namespace, "web-7d4b9c8f6d", make_replica_set(namespace)
+        )
         before = int(server.resource_version)  # after the ReplicaSet
         started = time.perf_counter()
         for i in range(spec["pods"]):
@@ -37,14 +39,21 @@ def _serve(conn: Any, plan: dict) -> None:
             server.store.put(pods.storage_key, namespace, pod["metadata"]["name"], pod)
         for generation in range(1, spec.get("updates", 0) + 1):
             for i in range(spec["pods"]):
-                server.store.put(pods.storage_key, namespace, f"web-7d4b9c8f6d-{i:06d}",
-                                 make_pod(i, namespace, generation))
+                server.store.put(
+                    pods.storage_key,
+                    namespace,
+                    f"web-7d4b9c8f6d-{i:06d}",
+                    make_pod(i, namespace, generation),
+                )
         expected = spec["pods"] * (1 + spec.get("updates", 0))
         if int(server.resource_version) - before != expected:
-            raise RuntimeError(f"seeding {namespace}: {int(server.resource_version) - before} writes, "
-                               f"expected {expected} (something else wrote meanwhile)")
+            raise RuntimeError(
+                f"seeding {namespace}: {int(server.resource_version) - before} writes, "
+                f"expected {expected} (something else wrote meanwhile)"
+            )
         report["namespaces"][namespace] = {
-            "rv_before": str(before), "rv_after": server.resource_version,
+            "rv_before": str(before),
+            "rv_after": server.resource_version,
             "seconds": time.perf_counter() - started,
         }
     gc.collect()
@@ -76,7 +85,7 @@ class ChildServer:
             self._process.kill()
             raise RuntimeError(f"the benchmark server {name} did not come up")
         self.report: dict = self._conn.recv()
-        self.pid: Optional[int] = self._process.pid
+        self.pid: int | None = self._process.pid
 
     def close(self) -> None:
         try:
@@ -87,7 +96,7 @@ class ChildServer:
         if self._process.is_alive():
             self._process.kill()
 
-    def __enter__(self) -> "ChildServer":
+    def __enter__(self) -> ChildServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -58,8 +58,15 @@ SENT_PLACEHOLDER = b"0000000000.000000"  # fixed width: replaced with the send t
 class Namespace:
     """The pre-serialised Pods and events of one namespace."""
 
-    def __init__(self, name: str, pods: int, events: int, first_rv: int, pace: float = 0.0,
-                 per_event: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        pods: int,
+        events: int,
+        first_rv: int,
+        pace: float = 0.0,
+        per_event: bool = False,
+    ) -> None:
         from benchmarks.pods import make_pod
 
         self.name = name
@@ -72,7 +79,9 @@ class Namespace:
             pod = make_pod(i, name)
             pod["metadata"]["resourceVersion"] = str(first_rv + 1 + i)
             if pace:
-                pod["metadata"].setdefault("annotations", {})["bench/sent"] = SENT_PLACEHOLDER.decode()
+                pod["metadata"].setdefault("annotations", {})["bench/sent"] = (
+                    SENT_PLACEHOLDER.decode()
+                )
             names.append(pod["metadata"]["name"])
             self.items.append(orjson.dumps(pod))
         # Event k modifies Pod k % pods: resourceVersions list_rv+1 .. list_rv+events, in order.
@@ -88,14 +97,32 @@ class Namespace:
         self.last_key = f"{name}/{names[(events - 1) % pods]}" if events and pods else ""
         self.chunks = _frame(self.lines, per_event)
         # A streaming list: every Pod as ADDED, then the bookmark that ends the initial events.
-        end = {"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {
-            "resourceVersion": str(self.list_rv), "annotations": {"k8s.io/initial-events-end": "true"}}}}
-        self.initial_chunks = _frame([b'{"type":"ADDED","object":' + item + b"}\n" for item in self.items]
-                                     + [orjson.dumps(end) + b"\n"], per_event)
+        end = {
+            "type": "BOOKMARK",
+            "object": {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "metadata": {
+                    "resourceVersion": str(self.list_rv),
+                    "annotations": {"k8s.io/initial-events-end": "true"},
+                },
+            },
+        }
+        self.initial_chunks = _frame(
+            [b'{"type":"ADDED","object":' + item + b"}\n" for item in self.items]
+            + [orjson.dumps(end) + b"\n"],
+            per_event,
+        )
 
     def info(self) -> dict:
-        return {"list_rv": str(self.list_rv), "last_rv": self.last_rv, "last_key": self.last_key,
-                "pods": len(self.items), "events": len(self.lines), "pod_bytes": len(self.items[0]) if self.items else 0}
+        return {
+            "list_rv": str(self.list_rv),
+            "last_rv": self.last_rv,
+            "last_key": self.last_key,
+            "pods": len(self.items),
+            "events": len(self.lines),
+            "pod_bytes": len(self.items[0]) if self.items else 0,
+        }
 
     def list_body(self, limit: int, start: int) -> bytes:
         end = len(self.items) if not limit else min(len(self.items), start + limit)
@@ -103,8 +130,13 @@ class Namespace:
         if end < len(self.items):
             meta["continue"] = str(end)
             meta["remainingItemCount"] = len(self.items) - end
-        return (b'{"kind":"PodList","apiVersion":"v1","metadata":' + orjson.dumps(meta) + b',"items":['
-                + b",".join(self.items[start:end]) + b"]}")
+        return (
+            b'{"kind":"PodList","apiVersion":"v1","metadata":'
+            + orjson.dumps(meta)
+            + b',"items":['
+            + b",".join(self.items[start:end])
+            + b"]}"
+        )
 
     def events_after(self, rv: int) -> int:
         """Index of the first event newer than ``rv``."""
@@ -133,14 +165,33 @@ def _chunk(data: bytes) -> bytes:
 
 
 _DISCOVERY = {
-    "/api": {"kind": "APIVersions", "versions": ["v1"],
-             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]},
+    "/api": {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    },
     "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
-    "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-        {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
-         "verbs": ["get", "list", "watch"], "shortNames": ["po"]},
-        {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
-         "verbs": ["get", "list", "watch"]}]},
+    "/api/v1": {
+        "kind": "APIResourceList",
+        "groupVersion": "v1",
+        "resources": [
+            {
+                "name": "pods",
+                "singularName": "pod",
+                "namespaced": True,
+                "kind": "Pod",
+                "verbs": ["get", "list", "watch"],
+                "shortNames": ["po"],
+            },
+            {
+                "name": "namespaces",
+                "singularName": "namespace",
+                "namespaced": False,
+                "kind": "Namespace",
+                "verbs": ["get", "list", "watch"],
+            },
+        ],
+    },
     "/version": {"major": "1", "minor": "36", "gitVersion": "v1.36.0", "platform": "linux/amd64"},
 }
 
@@ -174,8 +225,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _not_found(self) -> None:
-        self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
-                         "code": 404, "message": f"{self.path} not found"})
+        self._json(
+            404,
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "reason": "NotFound",
+                "code": 404,
+                "message": f"{self.path} not found",
+            },
+        )
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -201,7 +261,10 @@ class _Handler(BaseHTTPRequestHandler):
         if len(parts) == 6 and parts[1:4] == ["api", "v1", "namespaces"] and parts[5] == "pods":
             ns = self.state.namespaces.get(parts[4])
             if ns is None:
-                self._json(200, b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}')
+                self._json(
+                    200,
+                    b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}',
+                )
             elif query.get("watch") in ("true", "1"):
                 self._watch(ns, query)
             else:
@@ -212,9 +275,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._hold()  # kopf watches namespaces; nothing ever changes there
             return
         if path == "/api/v1/namespaces":
-            items = [{"metadata": {"name": n, "resourceVersion": "1"}} for n in self.state.namespaces]
-            self._json(200, {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
-                             "items": items})
+            items = [
+                {"metadata": {"name": n, "resourceVersion": "1"}} for n in self.state.namespaces
+            ]
+            self._json(
+                200,
+                {
+                    "kind": "NamespaceList",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": "1"},
+                    "items": items,
+                },
+            )
             return
         self._not_found()
 
@@ -303,7 +375,14 @@ def _serve(conn: Any, plan: dict) -> None:
     namespaces: dict[str, Namespace] = {}
     rv = 1000
     for name, spec in plan["namespaces"].items():
-        ns = Namespace(name, spec["pods"], spec.get("events", 0), rv, spec.get("pace", 0.0), per_event=bool(tls))
+        ns = Namespace(
+            name,
+            spec["pods"],
+            spec.get("events", 0),
+            rv,
+            spec.get("pace", 0.0),
+            per_event=bool(tls),
+        )
         namespaces[name] = ns
         rv = int(ns.last_rv) + 1000
     gc.collect()
@@ -319,8 +398,12 @@ def _serve(conn: Any, plan: dict) -> None:
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, name="bench-watchserver", daemon=True)
     thread.start()
-    conn.send({"url": f"{'https' if tls else 'http'}://127.0.0.1:{httpd.server_address[1]}",
-               "namespaces": {n: ns.info() for n, ns in namespaces.items()}})
+    conn.send(
+        {
+            "url": f"{'https' if tls else 'http'}://127.0.0.1:{httpd.server_address[1]}",
+            "namespaces": {n: ns.info() for n, ns in namespaces.items()},
+        }
+    )
     try:
         while True:
             command = conn.recv()
@@ -358,9 +441,23 @@ class WatchServer(ChildServer):
 
     def kubeconfig(self) -> dict:
         return {
-            "apiVersion": "v1", "kind": "Config", "current-context": "bench",
-            "clusters": [{"name": "bench", "cluster": {"server": self.url, **(
-                {"certificate-authority": self.ca_file} if self.ca_file else {})}}],
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "bench",
+            "clusters": [
+                {
+                    "name": "bench",
+                    "cluster": {
+                        "server": self.url,
+                        **({"certificate-authority": self.ca_file} if self.ca_file else {}),
+                    },
+                }
+            ],
             "users": [{"name": "bench", "user": {"token": "bench"}}],
-            "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench", "namespace": "default"}}],
+            "contexts": [
+                {
+                    "name": "bench",
+                    "context": {"cluster": "bench", "user": "bench", "namespace": "default"},
+                }
+            ],
         }

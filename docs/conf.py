@@ -8,7 +8,12 @@ sys.path.insert(0, os.path.abspath(".."))
 project = "pyinformers"
 author = "the pyinformers authors"
 copyright = "2026, the pyinformers authors"
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.viewcode", "sphinx.ext.intersphinx", "sphinx.ext.doctest"]
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.viewcode",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.doctest",
+]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 intersphinx_mapping = {}

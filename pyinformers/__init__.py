@@ -24,7 +24,7 @@ the subpackages:
 Names are imported on first use, so ``import pyinformers`` stays cheap and
 importing the clock does not load the ``kubernetes`` client. Type checkers
 read the explicit imports under ``TYPE_CHECKING`` below, so they see every
-name's real type (``tests/test_public_api.py`` keeps the two lists equal).
+name's real type (``tests/surface/test_public_api.py`` keeps the two lists equal).
 
 The public surface is this package, its subpackages' ``__init__`` and
 :mod:`pyinformers.api.meta`, :mod:`pyinformers.resources`,
@@ -41,103 +41,203 @@ from pyinformers._exports import lazy_face
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from pyinformers.clock import (
-        Clock as Clock,
-        RealClock as RealClock,
-        FakeClock as FakeClock,
-        REAL_CLOCK as REAL_CLOCK,
+    from pyinformers.api._client import ListPage as ListPage
+    from pyinformers.api._client import ResourceClient as ResourceClient
+    from pyinformers.api._config import ConfigurationError as ConfigurationError
+    from pyinformers.api._config import build_api_client as build_api_client
+    from pyinformers.api._errors import (
+        AlreadyExists as AlreadyExists,
     )
-    from pyinformers.api._resource import Resource as Resource
-    from pyinformers.api._client import ResourceClient as ResourceClient, ListPage as ListPage
-    from pyinformers.api._watch import (
-        WatchEvent as WatchEvent,
-        WatchEventType as WatchEventType,
-        WatchStream as WatchStream,
-    )
-    from pyinformers.api._listwatch import ListWatch as ListWatch, ListerWatcher as ListerWatcher
-    from pyinformers.api._config import ConfigurationError as ConfigurationError, build_api_client as build_api_client
     from pyinformers.api._errors import (
         ApiError as ApiError,
+    )
+    from pyinformers.api._errors import (
         BadRequest as BadRequest,
-        Unauthorized as Unauthorized,
-        Forbidden as Forbidden,
-        NotFound as NotFound,
-        MethodNotAllowed as MethodNotAllowed,
+    )
+    from pyinformers.api._errors import (
         Conflict as Conflict,
-        AlreadyExists as AlreadyExists,
+    )
+    from pyinformers.api._errors import (
+        Forbidden as Forbidden,
+    )
+    from pyinformers.api._errors import (
         Gone as Gone,
+    )
+    from pyinformers.api._errors import (
         Invalid as Invalid,
-        TooManyRequests as TooManyRequests,
+    )
+    from pyinformers.api._errors import (
+        MethodNotAllowed as MethodNotAllowed,
+    )
+    from pyinformers.api._errors import (
+        NotFound as NotFound,
+    )
+    from pyinformers.api._errors import (
         ServerError as ServerError,
     )
-    from pyinformers.api._models import to_model as to_model, from_model as from_model
+    from pyinformers.api._errors import (
+        TooManyRequests as TooManyRequests,
+    )
+    from pyinformers.api._errors import (
+        Unauthorized as Unauthorized,
+    )
+    from pyinformers.api._listwatch import ListerWatcher as ListerWatcher
+    from pyinformers.api._listwatch import ListWatch as ListWatch
+    from pyinformers.api._models import from_model as from_model
+    from pyinformers.api._models import to_model as to_model
+    from pyinformers.api._resource import Resource as Resource
+    from pyinformers.api._selectors import FieldSelector as FieldSelector
+    from pyinformers.api._selectors import LabelSelector as LabelSelector
+    from pyinformers.api._watch import (
+        WatchEvent as WatchEvent,
+    )
+    from pyinformers.api._watch import (
+        WatchEventType as WatchEventType,
+    )
+    from pyinformers.api._watch import (
+        WatchStream as WatchStream,
+    )
     from pyinformers.api.meta import (
-        object_key as object_key,
-        split_key as split_key,
-        deep_copy as deep_copy,
-        controller_of as controller_of,
-        is_controlled_by as is_controlled_by,
-        set_controller_reference as set_controller_reference,
         AlreadyOwnedError as AlreadyOwnedError,
     )
-    from pyinformers.api._selectors import LabelSelector as LabelSelector, FieldSelector as FieldSelector
-    from pyinformers.cache._store import (
-        Indexer as Indexer,
-        default_indexers as default_indexers,
-        NAMESPACE_INDEX as NAMESPACE_INDEX,
-        OWNER_UID_INDEX as OWNER_UID_INDEX,
+    from pyinformers.api.meta import (
+        controller_of as controller_of,
+    )
+    from pyinformers.api.meta import (
+        deep_copy as deep_copy,
+    )
+    from pyinformers.api.meta import (
+        is_controlled_by as is_controlled_by,
+    )
+    from pyinformers.api.meta import (
+        object_key as object_key,
+    )
+    from pyinformers.api.meta import (
+        set_controller_reference as set_controller_reference,
+    )
+    from pyinformers.api.meta import (
+        split_key as split_key,
     )
     from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown as DeletedFinalStateUnknown
-    from pyinformers.cache._lister import Lister as Lister
-    from pyinformers.cache.reflector._reflector import Reflector as Reflector
-    from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
+    from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
     from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
+    from pyinformers.cache._lister import Lister as Lister
     from pyinformers.cache._processor import (
-        ResourceEventHandler as ResourceEventHandler,
         EventHandlerFuncs as EventHandlerFuncs,
+    )
+    from pyinformers.cache._processor import (
         HandlerRegistration as HandlerRegistration,
     )
-    from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
+    from pyinformers.cache._processor import (
+        ResourceEventHandler as ResourceEventHandler,
+    )
+    from pyinformers.cache._store import (
+        NAMESPACE_INDEX as NAMESPACE_INDEX,
+    )
+    from pyinformers.cache._store import (
+        OWNER_UID_INDEX as OWNER_UID_INDEX,
+    )
+    from pyinformers.cache._store import (
+        Indexer as Indexer,
+    )
+    from pyinformers.cache._store import (
+        default_indexers as default_indexers,
+    )
     from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
-    from pyinformers.workqueue._queue import Queue as Queue
-    from pyinformers.workqueue._delaying import DelayingQueue as DelayingQueue
-    from pyinformers.workqueue._rate_limiting import RateLimitingQueue as RateLimitingQueue
-    from pyinformers.workqueue._rate_limiters import (
-        RateLimiter as RateLimiter,
-        ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
-        ItemFastSlowRateLimiter as ItemFastSlowRateLimiter,
-        BucketRateLimiter as BucketRateLimiter,
-        MaxOfRateLimiter as MaxOfRateLimiter,
-        default_controller_rate_limiter as default_controller_rate_limiter,
+    from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
+    from pyinformers.cache.reflector._reflector import Reflector as Reflector
+    from pyinformers.clock import (
+        REAL_CLOCK as REAL_CLOCK,
+    )
+    from pyinformers.clock import (
+        Clock as Clock,
+    )
+    from pyinformers.clock import (
+        FakeClock as FakeClock,
+    )
+    from pyinformers.clock import (
+        RealClock as RealClock,
+    )
+    from pyinformers.controller._controller import (
+        CacheSyncTimeout as CacheSyncTimeout,
     )
     from pyinformers.controller._controller import (
         Controller as Controller,
-        CacheSyncTimeout as CacheSyncTimeout,
+    )
+    from pyinformers.controller._controller import (
         InformersNotStarted as InformersNotStarted,
     )
-    from pyinformers.controller._result import Result as Result
-    from pyinformers.controller._event import Event as Event, EventKind as EventKind
+    from pyinformers.controller._crds import install_crd as install_crd
+    from pyinformers.controller._event import Event as Event
+    from pyinformers.controller._event import EventKind as EventKind
+    from pyinformers.controller._handlers import (
+        EnqueueForObject as EnqueueForObject,
+    )
+    from pyinformers.controller._handlers import (
+        EnqueueForOwner as EnqueueForOwner,
+    )
+    from pyinformers.controller._handlers import (
+        EnqueueMapped as EnqueueMapped,
+    )
     from pyinformers.controller._handlers import (
         EventHandler as EventHandler,
-        EnqueueForObject as EnqueueForObject,
-        EnqueueForOwner as EnqueueForOwner,
-        EnqueueMapped as EnqueueMapped,
     )
     from pyinformers.controller._predicates import (
         Predicate as Predicate,
+    )
+    from pyinformers.controller._predicates import (
         all_of as all_of,
-        any_of as any_of,
-        not_ as not_,
-        generation_changed as generation_changed,
-        labels_changed as labels_changed,
+    )
+    from pyinformers.controller._predicates import (
         annotations_changed as annotations_changed,
-        resource_version_changed as resource_version_changed,
-        label_selector as label_selector,
+    )
+    from pyinformers.controller._predicates import (
+        any_of as any_of,
+    )
+    from pyinformers.controller._predicates import (
+        generation_changed as generation_changed,
+    )
+    from pyinformers.controller._predicates import (
         is_resync as is_resync,
     )
-    from pyinformers.manager._manager import Manager as Manager, ANY_PORT as ANY_PORT
-    from pyinformers.controller._crds import install_crd as install_crd
-    from pyinformers.record._recorder import EventRecorder as EventRecorder, EventType as EventType
+    from pyinformers.controller._predicates import (
+        label_selector as label_selector,
+    )
+    from pyinformers.controller._predicates import (
+        labels_changed as labels_changed,
+    )
+    from pyinformers.controller._predicates import (
+        not_ as not_,
+    )
+    from pyinformers.controller._predicates import (
+        resource_version_changed as resource_version_changed,
+    )
+    from pyinformers.controller._result import Result as Result
+    from pyinformers.manager._manager import ANY_PORT as ANY_PORT
+    from pyinformers.manager._manager import Manager as Manager
+    from pyinformers.record._recorder import EventRecorder as EventRecorder
+    from pyinformers.record._recorder import EventType as EventType
+    from pyinformers.workqueue._delaying import DelayingQueue as DelayingQueue
+    from pyinformers.workqueue._queue import Queue as Queue
+    from pyinformers.workqueue._rate_limiters import (
+        BucketRateLimiter as BucketRateLimiter,
+    )
+    from pyinformers.workqueue._rate_limiters import (
+        ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
+    )
+    from pyinformers.workqueue._rate_limiters import (
+        ItemFastSlowRateLimiter as ItemFastSlowRateLimiter,
+    )
+    from pyinformers.workqueue._rate_limiters import (
+        MaxOfRateLimiter as MaxOfRateLimiter,
+    )
+    from pyinformers.workqueue._rate_limiters import (
+        RateLimiter as RateLimiter,
+    )
+    from pyinformers.workqueue._rate_limiters import (
+        default_controller_rate_limiter as default_controller_rate_limiter,
+    )
+    from pyinformers.workqueue._rate_limiting import RateLimitingQueue as RateLimitingQueue
 
 #: public name -> the module that defines it (its home)
 _EXPORTS = {

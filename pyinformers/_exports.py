@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import Any
 
 
 def _publish_one(value: Any, face: str) -> None:
@@ -24,7 +25,9 @@ def _publish_one(value: Any, face: str) -> None:
         return
     # Only names that live in a private module below the face: a name already
     # published by a subpackage's face keeps that face as its home.
-    if any(part.startswith("_") for part in home[len(face) + 1 :].split(".")) and (isinstance(value, type) or callable(value)):
+    if any(part.startswith("_") for part in home[len(face) + 1 :].split(".")) and (
+        isinstance(value, type) or callable(value)
+    ):
         try:
             value.__module__ = face
         except (AttributeError, TypeError):  # builtins and some C types refuse
@@ -59,7 +62,9 @@ def lazy_face(
         if module is None:
             if name in old_names:
                 where, instead = old_names[name]
-                warnings.warn(f"{face}.{name} is deprecated: use {instead}", DeprecationWarning, stacklevel=2)
+                warnings.warn(
+                    f"{face}.{name} is deprecated: use {instead}", DeprecationWarning, stacklevel=2
+                )
                 return getattr(importlib.import_module(where), name)
             raise AttributeError(f"module {face!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)

@@ -20,7 +20,7 @@ process in two ways, both measured by ``make bench``:
   (:func:`tune_for_caches`, :func:`freeze_synced_caches`) removes that cost.
 
 The steady-state settings are process-wide, so the library never applies them
-on its own: the :class:`~pyinformers.controller.Manager` (which *is* the
+on its own: the :class:`~pyinformers.manager.Manager` (which *is* the
 application) applies them by default and undoes them when it stops; a program
 that runs a :class:`~pyinformers.cache.SharedInformerFactory` without a
 manager can call the two functions itself. What they trade: cyclic garbage
@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 __all__ = [
     "RARE_FULL_COLLECTIONS",
@@ -95,7 +95,9 @@ def _promote_untraversed() -> None:
         gc.unfreeze()
 
 
-def tune_for_caches(threshold: tuple[int, int, int] = RARE_FULL_COLLECTIONS) -> tuple[int, int, int]:
+def tune_for_caches(
+    threshold: tuple[int, int, int] = RARE_FULL_COLLECTIONS,
+) -> tuple[int, int, int]:
     """Make full collections rare; return the thresholds in force before, for :func:`restore`."""
     if len(threshold) != 3 or any(not isinstance(t, int) or t < 0 for t in threshold):
         raise ValueError(f"a GC threshold is three non-negative integers, got {threshold!r}")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = ["collector_for", "resolve_registry"]
 
@@ -29,10 +30,10 @@ C = TypeVar("C")
 
 _lock = threading.Lock()
 # registry -> {collector class: the collector registered there}
-_collectors: "weakref.WeakKeyDictionary[Any, dict[Any, Any]]" = weakref.WeakKeyDictionary()
+_collectors: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 
-def resolve_registry(registry: Any) -> Optional[Any]:
+def resolve_registry(registry: Any) -> Any | None:
     """The registry a component reports to: the global one for ``None``, none for ``False``."""
     if registry is False:
         return None

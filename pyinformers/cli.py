@@ -24,6 +24,9 @@ _MOVED = (
 )
 
 __getattr__, __dir__ = lazy_face(
-    __name__, {}, globals(), deprecated={name: ("pyinformers.manager", f"pyinformers.manager.{name}") for name in _MOVED}
+    __name__,
+    {},
+    globals(),
+    deprecated={name: ("pyinformers.manager", f"pyinformers.manager.{name}") for name in _MOVED},
 )
 __all__: list[Any] = []

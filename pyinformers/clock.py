@@ -40,7 +40,8 @@ import logging
 import os
 import threading
 import time as _time
-from typing import Any, Callable, Optional, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 _log = logging.getLogger("pyinformers.clock")
 
@@ -65,14 +66,14 @@ class Clock(Protocol):
     def time(self) -> float:
         """Wall-clock seconds since the Unix epoch (for timestamps, not for timing)."""
 
-    def wait(self, cond: threading.Condition, timeout: Optional[float]) -> bool:
+    def wait(self, cond: threading.Condition, timeout: float | None) -> bool:
         """Wait on ``cond`` (which the caller holds) for at most ``timeout`` seconds.
 
         Returns False when the timeout elapsed, True when woken before it
         (by a notify, or spuriously). ``timeout=None`` waits for a notify.
         """
 
-    def wait_event(self, event: threading.Event, timeout: Optional[float]) -> bool:
+    def wait_event(self, event: threading.Event, timeout: float | None) -> bool:
         """Wait until ``event`` is set or ``timeout`` elapses; return ``event.is_set()``."""
 
     def sleep(self, seconds: float) -> None:
@@ -100,12 +101,12 @@ class RealClock:
     def time(self) -> float:
         return _time.time()
 
-    def wait(self, cond: threading.Condition, timeout: Optional[float]) -> bool:
+    def wait(self, cond: threading.Condition, timeout: float | None) -> bool:
         if timeout is not None and timeout <= 0:
             return False
         return cond.wait(timeout)
 
-    def wait_event(self, event: threading.Event, timeout: Optional[float]) -> bool:
+    def wait_event(self, event: threading.Event, timeout: float | None) -> bool:
         if timeout is not None and timeout <= 0:
             return event.is_set()
         return event.wait(timeout)
@@ -142,10 +143,12 @@ class _Timer:
 
     __slots__ = ("_cancel", "deadline", "callback", "state")
 
-    def __init__(self, deadline: float, callback: Callable[[], Any], cancel: Callable[["_Timer"], bool]) -> None:
+    def __init__(
+        self, deadline: float, callback: Callable[[], Any], cancel: Callable[[_Timer], bool]
+    ) -> None:
         self._cancel = cancel  # the owning clock's cancel (it takes the clock's lock)
         self.deadline = deadline  # on the owning clock's time
-        self.callback: Optional[Callable[[], Any]] = callback  # None once fired or cancelled
+        self.callback: Callable[[], Any] | None = callback  # None once fired or cancelled
         self.state = _PENDING
 
     def cancel(self) -> bool:
@@ -187,14 +190,14 @@ class _TimerHeap:
             heapq.heapify(self._heap)
         return True
 
-    def earliest(self) -> Optional[_Timer]:
+    def earliest(self) -> _Timer | None:
         """The pending timer due first, or None."""
         heap = self._heap
         while heap and heap[0][2].state != _PENDING:
             heapq.heappop(heap)
         return heap[0][2] if heap else None
 
-    def pop_due(self, until: float) -> Optional[Callable[[], Any]]:
+    def pop_due(self, until: float) -> Callable[[], Any] | None:
         """Fire the earliest timer if its deadline is ``<= until``: return its callback (or None)."""
         timer = self.earliest()
         if timer is None or timer.deadline > until:
@@ -232,14 +235,16 @@ class _TimerService:
     def _reset(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._timers = _TimerHeap()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def schedule(self, delay: float, callback: Callable[[], Any]) -> _Timer:
         timer = _Timer(_time.monotonic() + delay, callback, self.cancel)
         with self._cond:
             earliest = self._timers.push(timer)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="pyinformers-clock-timers", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._serve, name="pyinformers-clock-timers", daemon=True
+                )
                 self._thread.start()
             elif earliest:  # earlier than what the thread sleeps for
                 self._cond.notify()
@@ -255,7 +260,7 @@ class _TimerService:
 
     def _serve(self) -> None:
         cond = self._cond
-        idle_since: Optional[float] = None
+        idle_since: float | None = None
         while True:
             with cond:
                 while True:
@@ -279,7 +284,9 @@ class _TimerService:
 
 
 _TIMERS = _TimerService()
-if hasattr(os, "register_at_fork"):  # a forked child has no timer thread: start afresh (parent's timers dropped)
+if hasattr(
+    os, "register_at_fork"
+):  # a forked child has no timer thread: start afresh (parent's timers dropped)
     os.register_at_fork(after_in_child=_TIMERS._reset)
 
 #: The clock components use when none is given.
@@ -396,7 +403,7 @@ class FakeClock:
         with self._lock:
             return len(self._heap)
 
-    def next_deadline(self) -> Optional[float]:
+    def next_deadline(self) -> float | None:
         """The earliest deadline any waiting thread has, or None (timers not counted)."""
         with self._lock:
             return self._heap[0][0] if self._heap else None
@@ -406,7 +413,7 @@ class FakeClock:
         with self._lock:
             return self._timers.pending
 
-    def next_timer_deadline(self) -> Optional[float]:
+    def next_timer_deadline(self) -> float | None:
         """The earliest deadline of a pending timer, or None."""
         with self._lock:
             timer = self._timers.earliest()
@@ -429,13 +436,17 @@ class FakeClock:
         """
         self._block_until(lambda: self._timers.pending, count, timeout, "timer")
 
-    def _block_until(self, measure: Callable[[], int], count: int, timeout: float, what: str) -> None:
+    def _block_until(
+        self, measure: Callable[[], int], count: int, timeout: float, what: str
+    ) -> None:
         deadline = _time.monotonic() + timeout
         with self._lock:
             while measure() < count:
                 remaining = deadline - _time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError(f"expected {count} {what}(s) on the fake clock, have {measure()}")
+                    raise TimeoutError(
+                        f"expected {count} {what}(s) on the fake clock, have {measure()}"
+                    )
                 self._lock.wait(remaining)
 
     def _register(self, timeout: float, wake: Callable[[], None]) -> _Waiter:
@@ -457,7 +468,7 @@ class FakeClock:
             return True
 
     # -- waiting ----------------------------------------------------------------------
-    def wait(self, cond: threading.Condition, timeout: Optional[float]) -> bool:
+    def wait(self, cond: threading.Condition, timeout: float | None) -> bool:
         if timeout is None:
             return cond.wait()
         if timeout <= 0:
@@ -470,7 +481,7 @@ class FakeClock:
             self._unregister(waiter)
         return self.now() < waiter.deadline  # False exactly when the deadline passed
 
-    def wait_event(self, event: threading.Event, timeout: Optional[float]) -> bool:
+    def wait_event(self, event: threading.Event, timeout: float | None) -> bool:
         if timeout is None:
             return event.wait()
         if timeout <= 0 or event.is_set():

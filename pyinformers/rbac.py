@@ -15,7 +15,7 @@ metrics filter). Output:
 Rules are merged the way a reader wants them: within an API group, resources
 that need the same verbs share one rule; rules, resources and verbs are
 sorted, so the same controller always yields byte-identical YAML that can be
-checked in and compared (``tests/test_rbac.py`` fails when a sample's
+checked in and compared (``tests/manager/test_rbac.py`` fails when a sample's
 checked-in RBAC drifts).
 
 Pure functions; no I/O except :func:`dump` producing a string.
@@ -24,7 +24,7 @@ Pure functions; no I/O except :func:`dump` producing a string.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import yaml
 
@@ -35,18 +35,20 @@ __all__ = ["dump", "manifests", "rules"]
 _RBAC = "rbac.authorization.k8s.io/v1"
 
 
-def rules(grants: Iterable[Grant]) -> dict[Optional[str], list[dict]]:
+def rules(grants: Iterable[Grant]) -> dict[str | None, list[dict]]:
     """``{namespace or None: [PolicyRule, ...]}``: the grants merged and sorted."""
-    verbs: dict[tuple[Optional[str], str, str], set[str]] = defaultdict(set)
+    verbs: dict[tuple[str | None, str, str], set[str]] = defaultdict(set)
     for grant in grants:
         verbs[(grant.namespace, grant.group, grant.resource)].add(grant.verb)
     # (namespace, group, verbs) -> resources
-    merged: dict[tuple[Optional[str], str, tuple[str, ...]], list[str]] = defaultdict(list)
+    merged: dict[tuple[str | None, str, tuple[str, ...]], list[str]] = defaultdict(list)
     for (namespace, group, resource), vs in verbs.items():
         merged[(namespace, group, tuple(sorted(vs)))].append(resource)
-    out: dict[Optional[str], list[dict]] = defaultdict(list)
+    out: dict[str | None, list[dict]] = defaultdict(list)
     for (namespace, group, verb_list), resources in merged.items():
-        out[namespace].append({"apiGroups": [group], "resources": sorted(resources), "verbs": list(verb_list)})
+        out[namespace].append(
+            {"apiGroups": [group], "resources": sorted(resources), "verbs": list(verb_list)}
+        )
     for namespace in out:
         out[namespace].sort(key=lambda r: (r["apiGroups"], r["resources"], r["verbs"]))
     return dict(out)
@@ -58,7 +60,7 @@ def manifests(
     name: str,
     service_account: str,
     service_account_namespace: str,
-    labels: Optional[dict] = None,
+    labels: dict | None = None,
 ) -> list[dict]:
     """The Roles/ClusterRole named ``name`` and their bindings to the ServiceAccount.
 
@@ -66,7 +68,11 @@ def manifests(
     name order, each followed by its binding.
     """
     by_namespace = rules(grants)
-    subject = {"kind": "ServiceAccount", "name": service_account, "namespace": service_account_namespace}
+    subject = {
+        "kind": "ServiceAccount",
+        "name": service_account,
+        "namespace": service_account_namespace,
+    }
     out: list[dict] = []
     for namespace in sorted(by_namespace, key=lambda ns: (ns is not None, ns or "")):
         role_kind = "ClusterRole" if namespace is None else "Role"
@@ -75,13 +81,24 @@ def manifests(
             metadata["namespace"] = namespace
         if labels:
             metadata["labels"] = dict(sorted(labels.items()))
-        out.append({"apiVersion": _RBAC, "kind": role_kind, "metadata": dict(metadata), "rules": by_namespace[namespace]})
+        out.append(
+            {
+                "apiVersion": _RBAC,
+                "kind": role_kind,
+                "metadata": dict(metadata),
+                "rules": by_namespace[namespace],
+            }
+        )
         out.append(
             {
                 "apiVersion": _RBAC,
                 "kind": f"{role_kind}Binding",
                 "metadata": dict(metadata),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": role_kind,
+                    "name": name,
+                },
                 "subjects": [dict(subject)],
             }
         )
@@ -91,5 +108,7 @@ def manifests(
 def dump(documents: Iterable[dict], *, header: str = "") -> str:
     """YAML documents separated by ``---``, keys in the order built, after ``header`` comment lines."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()] if header else []
-    body = "---\n".join(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False) for doc in documents)
+    body = "---\n".join(
+        yaml.safe_dump(doc, sort_keys=False, default_flow_style=False) for doc in documents
+    )
     return "\n".join(lines) + ("\n" if lines else "") + body

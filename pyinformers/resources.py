@@ -9,8 +9,6 @@ reference).
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pyinformers.api._resource import Resource
 
 __all__ = [
@@ -69,7 +67,11 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event")
 
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
 )
 
 #: Every built-in above, in catalog order.
@@ -99,6 +101,6 @@ ALL: tuple[Resource, ...] = (
 _BY_KIND = {(r.api_version, r.kind): r for r in ALL}
 
 
-def by_kind(api_version: str, kind: str) -> Optional[Resource]:
+def by_kind(api_version: str, kind: str) -> Resource | None:
     """The built-in resource for ``apiVersion``/``kind`` (``("apps/v1", "Deployment")``), or None."""
     return _BY_KIND.get((api_version, kind))

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any
 
-from pyinformers.controller._crds import install_crd, load_yaml
-from pyinformers.testing._waiting import Convergence
+from pyinformers.controller import install_crd, load_yaml
+from pyinformers.testing import Convergence
 
 __all__ = ["Convergence", "install_crd", "load_yaml", "sample_operator"]
 
@@ -22,26 +23,36 @@ def sample_operator(
     *,
     prog: str,
     description: str,
-    crd_path: Union[str, "os.PathLike[str]"],
+    crd_path: str | os.PathLike[str],
     component: str,
     build: Callable[[Any, Any, Any], Any],
 ) -> Any:
-    """A sample's :class:`~pyinformers.manager._operator.Operator`: the library's flags plus ``--install-crd``.
+    """A sample's :class:`~pyinformers.manager.Operator`: the library's flags plus ``--install-crd``.
 
     ``build(factory, recorder, options)`` makes the controller. ``--install-crd``
     creates the sample's CRD at start-up (it needs ``create`` on
     customresourcedefinitions, which the generated RBAC does not grant: in a
     cluster, apply the CRD with kubectl instead).
     """
-    from pyinformers.manager._operator import Operator
+    from pyinformers.manager import Operator
 
     def add_arguments(parser: Any) -> None:
-        parser.add_argument("--install-crd", action="store_true",
-                            help="create the custom resource's CRD first if missing (local use; not in the RBAC)")
+        parser.add_argument(
+            "--install-crd",
+            action="store_true",
+            help="create the custom resource's CRD first if missing (local use; not in the RBAC)",
+        )
 
     def setup(manager: Any, options: Any) -> None:
         if options.install_crd:
             install_crd(manager.api_client, crd_path)
 
-    return Operator(name, build, event_component=component, description=description, prog=prog,
-                    add_arguments=add_arguments, setup=setup)
+    return Operator(
+        name,
+        build,
+        event_component=component,
+        description=description,
+        prog=prog,
+        add_arguments=add_arguments,
+        setup=setup,
+    )

@@ -20,9 +20,9 @@ within ``--timeout`` seconds (default 10; 60 with ``--kubeconfig``).
 ``--kubeconfig FILE`` runs the same scenario against a real cluster (the
 Foo CRD is installed if missing; pods must really start, so give it a longer
 ``--timeout``). A control plane without kubelets (``python -m
-pyinformers.testing.envtest._controlplane``, envtest) never makes a Deployment
+pyinformers.testing.envtest``, envtest) never makes a Deployment
 available: add ``--simulate-workloads`` to run
-:class:`pyinformers.testing._simulator.DeploymentSimulator` beside the
+:class:`pyinformers.testing.DeploymentSimulator` beside the
 controller, which plays scheduler and kubelet for the demo's Pods.
 """
 
@@ -33,15 +33,13 @@ import contextlib
 import logging
 import sys
 import time
-from typing import Any, Callable, Optional, Sequence, TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry
 
-from pyinformers.api import meta
-from pyinformers.api._client import ResourceClient
-from pyinformers.api._errors import AlreadyExists, NotFound
+from pyinformers.api import AlreadyExists, NotFound, ResourceClient, meta
 from pyinformers.cache import SharedInformerFactory
-from pyinformers.controller._metrics import RESULTS
 from pyinformers.record import EventRecorder
 from pyinformers.resources import DEPLOYMENTS, EVENTS
 from samples._support import Convergence, install_crd
@@ -88,15 +86,17 @@ class _Narrator:
         self.say(f"    converged in {elapsed * 1000:.0f} ms: {describe()}")
 
 
-def _replicas(obj: Optional[dict]) -> Any:
+def _replicas(obj: dict | None) -> Any:
     return None if obj is None else (obj.get("spec") or {}).get("replicas")
 
 
-def _available(obj: Optional[dict]) -> Any:
+def _available(obj: dict | None) -> Any:
     return None if obj is None else (obj.get("status") or {}).get("availableReplicas")
 
 
-def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float = 10.0, out: TextIO = sys.stdout) -> None:
+def run_scenario(
+    api_client: Any, *, namespace: str = "default", timeout: float = 10.0, out: TextIO = sys.stdout
+) -> None:
     """Run the narrated scenario against ``api_client``; raise :class:`DemoFailed` if a step fails.
 
     Installs the Foo CRD if needed, runs the controller on threads for the
@@ -106,7 +106,9 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
     foos_client = ResourceClient(api_client, FOOS)
     deployments_client = ResourceClient(api_client, DEPLOYMENTS)
     install_crd(api_client, ARTIFACTS / "crd.yaml", timeout=timeout)
-    say.say("  installed CRD foos.samplecontroller.k8s.io (samples/sample_controller/artifacts/crd.yaml)")
+    say.say(
+        "  installed CRD foos.samplecontroller.k8s.io (samples/sample_controller/artifacts/crd.yaml)"
+    )
     with contextlib.ExitStack() as stack:
         # Wiring, as the Go sample's main.go does it: a factory, a recorder, the controller.
         factory = SharedInformerFactory(api_client, namespace=namespace, metrics_registry=False)
@@ -116,23 +118,29 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
         registry = CollectorRegistry()  # this run's metrics only
         controller = FooController(factory, recorder, workers=2, metrics_registry=registry)
         foos, deployments = factory.lister(FOOS), factory.lister(DEPLOYMENTS)
-        convergence = stack.enter_context(Convergence([factory.informer(FOOS), factory.informer(DEPLOYMENTS)]))
+        convergence = stack.enter_context(
+            Convergence([factory.informer(FOOS), factory.informer(DEPLOYMENTS)])
+        )
         factory.start()
         controller.start()  # waits for the caches, then starts 2 workers
         stack.callback(controller.stop, 5.0)
-        say.say(f"  started controller {controller.name!r} with {controller.workers} workers, namespace {namespace!r}")
+        say.say(
+            f"  started controller {controller.name!r} with {controller.workers} workers, namespace {namespace!r}"
+        )
         say.say()
 
-        def foo() -> Optional[dict]:
+        def foo() -> dict | None:
             return foos.namespace(namespace).get(FOO_NAME)
 
-        def deployment() -> Optional[dict]:
+        def deployment() -> dict | None:
             return deployments.namespace(namespace).get(DEPLOYMENT_NAME)
 
         def describe() -> str:
             d, f = deployment(), foo()
             parts = [
-                "Foo absent" if f is None else f"Foo replicas={_replicas(f)} available={_available(f)}",
+                "Foo absent"
+                if f is None
+                else f"Foo replicas={_replicas(f)} available={_available(f)}",
                 "Deployment absent"
                 if d is None
                 else f"Deployment replicas={_replicas(d)} owned={bool(f) and meta.is_controlled_by(d, f)}",
@@ -158,8 +166,12 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
             f"create Foo {FOO_NAME} (replicas 1): its Deployment appears, owned by the Foo",
             create_foo,
             convergence,
-            lambda created: (d := deployment()) is not None and meta.is_controlled_by(d, created)
-            and _replicas(d) == 1 and _available(foo()) == 1,
+            lambda created: (
+                (d := deployment()) is not None
+                and meta.is_controlled_by(d, created)
+                and _replicas(d) == 1
+                and _available(foo()) == 1
+            ),
             describe,
             timeout,
         )
@@ -174,18 +186,24 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
         )
 
         def scale_by_hand() -> dict:
-            return deployments_client.patch(DEPLOYMENT_NAME, {"spec": {"replicas": 5}}, namespace=namespace)
+            return deployments_client.patch(
+                DEPLOYMENT_NAME, {"spec": {"replicas": 5}}, namespace=namespace
+            )
 
         say.step(
             "scale the Deployment to 5 by hand: the controller puts it back to 3",
             scale_by_hand,
             convergence,
             # Wait until the cache has seen our edit *and* moved past it.
-            lambda edited: convergence.seen("Deployment", meta.object_key(edited), meta.resource_version(edited))
-            and (d := deployment()) is not None
-            and meta.resource_version(d) != meta.resource_version(edited)
-            and _replicas(d) == 3
-            and _available(foo()) == 3,
+            lambda edited: (
+                convergence.seen(
+                    "Deployment", meta.object_key(edited), meta.resource_version(edited)
+                )
+                and (d := deployment()) is not None
+                and meta.resource_version(d) != meta.resource_version(edited)
+                and _replicas(d) == 3
+                and _available(foo()) == 3
+            ),
             describe,
             timeout,
         )
@@ -199,8 +217,13 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
             "delete the Deployment: the controller recreates it, the Foo's status catches up",
             delete_deployment,
             convergence,
-            lambda old_uid: (d := deployment()) is not None and meta.uid(d) != old_uid and _replicas(d) == 3
-            and _available(d) == 3 and _available(foo()) == 3,
+            lambda old_uid: (
+                (d := deployment()) is not None
+                and meta.uid(d) != old_uid
+                and _replicas(d) == 3
+                and _available(d) == 3
+                and _available(foo()) == 3
+            ),
             describe,
             timeout,
         )
@@ -216,7 +239,9 @@ def run_scenario(api_client: Any, *, namespace: str = "default", timeout: float 
 
         recorder.flush(timeout)
         say.say()
-        say.say(f"Events recorded about Foo {FOO_NAME} (kubectl get events --field-selector involvedObject.name={FOO_NAME}):")
+        say.say(
+            f"Events recorded about Foo {FOO_NAME} (kubectl get events --field-selector involvedObject.name={FOO_NAME}):"
+        )
         events = [
             e
             for e in ResourceClient(api_client, EVENTS).list(namespace).items
@@ -240,7 +265,10 @@ def _reconcile_summary(registry: CollectorRegistry, name: str) -> str:
     def value(metric: str, **labels: str) -> int:
         return int(registry.get_sample_value(metric, {"controller": name, **labels}) or 0)
 
-    total = sum(value("controller_runtime_reconcile_total", result=r) for r in RESULTS)
+    total = sum(
+        value("controller_runtime_reconcile_total", result=r)
+        for r in ("success", "error", "requeue", "requeue_after")
+    )
     errors = value("controller_runtime_reconcile_errors_total")
     text = f"The controller ran {total} reconciles"
     if errors:
@@ -257,24 +285,40 @@ def _api_client_for(kubeconfig: str) -> Any:
     return config.new_client_from_config(config_file=kubeconfig)
 
 
-def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout) -> int:
+def main(argv: Sequence[str] | None = None, *, out: TextIO = sys.stdout) -> int:
     """Run the demo; return the process exit status (0: every step converged)."""
-    parser = argparse.ArgumentParser(prog="python -m samples.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kubeconfig", help="run against this cluster instead of the embedded API server")
-    parser.add_argument("--namespace", default="default", help="namespace for the demo's objects (default: default)")
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds each step may take (default 10; 60 with --kubeconfig: a real garbage collector "
-                             "notices a new CRD's objects only at its next discovery, up to 30 s later)")
+    parser = argparse.ArgumentParser(
+        prog="python -m samples.demo", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--kubeconfig", help="run against this cluster instead of the embedded API server"
+    )
+    parser.add_argument(
+        "--namespace", default="default", help="namespace for the demo's objects (default: default)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds each step may take (default 10; 60 with --kubeconfig: a real garbage collector "
+        "notices a new CRD's objects only at its next discovery, up to 30 s later)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show the controller's log")
-    parser.add_argument("--simulate-workloads", action="store_true",
-                        help="with --kubeconfig: make Pods and Deployments become ready (a control plane without kubelets)")
+    parser.add_argument(
+        "--simulate-workloads",
+        action="store_true",
+        help="with --kubeconfig: make Pods and Deployments become ready (a control plane without kubelets)",
+    )
     args = parser.parse_args(argv)
     if args.timeout is None:
         args.timeout = 60.0 if args.kubeconfig else 10.0
     if args.simulate_workloads and not args.kubeconfig:
-        parser.error("--simulate-workloads needs --kubeconfig (the embedded server simulates workloads itself)")
+        parser.error(
+            "--simulate-workloads needs --kubeconfig (the embedded server simulates workloads itself)"
+        )
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.ERROR, format="    %(levelname)s %(name)s: %(message)s"
+        level=logging.INFO if args.verbose else logging.ERROR,
+        format="    %(levelname)s %(name)s: %(message)s",
     )
     controller_log = logging.getLogger("pyinformers.controller")
     saved_level = controller_log.level
@@ -294,12 +338,20 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             if args.kubeconfig:
                 api_client = _api_client_for(args.kubeconfig)
                 stack.callback(api_client.close)
-                print(f"pyinformers demo: the sample-controller port against {api_client.configuration.host}", file=out)
+                print(
+                    f"pyinformers demo: the sample-controller port against {api_client.configuration.host}",
+                    file=out,
+                )
                 if args.simulate_workloads:
-                    from pyinformers.testing._simulator import DeploymentSimulator
+                    from pyinformers.testing import DeploymentSimulator
 
-                    simulator = stack.enter_context(DeploymentSimulator(api_client, namespace=args.namespace))
-                    print(f"  simulating workloads in namespace {args.namespace!r} ({simulator!r})", file=out)
+                    simulator = stack.enter_context(
+                        DeploymentSimulator(api_client, namespace=args.namespace)
+                    )
+                    print(
+                        f"  simulating workloads in namespace {args.namespace!r} ({simulator!r})",
+                        file=out,
+                    )
             else:
                 from pyinformers.testing import ApiServer
 
@@ -317,7 +369,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     except (NotFound, TimeoutError) as failure:
         print(f"\nDEMO FAILED: {failure}", file=out, flush=True)
         return 1
-    print(f"\nAll steps converged ({time.monotonic() - started:.1f} s in all).", file=out, flush=True)
+    print(
+        f"\nAll steps converged ({time.monotonic() - started:.1f} s in all).", file=out, flush=True
+    )
     return 0
 
 

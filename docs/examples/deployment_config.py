@@ -6,7 +6,8 @@ it on the in-process API server.
 """
 
 from pyinformers.api import meta
-from pyinformers.controller import Controller, EnqueueForOwner, Manager, generation_changed
+from pyinformers.controller import Controller, EnqueueForOwner, generation_changed
+from pyinformers.manager import Manager
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS
 
 
@@ -28,21 +29,24 @@ class DeploymentConfig(Controller):
         namespace, name = meta.split_key(key)
         owner = self.deployments.namespace(namespace).get(name)
         if owner is None:
-            return None                      # gone; the API server collects the children
+            return None  # gone; the API server collects the children
         desired = {"replicas": str(owner["spec"].get("replicas", 1))}
         child = self.configmaps.namespace(namespace).get(f"{name}-config")
         if child is None:
-            child = {"metadata": {"name": f"{name}-config", "namespace": namespace}, "data": desired}
+            child = {
+                "metadata": {"name": f"{name}-config", "namespace": namespace},
+                "data": desired,
+            }
             meta.set_controller_reference(owner, child)
             self.configmap_client.create(child)
         elif meta.is_controlled_by(child, owner) and child.get("data") != desired:
-            fixed = meta.deep_copy(child)    # never mutate cached objects
+            fixed = meta.deep_copy(child)  # never mutate cached objects
             fixed["data"] = desired
             self.configmap_client.replace(fixed)
         return None
 
 
 if __name__ == "__main__":
-    manager = Manager()                      # kubeconfig, in-cluster, or ~/.kube/config
+    manager = Manager()  # kubeconfig, in-cluster, or ~/.kube/config
     manager.add(DeploymentConfig(manager.factory))
-    manager.run()                            # until SIGTERM / SIGINT
+    manager.run()  # until SIGTERM / SIGINT

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from pyinformers import (
     Controller,
@@ -45,7 +46,10 @@ class Greeter(Controller):
         # A Greeting event enqueues its key "namespace/name" ...
         self.watch(factory.informer(GREETINGS))
         # ... and so does an event on a ConfigMap a Greeting controls.
-        self.watch(factory.informer(CONFIGMAPS), EnqueueForOwner(GREETINGS.kind, owner_group=GREETINGS.group))
+        self.watch(
+            factory.informer(CONFIGMAPS),
+            EnqueueForOwner(GREETINGS.kind, owner_group=GREETINGS.group),
+        )
 
     def reconcile(self, key: str) -> None:
         namespace, name = split_key(key)
@@ -91,14 +95,29 @@ def demo(timeout: float = 15.0) -> int:
         runner = threading.Thread(target=manager.run, name="greeter-manager")
         runner.start()
         try:
-            greetings, configmaps = manager.factory.client(GREETINGS), manager.factory.client(CONFIGMAPS)
-            greetings.create({"metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "Hello, world"}})
-            made = eventually(lambda: _get(configmaps, "hello-greeting"), timeout, what="the ConfigMap")
+            greetings, configmaps = (
+                manager.factory.client(GREETINGS),
+                manager.factory.client(CONFIGMAPS),
+            )
+            greetings.create(
+                {
+                    "metadata": {"name": "hello", "namespace": "default"},
+                    "spec": {"message": "Hello, world"},
+                }
+            )
+            made = eventually(
+                lambda: _get(configmaps, "hello-greeting"), timeout, what="the ConfigMap"
+            )
             print("created: ", made["data"])
             configmaps.delete("hello-greeting", "default")
             healed = eventually(
-                lambda: (cm := _get(configmaps, "hello-greeting")) and cm["metadata"]["uid"] != made["metadata"]["uid"] and cm,
-                timeout, what="the ConfigMap to come back",
+                lambda: (
+                    (cm := _get(configmaps, "hello-greeting"))
+                    and cm["metadata"]["uid"] != made["metadata"]["uid"]
+                    and cm
+                ),
+                timeout,
+                what="the ConfigMap to come back",
             )
             print("healed:  ", healed["data"])
         finally:
@@ -116,10 +135,14 @@ def _get(client: Any, name: str) -> Any:
         return None
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="greeter.py", description="Your first controller.")
-    parser.add_argument("--kubeconfig", help="the cluster to run against (default: in-cluster, then ~/.kube/config)")
-    parser.add_argument("--demo", action="store_true", help="run on the in-process API server, show it heal, exit")
+    parser.add_argument(
+        "--kubeconfig", help="the cluster to run against (default: in-cluster, then ~/.kube/config)"
+    )
+    parser.add_argument(
+        "--demo", action="store_true", help="run on the in-process API server, show it heal, exit"
+    )
     args = parser.parse_args(argv)
     if args.demo:
         return demo()

@@ -1,10 +1,10 @@
 """Testing the first controller: the in-process API server (the api_client fixture) and eventually()."""
 
+from greeter import CRD, GREETINGS, Greeter
+
 from pyinformers import SharedInformerFactory, install_crd
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
-
-from greeter import CRD, GREETINGS, Greeter
 
 
 def test_a_greeting_gets_its_configmap_back_after_a_delete(api_client):
@@ -22,8 +22,13 @@ def test_a_greeting_gets_its_configmap_back_after_a_delete(api_client):
         assert first["data"] == {"message": "hi there"}
 
         factory.client(CONFIGMAPS).delete("hi-greeting", "default")
-        eventually(lambda: (cm := cached.get("hi-greeting")) and cm["metadata"]["uid"] != first["metadata"]["uid"],
-                   what="the ConfigMap to come back")
+        eventually(
+            lambda: (
+                (cm := cached.get("hi-greeting"))
+                and cm["metadata"]["uid"] != first["metadata"]["uid"]
+            ),
+            what="the ConfigMap to come back",
+        )
     finally:
         controller.stop(5)
         factory.shutdown(5)

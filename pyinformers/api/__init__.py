@@ -7,12 +7,14 @@
 * :class:`ListWatch` / :class:`ListerWatcher` -- the seam a Reflector reads from.
 * typed errors (:class:`NotFound`, :class:`Conflict`, :class:`Gone`,
   :class:`TooManyRequests` ...) built by :func:`error_from_status`.
-* object helpers (:mod:`pyinformers.api.meta`) and selectors
-  (:mod:`pyinformers.api._selectors`).
+* selectors (:class:`LabelSelector`, :class:`FieldSelector`, their
+  requirements and operators);
+* object helpers live in :mod:`pyinformers.api.meta` only (keys, owner
+  references, names, labels); their old aliases here warn for one release.
 * :func:`to_model` -- a cached dict as the official client's typed model.
 """
 
-from pyinformers._exports import publish
+from pyinformers._exports import lazy_face, publish
 from pyinformers.api._client import ListPage, ResourceClient
 from pyinformers.api._config import ConfigurationError, build_api_client
 from pyinformers.api._errors import (
@@ -31,29 +33,22 @@ from pyinformers.api._errors import (
     error_from_status,
 )
 from pyinformers.api._listwatch import ListerWatcher, ListWatch
-from pyinformers.api.meta import (
-    AlreadyOwnedError,
-    annotations,
-    controller_of,
-    deep_copy,
-    is_controlled_by,
-    labels,
-    name,
-    namespace,
-    object_key,
-    owner_references,
-    resource_version,
-    set_controller_reference,
-    split_key,
-    uid,
-)
 from pyinformers.api._models import from_model, to_model
-from pyinformers.api._permissions import DeclaredClient, Grant, Permissions, UndeclaredVerb
+from pyinformers.api._permissions import (
+    DeclaredClient,
+    Grant,
+    MissingPermission,
+    Permissions,
+    UndeclaredVerb,
+)
 from pyinformers.api._resource import Resource
 from pyinformers.api._selectors import (
+    FieldOperator,
+    FieldRequirement,
     FieldSelector,
     LabelSelector,
     Requirement,
+    SelectorOperator,
     as_field_selector,
     as_label_selector,
 )
@@ -87,25 +82,13 @@ __all__ = [
     "TooManyRequests",
     "ServerError",
     "error_from_status",
-    # meta
-    "AlreadyOwnedError",
-    "object_key",
-    "split_key",
-    "controller_of",
-    "is_controlled_by",
-    "set_controller_reference",
-    "deep_copy",
-    "name",
-    "namespace",
-    "uid",
-    "resource_version",
-    "labels",
-    "annotations",
-    "owner_references",
     # selectors
     "LabelSelector",
     "FieldSelector",
     "Requirement",
+    "SelectorOperator",
+    "FieldRequirement",
+    "FieldOperator",
     "as_label_selector",
     "as_field_selector",
     # models
@@ -113,9 +96,34 @@ __all__ = [
     "from_model",
     # permissions (what a controller declares; RBAC is generated from it)
     "DeclaredClient",
+    "MissingPermission",
     "Grant",
     "Permissions",
     "UndeclaredVerb",
 ]
 
 publish(globals(), __all__)
+
+# Object helpers were also exported here before 0.2; they live in pyinformers.api.meta.
+_META_ALIASES = (
+    "AlreadyOwnedError",
+    "annotations",
+    "controller_of",
+    "deep_copy",
+    "is_controlled_by",
+    "labels",
+    "name",
+    "namespace",
+    "object_key",
+    "owner_references",
+    "resource_version",
+    "set_controller_reference",
+    "split_key",
+    "uid",
+)
+__getattr__, _ = lazy_face(
+    __name__,
+    {},
+    globals(),
+    deprecated={n: ("pyinformers.api.meta", f"pyinformers.api.meta.{n}") for n in _META_ALIASES},
+)

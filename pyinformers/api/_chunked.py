@@ -31,9 +31,9 @@ Thread-safety: one thread reads; shutting the socket down from another thread
 from __future__ import annotations
 
 import select
-import socket
 import ssl
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
@@ -43,7 +43,7 @@ READ_SIZE = 256 * 1024
 _MAX_LINE = 64 * 1024  # a chunk-size or trailer line longer than this is not HTTP
 
 
-def fast_chunked_reader(response: Any) -> Optional[Callable[[int], bytes]]:
+def fast_chunked_reader(response: Any) -> Callable[[int], bytes] | None:
     """The ``read1`` of the buffered socket file under a urllib3 ``response``, when its body can be
     read with :func:`read_chunked_body`; None otherwise (not chunked, content-encoded, already
     partly read, or a response object of another shape): the caller falls back to urllib3."""
@@ -64,7 +64,9 @@ def fast_chunked_reader(response: Any) -> Optional[Callable[[int], bytes]]:
     return read1
 
 
-def _coalescing_records(read1: Callable[[int], bytes], sock: ssl.SSLSocket) -> Callable[[int], bytes]:
+def _coalescing_records(
+    read1: Callable[[int], bytes], sock: ssl.SSLSocket
+) -> Callable[[int], bytes]:
     """A ``read1`` over TLS that goes on reading while the socket already holds more records.
 
     A TLS read returns at most one record, and kube-apiserver writes a watch
@@ -112,7 +114,9 @@ def _coalescing_records(read1: Callable[[int], bytes], sock: ssl.SSLSocket) -> C
     return read_records
 
 
-def read_chunked_body(response: Any, read1: Callable[[int], bytes], read_size: int = READ_SIZE) -> Iterator[bytes]:
+def read_chunked_body(
+    response: Any, read1: Callable[[int], bytes], read_size: int = READ_SIZE
+) -> Iterator[bytes]:
     """Yield the payload of ``response``'s chunked body, one piece per socket read (see the module)."""
     data = b""
     pos = 0
@@ -126,7 +130,7 @@ def read_chunked_body(response: Any, read1: Callable[[int], bytes], read_size: i
         while pos < size:
             if left:
                 take = min(left, size - pos)
-                pieces.append(view[pos:pos + take])
+                pieces.append(view[pos : pos + take])
                 pos += take
                 left -= take
                 if not left:
@@ -134,8 +138,10 @@ def read_chunked_body(response: Any, read1: Callable[[int], bytes], read_size: i
                 continue
             if crlf:
                 skip = min(crlf, size - pos)
-                if data[pos:pos + skip] != b"\r\n"[2 - crlf:2 - crlf + skip]:
-                    raise ProtocolError(f"chunked body: no CRLF after a chunk (got {data[pos:pos + skip]!r})")
+                if data[pos : pos + skip] != b"\r\n"[2 - crlf : 2 - crlf + skip]:
+                    raise ProtocolError(
+                        f"chunked body: no CRLF after a chunk (got {data[pos : pos + skip]!r})"
+                    )
                 pos += skip
                 crlf -= skip
                 continue
@@ -165,7 +171,9 @@ def read_chunked_body(response: Any, read1: Callable[[int], bytes], read_size: i
         rest = data[pos:] if pos < size else b""
         chunk = _read(read1, read_size)
         if not chunk:
-            raise ProtocolError("Response ended prematurely: the connection closed inside a chunked body")
+            raise ProtocolError(
+                "Response ended prematurely: the connection closed inside a chunked body"
+            )
         data = rest + chunk if rest else chunk
         pos = 0
 
@@ -180,7 +188,7 @@ def _joined(pieces: list[memoryview], data: bytes) -> bytes:
 def _read(read1: Callable[[int], bytes], size: int) -> bytes:
     try:
         return read1(size)
-    except socket.timeout as error:  # TimeoutError on 3.10+
+    except TimeoutError as error:  # TimeoutError on 3.10+
         raise ReadTimeoutError(None, None, f"Read timed out. ({error})") from error  # type: ignore[arg-type]
 
 
@@ -196,7 +204,7 @@ def _finish(response: Any, read1: Callable[[int], bytes], rest: bytes) -> None:
                 break  # some servers end without the final CRLF
             rest += more
             continue
-        line, rest = rest[:eol], rest[eol + 1:]
+        line, rest = rest[:eol], rest[eol + 1 :]
         if not line.strip():
             break
     original = getattr(response, "_original_response", None)

@@ -28,8 +28,9 @@ A :class:`WatchStream` is iterated by one thread; ``close()`` is safe from any.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 from pyinformers.api._resource import Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
@@ -63,7 +64,7 @@ WATCH_READ_SLACK = 60.0
 #: (the stall timeout only watches a stream that has started).
 WATCH_HEADER_TIMEOUT = 30.0
 
-Selector = Union[str, Mapping[str, str], Any, None]
+Selector = str | Mapping[str, str] | Any | None
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ class ListPage:
 
     items: list
     resource_version: str
-    continue_: Optional[str] = None
-    remaining_item_count: Optional[int] = None
+    continue_: str | None = None
+    remaining_item_count: int | None = None
 
     def __repr__(self) -> str:
         return (
@@ -84,7 +85,7 @@ class ListPage:
         )
 
 
-def selector_query(value: Selector, kind: str) -> Optional[str]:
+def selector_query(value: Selector, kind: str) -> str | None:
     """A selector argument as the query string the server wants (None: no selector)."""
     if value is None:
         return None
@@ -96,7 +97,9 @@ def selector_query(value: Selector, kind: str) -> Optional[str]:
         elif set(value) <= {"matchLabels", "matchExpressions"}:
             value = as_label_selector(value)  # the LabelSelector object form
         else:
-            value = as_label_selector({"matchLabels": value})  # {"app": "web"}: equality on each pair
+            value = as_label_selector(
+                {"matchLabels": value}
+            )  # {"app": "web"}: equality on each pair
     text = str(value)
     return text or None
 
@@ -113,7 +116,9 @@ class ResourceClient:
     underlying urllib3/OSError exceptions. Thread-safe, stateless.
     """
 
-    def __init__(self, api_client: Any, resource: Resource, *, request_timeout: Optional[float] = 60.0) -> None:
+    def __init__(
+        self, api_client: Any, resource: Resource, *, request_timeout: float | None = 60.0
+    ) -> None:
         if not isinstance(resource, Resource):
             raise TypeError(f"resource must be a Resource, got {type(resource).__name__}")
         self._api_client = api_client
@@ -129,16 +134,20 @@ class ResourceClient:
         return self._api_client
 
     # -- helpers -----------------------------------------------------------------------
-    def _timeout(self, timeout: Optional[float]) -> Any:
+    def _timeout(self, timeout: float | None) -> Any:
         read = timeout if timeout is not None else self._request_timeout
         return (CONNECT_TIMEOUT, read) if read is not None else (CONNECT_TIMEOUT, None)
 
-    def _collection_namespace(self, namespace: Optional[str]) -> Optional[str]:
+    def _collection_namespace(self, namespace: str | None) -> str | None:
         if namespace is not None and not self._resource.namespaced:
-            raise ValueError(f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})")
+            raise ValueError(
+                f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})"
+            )
         return namespace
 
-    def _object_namespace(self, namespace: Optional[str], obj: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+    def _object_namespace(
+        self, namespace: str | None, obj: Mapping[str, Any] | None = None
+    ) -> str | None:
         """The namespace of one object: required for namespaced resources, forbidden otherwise."""
         if namespace is None and obj is not None:
             namespace = (obj.get("metadata") or {}).get("namespace")
@@ -147,10 +156,12 @@ class ResourceClient:
                 raise ValueError(f"{self._resource} is namespaced: a namespace is required")
             return namespace
         if namespace and obj is None:
-            raise ValueError(f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})")
+            raise ValueError(
+                f"{self._resource} is cluster-scoped: no namespace allowed (got {namespace!r})"
+            )
         return None
 
-    def _object_path(self, namespace: Optional[str], name: Any, subresource: Optional[str] = None) -> str:
+    def _object_path(self, namespace: str | None, name: Any, subresource: str | None = None) -> str:
         """The path of one object. Raises ValueError, naming the argument, before any request.
 
         ``name`` is required, and neither it nor the namespace may be ``.``,
@@ -178,22 +189,26 @@ class ResourceClient:
                 item["apiVersion"] = api_version
         return items
 
-    def _object(self, method: str, path: str, query: Sequence[tuple[str, Any]] = (), **kwargs: Any) -> dict:
-        response = send(self._api_client, method, path, query, timeout=self._timeout(None), **kwargs)
+    def _object(
+        self, method: str, path: str, query: Sequence[tuple[str, Any]] = (), **kwargs: Any
+    ) -> dict:
+        response = send(
+            self._api_client, method, path, query, timeout=self._timeout(None), **kwargs
+        )
         return read_json(response)
 
     # -- reads -------------------------------------------------------------------------
     def list(
         self,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         *,
         label_selector: Selector = None,
         field_selector: Selector = None,
-        limit: Optional[int] = None,
-        continue_: Optional[str] = None,
-        resource_version: Optional[str] = None,
-        resource_version_match: Optional[str] = None,
-        timeout: Optional[float] = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        timeout: float | None = None,
     ) -> ListPage:
         """One page of the collection (all namespaces when ``namespace`` is None).
 
@@ -231,12 +246,12 @@ class ResourceClient:
 
     def list_all(
         self,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         *,
         label_selector: Selector = None,
         field_selector: Selector = None,
         page_size: int = 500,
-        timeout: Optional[float] = None,
+        timeout: float | None = None,
     ) -> ListPage:
         """Every page of the collection, as one :class:`ListPage` (consistent snapshot).
 
@@ -244,8 +259,8 @@ class ResourceClient:
         from). A continue token that expires mid-way raises Gone: start again.
         """
         items: list = []
-        first_rv: Optional[str] = None
-        token: Optional[str] = None
+        first_rv: str | None = None
+        token: str | None = None
         while True:
             page = self.list(
                 namespace,
@@ -264,15 +279,15 @@ class ResourceClient:
 
     def watch(
         self,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         *,
-        resource_version: Optional[str] = None,
+        resource_version: str | None = None,
         label_selector: Selector = None,
         field_selector: Selector = None,
         allow_bookmarks: bool = True,
-        timeout_seconds: Optional[int] = None,
+        timeout_seconds: int | None = None,
         send_initial_events: bool = False,
-        resource_version_match: Optional[str] = None,
+        resource_version_match: str | None = None,
     ) -> WatchStream:
         """Open a watch and return its :class:`WatchStream` (the caller closes it).
 
@@ -300,55 +315,67 @@ class ResourceClient:
             query.append(("resourceVersionMatch", resource_version_match))
         if allow_bookmarks:
             query.append(("allowWatchBookmarks", "true"))
-        read_timeout: Optional[float] = None
+        read_timeout: float | None = None
         if timeout_seconds is not None:
             if timeout_seconds <= 0:
                 raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds}")
             query.append(("timeoutSeconds", int(timeout_seconds)))
             read_timeout = float(timeout_seconds) + WATCH_READ_SLACK
         path = self._resource.path(self._collection_namespace(namespace))
-        header_timeout = WATCH_HEADER_TIMEOUT if read_timeout is None else min(WATCH_HEADER_TIMEOUT, read_timeout)
-        response = send(self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, header_timeout))
+        header_timeout = (
+            WATCH_HEADER_TIMEOUT
+            if read_timeout is None
+            else min(WATCH_HEADER_TIMEOUT, read_timeout)
+        )
+        response = send(
+            self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, header_timeout)
+        )
         raise_for_status(response)
         set_read_timeout(response, read_timeout)  # the stream: timeoutSeconds + slack, or none
         enable_keepalive(response)  # a vanished peer fails the read in about a minute
         return WatchStream(response, self._resource)
 
-    def get(self, name: str, namespace: Optional[str] = None) -> dict:
+    def get(self, name: str, namespace: str | None = None) -> dict:
         """The object ``name`` (in ``namespace`` for namespaced resources); NotFound if absent."""
         path = self._object_path(namespace, name)
         return self._fill_type([self._object("GET", path)])[0]
 
     # -- writes ------------------------------------------------------------------------
-    def create(self, obj: Mapping[str, Any], namespace: Optional[str] = None) -> dict:
+    def create(self, obj: Mapping[str, Any], namespace: str | None = None) -> dict:
         """Create ``obj`` (namespace from the argument or ``obj.metadata.namespace``); returns the stored object."""
         ns = self._object_namespace(namespace, obj)
         body = dict(obj)
         body.setdefault("apiVersion", self._resource.api_version)
         body.setdefault("kind", self._resource.kind)
-        return self._object("POST", self._resource.path(ns), body=body, headers={"Content-Type": "application/json"})
+        return self._object(
+            "POST", self._resource.path(ns), body=body, headers={"Content-Type": "application/json"}
+        )
 
     def replace(self, obj: Mapping[str, Any]) -> dict:
         """PUT ``obj`` over the stored one; Conflict if its resourceVersion is stale."""
         ns = self._object_namespace(None, obj)
         path = self._resource.path(ns, self._name_of(obj))
-        return self._object("PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"})
+        return self._object(
+            "PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"}
+        )
 
     def replace_status(self, obj: Mapping[str, Any]) -> dict:
         """PUT ``obj`` to the ``status`` subresource (only its status is written)."""
         ns = self._object_namespace(None, obj)
         path = self._resource.path(ns, self._name_of(obj), "status")
-        return self._object("PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"})
+        return self._object(
+            "PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"}
+        )
 
     def patch(
         self,
         name: str,
-        body: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
-        namespace: Optional[str] = None,
+        body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
         *,
         patch_type: str = "merge",
-        subresource: Optional[str] = None,
-        field_manager: Optional[str] = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
         force: bool = False,
     ) -> dict:
         """Patch the object ``name``.
@@ -384,19 +411,25 @@ class ResourceClient:
     def delete(
         self,
         name: str,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         *,
-        propagation_policy: Optional[str] = None,
-        grace_period_seconds: Optional[int] = None,
-        preconditions: Optional[Mapping[str, str]] = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
     ) -> dict:
         """Delete the object ``name``; returns what the server answered (the object or a Status).
 
         ``propagation_policy``: ``"Foreground"``, ``"Background"`` or ``"Orphan"``.
         ``preconditions``: ``{"uid": ..., "resourceVersion": ...}`` (Conflict when they fail).
         """
-        if propagation_policy is not None and propagation_policy not in ("Foreground", "Background", "Orphan"):
-            raise ValueError(f"propagation_policy must be Foreground, Background or Orphan, got {propagation_policy!r}")
+        if propagation_policy is not None and propagation_policy not in (
+            "Foreground",
+            "Background",
+            "Orphan",
+        ):
+            raise ValueError(
+                f"propagation_policy must be Foreground, Background or Orphan, got {propagation_policy!r}"
+            )
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if propagation_policy is not None:
             options["propagationPolicy"] = propagation_policy
@@ -405,7 +438,9 @@ class ResourceClient:
         if preconditions:
             options["preconditions"] = dict(preconditions)
         path = self._object_path(namespace, name)
-        return self._object("DELETE", path, body=options, headers={"Content-Type": "application/json"})
+        return self._object(
+            "DELETE", path, body=options, headers={"Content-Type": "application/json"}
+        )
 
     def _with_type(self, obj: Mapping[str, Any]) -> dict:
         body = dict(obj)

@@ -14,7 +14,7 @@ client's and is as thread-safe as it is (its connection pool is).
 from __future__ import annotations
 
 import os
-from typing import Any, Union
+from typing import Any
 
 from pyinformers.api._transport import release, send
 
@@ -34,7 +34,7 @@ def one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
-def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
+def build_api_client(kubeconfig: str | os.PathLike | None = None) -> Any:
     """An official ``kubernetes.client.ApiClient`` for the environment we run in.
 
     In order: the ``kubeconfig`` file if given; the in-cluster service-account
@@ -61,7 +61,9 @@ def build_api_client(kubeconfig: Union[str, os.PathLike, None] = None) -> Any:
             k8s_config.load_incluster_config(client_configuration=configuration)
             return k8s_client.ApiClient(configuration)
         except Exception as err:
-            raise ConfigurationError(f"cannot use the in-cluster configuration: {one_line(err)}") from None
+            raise ConfigurationError(
+                f"cannot use the in-cluster configuration: {one_line(err)}"
+            ) from None
     default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     first = default.split(os.pathsep)[0]
     if not os.path.isfile(first):
@@ -92,6 +94,10 @@ def check_server(api_client: Any, timeout: float = 10.0) -> None:
             pass
         release(response, reusable=True)
     except Exception as err:
-        raise ConfigurationError(f"cannot reach the API server at {host}: {one_line(err)}") from None
+        raise ConfigurationError(
+            f"cannot reach the API server at {host}: {one_line(err)}"
+        ) from None
     if status == 401:
-        raise ConfigurationError(f"the API server at {host} rejected our credentials (401 Unauthorized)")
+        raise ConfigurationError(
+            f"the API server at {host} rejected our credentials (401 Unauthorized)"
+        )

@@ -18,7 +18,8 @@ Values only; no state, no threads: everything here is safe to share.
 from __future__ import annotations
 
 import email.utils
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "ApiError",
@@ -55,9 +56,9 @@ class ApiError(Exception):
         self,
         message: str = "",
         *,
-        code: Optional[int] = None,
+        code: int | None = None,
         reason: str = "",
-        status: Optional[Mapping[str, Any]] = None,
+        status: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code: int = int(code if code is not None else self.default_code)
@@ -83,12 +84,22 @@ class ApiError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, reason={self.reason!r}, message={self.message!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:  # keep pickling (multiprocessing, pytest-xdist) working with kw-only args
-        return (_rebuild, (type(self), self.message, self.code, self.reason, self.status, self.__dict__))
+    def __reduce__(
+        self,
+    ) -> tuple[Any, ...]:  # keep pickling (multiprocessing, pytest-xdist) working with kw-only args
+        return (
+            _rebuild,
+            (type(self), self.message, self.code, self.reason, self.status, self.__dict__),
+        )
 
 
 def _rebuild(
-    cls: type[ApiError], message: str, code: Optional[int], reason: str, status: Any, state: dict[str, Any]
+    cls: type[ApiError],
+    message: str,
+    code: int | None,
+    reason: str,
+    status: Any,
+    state: dict[str, Any],
 ) -> ApiError:
     error = cls.__new__(cls)
     ApiError.__init__(error, message, code=code, reason=reason, status=status)
@@ -156,9 +167,11 @@ class TooManyRequests(ApiError):
 
     default_code = 429
 
-    def __init__(self, message: str = "", *, retry_after: Optional[float] = None, **kwargs: Any) -> None:
+    def __init__(
+        self, message: str = "", *, retry_after: float | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(message, **kwargs)
-        self.retry_after: Optional[float] = retry_after
+        self.retry_after: float | None = retry_after
 
     def __repr__(self) -> str:
         return f"{super().__repr__()[:-1]}, retry_after={self.retry_after!r})"
@@ -202,7 +215,7 @@ _BY_REASON: dict[str, type[ApiError]] = {
 }
 
 
-def parse_retry_after(value: Any) -> Optional[float]:
+def parse_retry_after(value: Any) -> float | None:
     """Seconds to wait from a ``Retry-After`` value (delta-seconds or an HTTP date); None if unusable."""
     if value is None:
         return None
@@ -244,7 +257,7 @@ def _header(headers: Any, name: str) -> Any:
 
 
 def error_from_status(
-    status: Optional[Mapping[str, Any]],
+    status: Mapping[str, Any] | None,
     code: int,
     *,
     headers: Any = None,
@@ -292,5 +305,7 @@ def error_from_status(
             details = body.get("details")
             if isinstance(details, Mapping):
                 retry_after = parse_retry_after(details.get("retryAfterSeconds"))
-        return TooManyRequests(message, code=code, reason=reason, status=body, retry_after=retry_after)
+        return TooManyRequests(
+            message, code=code, reason=reason, status=body, retry_after=retry_after
+        )
     return cls(message, code=code, reason=reason, status=body)

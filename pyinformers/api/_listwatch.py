@@ -11,7 +11,7 @@ Thread-safety: :class:`ListWatch` holds no mutable state.
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pyinformers.api._client import ListPage, ResourceClient, Selector, selector_query
 from pyinformers.api._resource import Resource
@@ -30,18 +30,18 @@ class ListerWatcher(Protocol):
     def list(
         self,
         *,
-        limit: Optional[int] = None,
-        continue_: Optional[str] = None,
-        resource_version: Optional[str] = None,
-        resource_version_match: Optional[str] = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
     ) -> ListPage: ...
 
     def watch(
         self,
         *,
-        resource_version: Optional[str] = None,
+        resource_version: str | None = None,
         allow_bookmarks: bool = True,
-        timeout_seconds: Optional[int] = None,
+        timeout_seconds: int | None = None,
         send_initial_events: bool = False,
     ) -> WatchStream: ...
 
@@ -53,7 +53,7 @@ class ListWatch:
         self,
         client: ResourceClient,
         *,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         label_selector: Selector = None,
         field_selector: Selector = None,
     ) -> None:
@@ -69,10 +69,10 @@ class ListWatch:
     def list(
         self,
         *,
-        limit: Optional[int] = None,
-        continue_: Optional[str] = None,
-        resource_version: Optional[str] = None,
-        resource_version_match: Optional[str] = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
     ) -> ListPage:
         return self.client.list(
             self.namespace,
@@ -87,9 +87,9 @@ class ListWatch:
     def watch(
         self,
         *,
-        resource_version: Optional[str] = None,
+        resource_version: str | None = None,
         allow_bookmarks: bool = True,
-        timeout_seconds: Optional[int] = None,
+        timeout_seconds: int | None = None,
         send_initial_events: bool = False,
     ) -> WatchStream:
         return self.client.watch(

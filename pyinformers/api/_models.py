@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -39,7 +40,7 @@ def _serializer(api_client: Any) -> Any:
         return _default_client
 
 
-def _model_name(model: Union[str, type]) -> str:
+def _model_name(model: str | type) -> str:
     if isinstance(model, str):
         if not model:
             raise ValueError("model name is empty")
@@ -49,7 +50,7 @@ def _model_name(model: Union[str, type]) -> str:
     raise TypeError(f"model must be a class or its name, got {type(model).__name__}")
 
 
-def to_model(obj: Mapping[str, Any], model: Union[str, type], *, api_client: Any = None) -> Any:
+def to_model(obj: Mapping[str, Any], model: str | type, *, api_client: Any = None) -> Any:
     """``obj`` (a dict as the API server sends it) as an instance of the official client's ``model``.
 
     ``model`` is a class of ``kubernetes.client.models`` or its name

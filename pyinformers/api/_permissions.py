@@ -36,8 +36,9 @@ functions are pure or make one request.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 from pyinformers.api._client import ListPage, ResourceClient
 from pyinformers.api._errors import Forbidden, MethodNotAllowed, NotFound
@@ -59,7 +60,9 @@ __all__ = [
 ]
 
 #: Every verb RBAC knows for resources (``deletecollection`` included for completeness).
-VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
+VERBS = frozenset(
+    {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+)
 
 #: What an informer needs on the resource it caches.
 READ_VERBS = ("get", "list", "watch")
@@ -80,7 +83,11 @@ METHOD_VERBS: Mapping[str, str] = {
 
 #: ``authorization.k8s.io/v1`` SelfSubjectAccessReviews: "may I ...?" for the caller's own credentials.
 SELF_SUBJECT_ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    namespaced=False,
 )
 
 
@@ -102,12 +109,14 @@ class Grant:
     group: str
     resource: str
     verb: str
-    namespace: Optional[str] = None
+    namespace: str | None = None
 
 
 def _check_verbs(verbs: Iterable[str], what: str) -> tuple[str, ...]:
     if isinstance(verbs, str):
-        raise TypeError(f"{what} is a sequence of verbs, not one string ({verbs!r}); write ({verbs!r},)")
+        raise TypeError(
+            f"{what} is a sequence of verbs, not one string ({verbs!r}); write ({verbs!r},)"
+        )
     out = tuple(dict.fromkeys(verbs))
     unknown = sorted(set(out) - VERBS)
     if unknown:
@@ -127,8 +136,14 @@ class Permissions:
         self._grants: set[Grant] = set()
         self._undeclared: set[Resource] = set()
 
-    def grant(self, resource: Resource, verbs: Iterable[str], *, namespace: Optional[str] = None,
-              subresource: Optional[str] = None) -> None:
+    def grant(
+        self,
+        resource: Resource,
+        verbs: Iterable[str],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> None:
         """Record ``verbs`` on ``resource`` (or its ``subresource``) in ``namespace`` (None: all)."""
         verbs = _check_verbs(verbs, f"verbs for {resource}")
         name = resource.plural if not subresource else f"{resource.plural}/{subresource}"
@@ -171,13 +186,15 @@ class DeclaredClient(ResourceClient):
         api_client: Any,
         resource: Resource,
         verbs: Iterable[str],
-        subresource_verbs: Optional[Mapping[str, Iterable[str]]] = None,
+        subresource_verbs: Mapping[str, Iterable[str]] | None = None,
         *,
-        request_timeout: Optional[float] = 60.0,
+        request_timeout: float | None = 60.0,
     ) -> None:
         super().__init__(api_client, resource, request_timeout=request_timeout)
         self._verbs = frozenset(verbs)
-        self._subresource_verbs = {sub: frozenset(v) for sub, v in (subresource_verbs or {}).items()}
+        self._subresource_verbs = {
+            sub: frozenset(v) for sub, v in (subresource_verbs or {}).items()
+        }
 
     @property
     def declared(self) -> dict[str, tuple[str, ...]]:
@@ -186,14 +203,22 @@ class DeclaredClient(ResourceClient):
         out.update({sub: tuple(sorted(v)) for sub, v in sorted(self._subresource_verbs.items())})
         return out
 
-    def _allowed(self, method: str, subresource: Optional[str] = None) -> None:
+    def _allowed(self, method: str, subresource: str | None = None) -> None:
         verb = METHOD_VERBS[method]
-        allowed = self._verbs if not subresource else self._subresource_verbs.get(subresource, frozenset())
+        allowed = (
+            self._verbs
+            if not subresource
+            else self._subresource_verbs.get(subresource, frozenset())
+        )
         if verb in allowed:
             return
         resource = self.resource
         rbac = resource.plural if not subresource else f"{resource.plural}/{subresource}"
-        where = "verbs" if not subresource else ("status_verbs" if subresource == "status" else "subresource verbs")
+        where = (
+            "verbs"
+            if not subresource
+            else ("status_verbs" if subresource == "status" else "subresource verbs")
+        )
         group = resource.group or "core"
         raise UndeclaredVerb(
             f"{method}() needs {verb!r} on {rbac!r} (API group {group!r}), which this client did not declare: "
@@ -242,14 +267,14 @@ class DeclaredClient(ResourceClient):
         return f"<DeclaredClient {self.resource} {self.declared}>"
 
 
-def _scope(resource: Resource, namespace: Optional[str]) -> Optional[str]:
+def _scope(resource: Resource, namespace: str | None) -> str | None:
     """The namespace a grant on ``resource`` is about (None: cluster-wide)."""
     if not resource.namespaced:
         return None
     return namespace or None
 
 
-def permission_advice(resource: Resource, verb: str, namespace: Optional[str] = None) -> str:
+def permission_advice(resource: Resource, verb: str, namespace: str | None = None) -> str:
     """What to add to the RBAC so that ``verb`` on ``resource`` in ``namespace`` (None: all) is allowed.
 
     One sentence naming the verb, the rule (API group and resource) and the
@@ -258,7 +283,8 @@ def permission_advice(resource: Resource, verb: str, namespace: Optional[str] = 
     ns = _scope(resource, namespace)
     rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.plural}"]'
     holder = (
-        f'the Role the controller\'s ServiceAccount is bound to in namespace "{ns}"' if ns
+        f'the Role the controller\'s ServiceAccount is bound to in namespace "{ns}"'
+        if ns
         else "the ClusterRole the controller's ServiceAccount is bound to (a ClusterRoleBinding)"
     )
     return (
@@ -276,7 +302,9 @@ class MissingPermission(Forbidden):
     the message also says why it matters (``why``) and what to add.
     """
 
-    def __init__(self, resource: Resource, verb: str, namespace: Optional[str] = None, *, why: str = "") -> None:
+    def __init__(
+        self, resource: Resource, verb: str, namespace: str | None = None, *, why: str = ""
+    ) -> None:
         ns = _scope(resource, namespace)
         where = f'in namespace "{ns}"' if ns else "cluster-wide"
         group = f'"{resource.group}"' if resource.group else '"" (core)'
@@ -294,12 +322,12 @@ def review_access(
     api_client: Any,
     resource: Resource,
     verb: str,
-    namespace: Optional[str] = None,
+    namespace: str | None = None,
     *,
-    label_selector: Optional[str] = None,
-    field_selector: Optional[str] = None,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
     timeout: float = 10.0,
-) -> Optional[bool]:
+) -> bool | None:
     """Whether the server allows this client ``verb`` on ``resource`` in ``namespace`` (None: all namespaces).
 
     One SelfSubjectAccessReview (every authenticated user may make one).
@@ -308,7 +336,11 @@ def review_access(
     (the query forms) are passed along for authorizers that decide by them.
     Other errors (network, 5xx) propagate.
     """
-    attributes: dict[str, Any] = {"group": resource.group, "resource": resource.plural, "verb": verb}
+    attributes: dict[str, Any] = {
+        "group": resource.group,
+        "resource": resource.plural,
+        "verb": verb,
+    }
     ns = _scope(resource, namespace)
     if ns:
         attributes["namespace"] = ns
@@ -322,7 +354,9 @@ def review_access(
         "spec": {"resourceAttributes": attributes},
     }
     try:
-        answer = ResourceClient(api_client, SELF_SUBJECT_ACCESS_REVIEWS, request_timeout=timeout).create(review)
+        answer = ResourceClient(
+            api_client, SELF_SUBJECT_ACCESS_REVIEWS, request_timeout=timeout
+        ).create(review)
     except (NotFound, MethodNotAllowed, Forbidden):
         return None
     status = answer.get("status") if isinstance(answer, dict) else None

@@ -10,8 +10,9 @@ their CustomResourceDefinition via :meth:`Resource.from_crd`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 from urllib.parse import quote
 
 __all__ = ["Resource"]
@@ -78,9 +79,9 @@ class Resource:
 
     def path(
         self,
-        namespace: Optional[str] = None,
-        name: Optional[str] = None,
-        subresource: Optional[str] = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
     ) -> str:
         """The REST path of the collection, or of one object (and its subresource).
 
@@ -92,7 +93,9 @@ class Resource:
         parts = [prefix]
         if namespace is not None:
             if not self.namespaced:
-                raise ValueError(f"{self} is cluster-scoped: no namespace allowed (got {namespace!r})")
+                raise ValueError(
+                    f"{self} is cluster-scoped: no namespace allowed (got {namespace!r})"
+                )
             parts.append("namespaces")
             parts.append(_segment(namespace, "namespace"))
         parts.append(self.plural)
@@ -111,9 +114,9 @@ class Resource:
     @classmethod
     def from_crd(
         cls,
-        crd: Union[Mapping[str, Any], str, "os.PathLike[str]"],
-        version: Optional[str] = None,
-    ) -> "Resource":
+        crd: Mapping[str, Any] | str | os.PathLike[str],
+        version: str | None = None,
+    ) -> Resource:
         """The resource a CustomResourceDefinition defines.
 
         ``crd`` is the CRD as a dict, or the path of a YAML (or JSON) file
@@ -159,24 +162,32 @@ class Resource:
             chosen = next((v for v in entries if v["name"] == version), None)
             if chosen is None:
                 known = ", ".join(v["name"] for v in entries)
-                raise ValueError(f"CRD {names['plural']}.{group} has no version {version!r} (has {known})")
+                raise ValueError(
+                    f"CRD {names['plural']}.{group} has no version {version!r} (has {known})"
+                )
             if chosen.get("served", True) is False:
                 raise ValueError(f"version {version!r} of {names['plural']}.{group} is not served")
         else:
             served = [v for v in entries if v.get("served", True) is not False]
-            chosen = next((v for v in served if v.get("storage")), None) or (served[0] if served else None)
+            chosen = next((v for v in served if v.get("storage")), None) or (
+                served[0] if served else None
+            )
             if chosen is None:
                 raise ValueError(f"CRD {names['plural']}.{group} serves no version")
-        return cls(group, chosen["name"], str(names["plural"]), str(names["kind"]), scope == "Namespaced")
+        return cls(
+            group, chosen["name"], str(names["plural"]), str(names["kind"]), scope == "Namespaced"
+        )
 
 
-def _load_crd_file(path: Union[str, "os.PathLike[str]"]) -> Mapping[str, Any]:
+def _load_crd_file(path: str | os.PathLike[str]) -> Mapping[str, Any]:
     import yaml  # only needed here; kept off the import path of everything else
 
-    with open(path, "r", encoding="utf-8") as handle:
+    with open(path, encoding="utf-8") as handle:
         try:
             documents = [doc for doc in yaml.safe_load_all(handle) if doc is not None]
-        except yaml.YAMLError as error:  # one line naming the file and where, not a parser traceback
+        except (
+            yaml.YAMLError
+        ) as error:  # one line naming the file and where, not a parser traceback
             where = getattr(error, "problem_mark", None)
             at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
             problem = getattr(error, "problem", None) or type(error).__name__
@@ -188,4 +199,6 @@ def _load_crd_file(path: Union[str, "os.PathLike[str]"]) -> Mapping[str, Any]:
             return doc
     if len(documents) == 1:
         return documents[0]
-    raise ValueError(f"{os.fspath(path)}: no CustomResourceDefinition among {len(documents)} documents")
+    raise ValueError(
+        f"{os.fspath(path)}: no CustomResourceDefinition among {len(documents)} documents"
+    )

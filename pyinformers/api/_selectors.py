@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = [
-    "Operator",
+    "SelectorOperator",
     "Requirement",
     "LabelSelector",
     "FieldOperator",
@@ -47,7 +48,9 @@ __all__ = [
 # --------------------------------------------------------------------------- validation
 
 _NAME_RE = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
+_DNS_SUBDOMAIN_RE = re.compile(
+    r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z"
+)
 _NAME_MAX = 63
 _PREFIX_MAX = 253
 
@@ -124,7 +127,7 @@ def validate_label_value(value: str) -> str:
 # --------------------------------------------------------------------------- label requirements
 
 
-class Operator(enum.Enum):
+class SelectorOperator(enum.Enum):
     """A label requirement's operator; the value is its spelling in the object form."""
 
     IN = "In"
@@ -138,9 +141,9 @@ class Operator(enum.Enum):
 
 
 # Order used to sort requirements on the same key, for a canonical string.
-_OP_ORDER = {op: i for i, op in enumerate(Operator)}
-_SET_OPS = (Operator.IN, Operator.NOT_IN)
-_NO_VALUE_OPS = (Operator.EXISTS, Operator.DOES_NOT_EXIST)
+_OP_ORDER = {op: i for i, op in enumerate(SelectorOperator)}
+_SET_OPS = (SelectorOperator.IN, SelectorOperator.NOT_IN)
+_NO_VALUE_OPS = (SelectorOperator.EXISTS, SelectorOperator.DOES_NOT_EXIST)
 
 
 @dataclass(frozen=True)
@@ -154,15 +157,19 @@ class Requirement:
     """
 
     key: str
-    operator: Operator
+    operator: SelectorOperator
     values: tuple[str, ...] = ()
 
     @classmethod
-    def create(cls, key: str, operator: Operator, values: Iterable[str] = ()) -> "Requirement":
+    def create(
+        cls, key: str, operator: SelectorOperator, values: Iterable[str] = ()
+    ) -> Requirement:
         """Validate and normalise a requirement; ValueError says what is wrong."""
         validate_label_key(key)
         if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-            raise ValueError(f"the values of {key!r} must be a list of strings, got {type(values).__name__}")
+            raise ValueError(
+                f"the values of {key!r} must be a list of strings, got {type(values).__name__}"
+            )
         values = tuple(values)
         for v in values:
             if not isinstance(v, str):
@@ -177,7 +184,7 @@ class Requirement:
         else:
             if len(vals) != 1:
                 raise ValueError(f"operator {operator.value} on {key!r} takes exactly one value")
-            if operator in (Operator.GREATER_THAN, Operator.LESS_THAN):
+            if operator in (SelectorOperator.GREATER_THAN, SelectorOperator.LESS_THAN):
                 if _as_int(vals[0]) is None:
                     raise ValueError(
                         f"operator {operator.value} on {key!r} needs an integer value, got {vals[0]!r}"
@@ -191,13 +198,13 @@ class Requirement:
         """Whether ``labels`` satisfies this requirement alone."""
         op = self.operator
         present = self.key in labels
-        if op is Operator.EXISTS:
+        if op is SelectorOperator.EXISTS:
             return present
-        if op is Operator.DOES_NOT_EXIST:
+        if op is SelectorOperator.DOES_NOT_EXIST:
             return not present
-        if op in (Operator.EQUALS, Operator.IN):
+        if op in (SelectorOperator.EQUALS, SelectorOperator.IN):
             return present and labels[self.key] in self.values
-        if op in (Operator.NOT_EQUALS, Operator.NOT_IN):
+        if op in (SelectorOperator.NOT_EQUALS, SelectorOperator.NOT_IN):
             return not present or labels[self.key] not in self.values
         if not present:
             return False
@@ -205,26 +212,26 @@ class Requirement:
         if have is None:
             return False
         want = int(self.values[0])
-        return have > want if op is Operator.GREATER_THAN else have < want
+        return have > want if op is SelectorOperator.GREATER_THAN else have < want
 
     def sort_key(self) -> tuple:
         return (self.key, _OP_ORDER[self.operator], self.values)
 
     def __str__(self) -> str:
         op, key = self.operator, self.key
-        if op is Operator.EXISTS:
+        if op is SelectorOperator.EXISTS:
             return key
-        if op is Operator.DOES_NOT_EXIST:
+        if op is SelectorOperator.DOES_NOT_EXIST:
             return "!" + key
-        if op is Operator.EQUALS:
+        if op is SelectorOperator.EQUALS:
             return f"{key}={self.values[0]}"
-        if op is Operator.NOT_EQUALS:
+        if op is SelectorOperator.NOT_EQUALS:
             return f"{key}!={self.values[0]}"
-        if op is Operator.GREATER_THAN:
+        if op is SelectorOperator.GREATER_THAN:
             return f"{key}>{self.values[0]}"
-        if op is Operator.LESS_THAN:
+        if op is SelectorOperator.LESS_THAN:
             return f"{key}<{self.values[0]}"
-        word = "in" if op is Operator.IN else "notin"
+        word = "in" if op is SelectorOperator.IN else "notin"
         return f"{key} {word} ({','.join(self.values)})"
 
 
@@ -320,7 +327,10 @@ class _Parser:
                 raise self.error(pos, f"expected ',' or end of input, found {word!r}")
             nkind, nword, npos = self.peek()
             if nkind not in _WORDS and nkind is not _Tok.NOT:
-                raise self.error(npos, f"expected a requirement after ',', found {nkind.value if not nword else repr(nword)}")
+                raise self.error(
+                    npos,
+                    f"expected a requirement after ',', found {nkind.value if not nword else repr(nword)}",
+                )
 
     def key(self) -> tuple[str, int]:
         kind, word, pos = self.take()
@@ -350,30 +360,37 @@ class _Parser:
         if kind is _Tok.NOT:
             self.take()
             key, _ = self.key()
-            return Requirement(key, Operator.DOES_NOT_EXIST)
+            return Requirement(key, SelectorOperator.DOES_NOT_EXIST)
         key, _ = self.key()
         kind, word, pos = self.peek()
         if kind in (_Tok.END, _Tok.COMMA):
-            return Requirement(key, Operator.EXISTS)
+            return Requirement(key, SelectorOperator.EXISTS)
         self.take()
         if kind in (_Tok.EQ, _Tok.DEQ, _Tok.NEQ):
-            op = Operator.NOT_EQUALS if kind is _Tok.NEQ else Operator.EQUALS
+            op = SelectorOperator.NOT_EQUALS if kind is _Tok.NEQ else SelectorOperator.EQUALS
             return Requirement(key, op, (self.value(),))
         if kind in (_Tok.GT, _Tok.LT):
             vkind, vword, vpos = self.take()
             if vkind is not _Tok.IDENT or _as_int(vword) is None:
-                raise self.error(vpos, f"expected an integer after {word!r}, found {vword or vkind.value!r}")
-            op = Operator.GREATER_THAN if kind is _Tok.GT else Operator.LESS_THAN
+                raise self.error(
+                    vpos, f"expected an integer after {word!r}, found {vword or vkind.value!r}"
+                )
+            op = SelectorOperator.GREATER_THAN if kind is _Tok.GT else SelectorOperator.LESS_THAN
             return Requirement(key, op, (vword,))
         if kind in (_Tok.IN, _Tok.NOTIN):
             lkind, lword, lpos = self.take()
             if lkind is not _Tok.LPAREN:
-                raise self.error(lpos, f"expected '(' after {word!r}, found {lword or lkind.value!r}")
+                raise self.error(
+                    lpos, f"expected '(' after {word!r}, found {lword or lkind.value!r}"
+                )
             values = self.values(lpos)
-            op = Operator.IN if kind is _Tok.IN else Operator.NOT_IN
+            op = SelectorOperator.IN if kind is _Tok.IN else SelectorOperator.NOT_IN
             return Requirement(key, op, tuple(sorted(set(values))))
         found = repr(word) if word else kind.value
-        raise self.error(pos, f"expected one of '=', '==', '!=', 'in', 'notin', '>', '<', ',' after key {key!r}, found {found}")
+        raise self.error(
+            pos,
+            f"expected one of '=', '==', '!=', 'in', 'notin', '>', '<', ',' after key {key!r}, found {found}",
+        )
 
     def values(self, open_pos: int) -> list[str]:
         # "()" is the set holding the empty value, as apimachinery reads it.
@@ -414,19 +431,19 @@ class LabelSelector:
         rest: list[tuple[int, str, Any]] = []
         for r in reqs:
             op = r.operator
-            if op is Operator.EQUALS:
+            if op is SelectorOperator.EQUALS:
                 if r.key in eq and eq[r.key] != r.values[0]:
                     never = True  # a=x,a=y can never hold
                 eq[r.key] = r.values[0]
-            elif op is Operator.EXISTS:
+            elif op is SelectorOperator.EXISTS:
                 rest.append((_EXISTS, r.key, None))
-            elif op is Operator.DOES_NOT_EXIST:
+            elif op is SelectorOperator.DOES_NOT_EXIST:
                 rest.append((_NOT_EXISTS, r.key, None))
-            elif op is Operator.IN:
+            elif op is SelectorOperator.IN:
                 rest.append((_IN, r.key, frozenset(r.values)))
-            elif op in (Operator.NOT_IN, Operator.NOT_EQUALS):
+            elif op in (SelectorOperator.NOT_IN, SelectorOperator.NOT_EQUALS):
                 rest.append((_NOT_IN, r.key, frozenset(r.values)))
-            elif op is Operator.GREATER_THAN:
+            elif op is SelectorOperator.GREATER_THAN:
                 rest.append((_GT, r.key, int(r.values[0])))
             else:
                 rest.append((_LT, r.key, int(r.values[0])))
@@ -437,14 +454,14 @@ class LabelSelector:
     # -- construction
 
     @classmethod
-    def parse(cls, text: str) -> "LabelSelector":
+    def parse(cls, text: str) -> LabelSelector:
         """Parse the string form; raise ValueError with the position and reason on bad input."""
         if not isinstance(text, str):
             raise ValueError(f"label selector must be a string, got {type(text).__name__}")
         return cls(_Parser(text).parse())
 
     @classmethod
-    def from_dict(cls, selector: Mapping[str, Any]) -> "LabelSelector":
+    def from_dict(cls, selector: Mapping[str, Any]) -> LabelSelector:
         """Build from the object form: ``{"matchLabels": {...}, "matchExpressions": [...]}``.
 
         ``matchExpressions`` entries have ``key``, ``operator`` (``In``,
@@ -452,7 +469,9 @@ class LabelSelector:
         mapping selects everything. ValueError names the offending field.
         """
         if not isinstance(selector, Mapping):
-            raise ValueError(f"label selector object must be a mapping, got {type(selector).__name__}")
+            raise ValueError(
+                f"label selector object must be a mapping, got {type(selector).__name__}"
+            )
         unknown = set(selector) - {"matchLabels", "matchExpressions"}
         if unknown:
             raise ValueError(
@@ -461,17 +480,23 @@ class LabelSelector:
         reqs: list[Requirement] = []
         match_labels = selector.get("matchLabels") or {}
         if not isinstance(match_labels, Mapping):
-            raise ValueError(f"matchLabels must be a mapping of label to value, got {type(match_labels).__name__}")
+            raise ValueError(
+                f"matchLabels must be a mapping of label to value, got {type(match_labels).__name__}"
+            )
         expressions = selector.get("matchExpressions") or ()
         if not isinstance(expressions, (list, tuple)):
             raise ValueError(f"matchExpressions must be a list, got {type(expressions).__name__}")
         for k, v in match_labels.items():
             try:
-                reqs.append(Requirement.create(k, Operator.EQUALS, (v,)))
+                reqs.append(Requirement.create(k, SelectorOperator.EQUALS, (v,)))
             except ValueError as e:
                 raise ValueError(f"matchLabels[{k!r}]: {e}") from None
-        allowed = {"In": Operator.IN, "NotIn": Operator.NOT_IN, "Exists": Operator.EXISTS,
-                   "DoesNotExist": Operator.DOES_NOT_EXIST}
+        allowed = {
+            "In": SelectorOperator.IN,
+            "NotIn": SelectorOperator.NOT_IN,
+            "Exists": SelectorOperator.EXISTS,
+            "DoesNotExist": SelectorOperator.DOES_NOT_EXIST,
+        }
         for i, expr in enumerate(expressions):
             where = f"matchExpressions[{i}]"
             if not isinstance(expr, Mapping):
@@ -479,7 +504,9 @@ class LabelSelector:
             operator = expr.get("operator")
             op = allowed.get(operator) if isinstance(operator, str) else None
             if op is None:
-                raise ValueError(f"{where}.operator: {expr.get('operator')!r} is not one of {sorted(allowed)}")
+                raise ValueError(
+                    f"{where}.operator: {expr.get('operator')!r} is not one of {sorted(allowed)}"
+                )
             values = expr.get("values") or ()
             if isinstance(values, str):
                 raise ValueError(f"{where}.values: must be a list of strings, got a string")
@@ -490,7 +517,7 @@ class LabelSelector:
         return cls(reqs)
 
     @classmethod
-    def everything(cls) -> "LabelSelector":
+    def everything(cls) -> LabelSelector:
         """The empty selector: matches every label set."""
         return _EVERYTHING
 
@@ -545,16 +572,16 @@ class LabelSelector:
         match_labels: dict[str, str] = {}
         exprs: list[dict[str, Any]] = []
         for r in self._reqs:
-            if r.operator is Operator.EQUALS and r.key not in match_labels:
+            if r.operator is SelectorOperator.EQUALS and r.key not in match_labels:
                 match_labels[r.key] = r.values[0]
-            elif r.operator is Operator.EQUALS:
+            elif r.operator is SelectorOperator.EQUALS:
                 exprs.append({"key": r.key, "operator": "In", "values": list(r.values)})
             elif r.operator in _SET_OPS or r.operator in _NO_VALUE_OPS:
                 e: dict[str, Any] = {"key": r.key, "operator": r.operator.value}
                 if r.values:
                     e["values"] = list(r.values)
                 exprs.append(e)
-            elif r.operator is Operator.NOT_EQUALS:
+            elif r.operator is SelectorOperator.NOT_EQUALS:
                 exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
             else:
                 raise ValueError(f"requirement {r} has no object form")
@@ -588,7 +615,7 @@ _NO_LABELS: Mapping[str, str] = {}
 _EVERYTHING = LabelSelector()
 
 
-def as_label_selector(selector: "str | Mapping[str, Any] | LabelSelector | None") -> LabelSelector:
+def as_label_selector(selector: str | Mapping[str, Any] | LabelSelector | None) -> LabelSelector:
     """Coerce the accepted selector spellings: None (everything), a string, the object form, a selector."""
     if selector is None:
         return _EVERYTHING
@@ -660,7 +687,7 @@ class FieldSelector:
         self._str = ",".join(str(r) for r in reqs)
 
     @classmethod
-    def parse(cls, text: str) -> "FieldSelector":
+    def parse(cls, text: str) -> FieldSelector:
         """Parse ``path=value,path!=value,...``; backslash escapes ``\\ , = !`` in values."""
         if not isinstance(text, str):
             raise ValueError(f"field selector must be a string, got {type(text).__name__}")
@@ -682,7 +709,9 @@ class FieldSelector:
                 i += 1  # an empty term ("a=b,,c=d", "a=b,"): skipped, as the API server does
                 continue
             if i >= n or text[i] == ",":
-                raise error(start, f"term {text[start:i]!r} has no operator; expected '=', '==' or '!='")
+                raise error(
+                    start, f"term {text[start:i]!r} has no operator; expected '=', '==' or '!='"
+                )
             if not field:
                 raise error(start, "empty field name before the operator")
             if any(not part for part in field.split(".")):
@@ -713,14 +742,19 @@ class FieldSelector:
         return cls(reqs)
 
     @classmethod
-    def from_dict(cls, fields: Mapping[str, Any]) -> "FieldSelector":
+    def from_dict(cls, fields: Mapping[str, Any]) -> FieldSelector:
         """Equality terms from ``{"metadata.name": "x", ...}`` (ValueError for anything but a mapping)."""
         if not isinstance(fields, Mapping):
-            raise ValueError(f"a field selector mapping must be a mapping, got {type(fields).__name__}")
-        return cls(FieldRequirement(str(k), FieldOperator.EQUALS, _field_string(v) or "") for k, v in fields.items())
+            raise ValueError(
+                f"a field selector mapping must be a mapping, got {type(fields).__name__}"
+            )
+        return cls(
+            FieldRequirement(str(k), FieldOperator.EQUALS, _field_string(v) or "")
+            for k, v in fields.items()
+        )
 
     @classmethod
-    def everything(cls) -> "FieldSelector":
+    def everything(cls) -> FieldSelector:
         return _FIELDS_EVERYTHING
 
     @property
@@ -764,7 +798,7 @@ class FieldSelector:
 _FIELDS_EVERYTHING = FieldSelector()
 
 
-def as_field_selector(selector: "str | Mapping[str, Any] | FieldSelector | None") -> FieldSelector:
+def as_field_selector(selector: str | Mapping[str, Any] | FieldSelector | None) -> FieldSelector:
     """Coerce None (everything), a string, a ``{path: value}`` mapping or a selector."""
     if selector is None:
         return _FIELDS_EVERYTHING

@@ -19,15 +19,25 @@ Thread-safety: stateless functions; the urllib3 pool is thread-safe.
 from __future__ import annotations
 
 import socket
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
 from pyinformers.api._errors import error_from_status
 
 __all__ = [
-    "CONNECT_TIMEOUT", "KEEPALIVE_IDLE", "KEEPALIVE_INTERVAL", "KEEPALIVE_COUNT",
-    "send", "release", "shutdown_reader", "raise_for_status", "read_json", "enable_keepalive", "set_read_timeout",
+    "CONNECT_TIMEOUT",
+    "KEEPALIVE_IDLE",
+    "KEEPALIVE_INTERVAL",
+    "KEEPALIVE_COUNT",
+    "send",
+    "release",
+    "shutdown_reader",
+    "raise_for_status",
+    "read_json",
+    "enable_keepalive",
+    "set_read_timeout",
 ]
 
 #: Seconds to establish a connection before giving up (every request).
@@ -47,7 +57,7 @@ def send(
     path: str,
     query: Sequence[tuple[str, Any]] = (),
     *,
-    headers: Optional[dict] = None,
+    headers: dict | None = None,
     body: Any = None,
     timeout: Any = None,
 ) -> Any:
@@ -160,8 +170,11 @@ def enable_keepalive(response: Any) -> bool:
         return False
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        for option, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
-                              ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
+        for option, value in (
+            ("TCP_KEEPIDLE", KEEPALIVE_IDLE),
+            ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+            ("TCP_KEEPCNT", KEEPALIVE_COUNT),
+        ):
             if hasattr(socket, option):
                 sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
     except OSError:
@@ -169,7 +182,7 @@ def enable_keepalive(response: Any) -> bool:
     return True
 
 
-def set_read_timeout(response: Any, seconds: Optional[float]) -> bool:
+def set_read_timeout(response: Any, seconds: float | None) -> bool:
     """Give every later read of ``response``'s body this timeout (None: block); True if it could.
 
     urllib3 applies one read timeout to the whole exchange; a watch wants a

@@ -17,8 +17,9 @@ is safe from any.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import orjson
 
@@ -72,7 +73,7 @@ class WatchStream:
     number of times, before, during or after iteration.
     """
 
-    def __init__(self, response: Any, resource: Optional[Resource] = None) -> None:
+    def __init__(self, response: Any, resource: Resource | None = None) -> None:
         self._response = response
         self._resource = resource
         self._lock = threading.Lock()
@@ -80,7 +81,7 @@ class WatchStream:
         self._reading = False  # True while a thread is inside __iter__'s generator
         self._released = False  # the connection went back to the pool (exactly once)
         self._events = 0
-        self._iterator: Optional[Iterator[WatchEvent]] = None
+        self._iterator: Iterator[WatchEvent] | None = None
 
     @property
     def closed(self) -> bool:
@@ -118,7 +119,7 @@ class WatchStream:
     def __next__(self) -> WatchEvent:
         return next(iter(self))
 
-    def __enter__(self) -> "WatchStream":
+    def __enter__(self) -> WatchStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -174,7 +175,9 @@ class WatchStream:
                         obj = raw["object"]
                         if etype == "ERROR":
                             code = obj.get("code", 0) if isinstance(obj, dict) else 0
-                            raise error_from_status(obj if isinstance(obj, dict) else None, code or 0)
+                            raise error_from_status(
+                                obj if isinstance(obj, dict) else None, code or 0
+                            )
                         if kind is not None and "kind" not in obj:
                             obj["kind"] = kind
                             obj["apiVersion"] = api_version
@@ -187,7 +190,9 @@ class WatchStream:
                 pending = chunk[start:]
                 del view
             if pending.strip() and not self._closed:
-                raise ValueError(f"watch stream ended inside an event ({len(pending)} bytes unterminated)")
+                raise ValueError(
+                    f"watch stream ended inside an event ({len(pending)} bytes unterminated)"
+                )
             clean = not self._closed
         except ApiError:
             raise

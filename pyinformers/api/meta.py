@@ -27,8 +27,9 @@ mutates the object it is given, by design) and thread-safe.
 from __future__ import annotations
 
 import copy as _copy
+from collections.abc import Mapping, MutableMapping
 from types import MappingProxyType
-from typing import Any, Mapping, MutableMapping
+from typing import Any
 
 __all__ = [
     "AlreadyOwnedError",
@@ -179,7 +180,9 @@ def _object_key_checked(obj: Mapping[str, Any]) -> str:
         md = obj["metadata"]
     except (KeyError, TypeError):
         if not isinstance(obj, Mapping):
-            raise ValueError(f"cannot compute a key for a {type(obj).__name__}: not an object mapping") from None
+            raise ValueError(
+                f"cannot compute a key for a {type(obj).__name__}: not an object mapping"
+            ) from None
         raise ValueError("cannot compute a key: object has no metadata") from None
     if not isinstance(md, Mapping):
         raise ValueError(f"cannot compute a key: metadata is a {type(md).__name__}, not a mapping")
@@ -296,15 +299,19 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
     when a different controller (another group, kind or name) already owns ``obj``.
     """
     missing = [
-        f for f, v in (
+        f
+        for f, v in (
             ("apiVersion", owner.get("apiVersion")),
             ("kind", owner.get("kind")),
             ("metadata.name", name(owner)),
             ("metadata.uid", uid(owner)),
-        ) if not v
+        )
+        if not v
     ]
     if missing:
-        raise ValueError(f"owner {_describe(owner)} lacks {', '.join(missing)}; cannot reference it")
+        raise ValueError(
+            f"owner {_describe(owner)} lacks {', '.join(missing)}; cannot reference it"
+        )
     owner_ns, obj_ns = namespace(owner), namespace(obj)
     if owner_ns is not None:
         if obj_ns is None:

@@ -26,33 +26,59 @@ from typing import TYPE_CHECKING
 from pyinformers._exports import lazy_face
 
 if TYPE_CHECKING:
-    from pyinformers.cache._store import (
-        Indexer as Indexer,
-        IndexFunc as IndexFunc,
-        NAMESPACE_INDEX as NAMESPACE_INDEX,
-        OWNER_UID_INDEX as OWNER_UID_INDEX,
-        namespace_index as namespace_index,
-        controller_owner_uid_index as controller_owner_uid_index,
-        default_indexers as default_indexers,
+    from pyinformers.cache._delta_fifo import (
+        DeletedFinalStateUnknown as DeletedFinalStateUnknown,
+    )
+    from pyinformers.cache._delta_fifo import (
+        Delta as Delta,
     )
     from pyinformers.cache._delta_fifo import (
         DeltaFIFO as DeltaFIFO,
-        Delta as Delta,
+    )
+    from pyinformers.cache._delta_fifo import (
         DeltaType as DeltaType,
-        DeletedFinalStateUnknown as DeletedFinalStateUnknown,
+    )
+    from pyinformers.cache._delta_fifo import (
         FIFOClosedError as FIFOClosedError,
     )
-    from pyinformers.cache._lister import Lister as Lister, NamespaceLister as NamespaceLister
-    from pyinformers.cache.reflector._reflector import Reflector as Reflector
-    from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
+    from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
     from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
+    from pyinformers.cache._lister import Lister as Lister
+    from pyinformers.cache._lister import NamespaceLister as NamespaceLister
     from pyinformers.cache._processor import (
-        ResourceEventHandler as ResourceEventHandler,
         EventHandlerFuncs as EventHandlerFuncs,
+    )
+    from pyinformers.cache._processor import (
         HandlerRegistration as HandlerRegistration,
     )
-    from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
-    from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields, chain as chain
+    from pyinformers.cache._processor import (
+        ResourceEventHandler as ResourceEventHandler,
+    )
+    from pyinformers.cache._store import (
+        NAMESPACE_INDEX as NAMESPACE_INDEX,
+    )
+    from pyinformers.cache._store import (
+        OWNER_UID_INDEX as OWNER_UID_INDEX,
+    )
+    from pyinformers.cache._store import (
+        Indexer as Indexer,
+    )
+    from pyinformers.cache._store import (
+        IndexFunc as IndexFunc,
+    )
+    from pyinformers.cache._store import (
+        controller_owner_uid_index as controller_owner_uid_index,
+    )
+    from pyinformers.cache._store import (
+        default_indexers as default_indexers,
+    )
+    from pyinformers.cache._store import (
+        namespace_index as namespace_index,
+    )
+    from pyinformers.cache._transforms import chain as chain
+    from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
+    from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
+    from pyinformers.cache.reflector._reflector import Reflector as Reflector
 
 _EXPORTS = {
     "Indexer": "pyinformers.cache._store",

@@ -15,7 +15,6 @@ Not thread-safe: one owner (the reflector's thread) calls it.
 from __future__ import annotations
 
 import random
-from typing import Optional
 
 from pyinformers.clock import REAL_CLOCK, Clock
 
@@ -32,12 +31,14 @@ class Backoff:
         maximum: float = 30.0,
         factor: float = 2.0,
         jitter: float = 0.2,
-        reset_after: Optional[float] = None,
-        clock: Optional[Clock] = None,
-        rng: Optional[random.Random] = None,
+        reset_after: float | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if initial <= 0 or maximum < initial:
-            raise ValueError(f"need 0 < initial <= maximum, got initial={initial} maximum={maximum}")
+            raise ValueError(
+                f"need 0 < initial <= maximum, got initial={initial} maximum={maximum}"
+            )
         if factor < 1:
             raise ValueError(f"factor must be >= 1, got {factor}")
         if jitter < 0:
@@ -51,7 +52,7 @@ class Backoff:
         self._clock = clock or REAL_CLOCK
         self._rng = rng or random.Random()
         self._failures = 0  # consecutive failures counted since the last reset
-        self._last_failure: Optional[float] = None  # clock.now() of the last next() call
+        self._last_failure: float | None = None  # clock.now() of the last next() call
 
     @property
     def failures(self) -> int:
@@ -61,7 +62,10 @@ class Backoff:
     def peek(self) -> float:
         """The un-jittered delay the next failure would get (for health checks and logs)."""
         failures = self._failures
-        if self._last_failure is not None and self._clock.now() - self._last_failure >= self.reset_after:
+        if (
+            self._last_failure is not None
+            and self._clock.now() - self._last_failure >= self.reset_after
+        ):
             failures = 0
         return min(self.maximum, self.initial * self.factor**failures)
 

@@ -50,8 +50,9 @@ from __future__ import annotations
 import enum
 import threading
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 from pyinformers.api.meta import object_key
 from pyinformers.clock import REAL_CLOCK, Clock
@@ -475,7 +476,9 @@ class DeltaFIFO:
             self._listed_failures += 1
             return _NotTransformed(self._key_or_none(obj))
 
-    def replace(self, objects: Iterable[Any], resource_version: str = "", *, transformed: bool = False) -> None:
+    def replace(
+        self, objects: Iterable[Any], resource_version: str = "", *, transformed: bool = False
+    ) -> None:
         """A relist: ``Replaced`` for each object, tombstones for keys the list lacks.
 
         A key gets a ``Deleted`` delta with a :class:`DeletedFinalStateUnknown`
@@ -485,7 +488,9 @@ class DeltaFIFO:
         ``transformed`` says that every object already went through
         :meth:`transform_listed`: the transform is not applied again.
         """
-        kept: list[str] = []  # keys of listed objects whose transform failed: the cached version stays
+        kept: list[
+            str
+        ] = []  # keys of listed objects whose transform failed: the cached version stays
         objects = objects if isinstance(objects, (list, tuple)) else list(objects)
         placeholders, self._listed_failures = self._listed_failures, 0
         if transformed and placeholders:
@@ -561,7 +566,7 @@ class DeltaFIFO:
                     key = self._key_or_none(objects[failed])
                     if key is not None:
                         kept.append(key)
-                    rest = objects[failed + 1:]
+                    rest = objects[failed + 1 :]
             return self._admit_listed(done, kept, None) + self._admit_listed(rest, kept, transform)
 
     def _admit_listed(

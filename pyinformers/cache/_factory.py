@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from pyinformers.api._client import ResourceClient
 from pyinformers.api._config import build_api_client
@@ -31,9 +32,9 @@ from pyinformers.api._resource import Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.cache._informer import SharedIndexInformer
 from pyinformers.cache._lister import Lister
-from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.cache._store import default_indexers
 from pyinformers.cache._transforms import drop_managed_fields
+from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.clock import Clock
 
 __all__ = ["SharedInformerFactory"]
@@ -75,14 +76,14 @@ class SharedInformerFactory:
         self,
         api_client: Any = None,
         *,
-        kubeconfig: Union[str, os.PathLike, None] = None,
+        kubeconfig: str | os.PathLike | None = None,
         resync_period: float = 0,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         label_selector: Any = None,
         field_selector: Any = None,
-        transform: Optional[Callable[[Any], Any]] = drop_managed_fields,
-        clock: Optional[Clock] = None,
-        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
+        transform: Callable[[Any], Any] | None = drop_managed_fields,
+        clock: Clock | None = None,
+        reflector_options: ReflectorOptions | Mapping[str, Any] | None = None,
         metrics_registry: Any = None,
     ) -> None:
         if api_client is not None and kubeconfig is not None:
@@ -106,7 +107,7 @@ class SharedInformerFactory:
         self._metrics_registry = metrics_registry
         self._lock = threading.Lock()
         # (resource, namespace) -> informer; insertion order = creation order
-        self._informers: dict[tuple[Resource, Optional[str]], SharedIndexInformer] = {}
+        self._informers: dict[tuple[Resource, str | None], SharedIndexInformer] = {}
         self._clients: dict[Resource, ResourceClient] = {}
         self._permissions = Permissions()
         self._shut_down = False
@@ -128,7 +129,7 @@ class SharedInformerFactory:
         self,
         resource: Resource,
         *,
-        verbs: Optional[Sequence[str]] = None,
+        verbs: Sequence[str] | None = None,
         status_verbs: Sequence[str] = (),
     ) -> ResourceClient:
         """A client for ``resource``; declare what it does with ``verbs`` (and ``status_verbs``).
@@ -144,16 +145,24 @@ class SharedInformerFactory:
         """
         if verbs is None:
             if status_verbs:
-                raise ValueError("status_verbs needs verbs too (pass verbs=() for a status-only writer)")
+                raise ValueError(
+                    "status_verbs needs verbs too (pass verbs=() for a status-only writer)"
+                )
             client = self._client(resource)
             self._permissions.note_undeclared(resource)
             return client
-        verbs = verbs if isinstance(verbs, str) else tuple(verbs)  # a str is refused by grant(), with a hint
+        verbs = (
+            verbs if isinstance(verbs, str) else tuple(verbs)
+        )  # a str is refused by grant(), with a hint
         namespace = self._namespace
         self._permissions.grant(resource, verbs, namespace=namespace)
         if status_verbs:
-            self._permissions.grant(resource, status_verbs, namespace=namespace, subresource="status")
-        return DeclaredClient(self._api_client, resource, verbs, {"status": status_verbs} if status_verbs else None)
+            self._permissions.grant(
+                resource, status_verbs, namespace=namespace, subresource="status"
+            )
+        return DeclaredClient(
+            self._api_client, resource, verbs, {"status": status_verbs} if status_verbs else None
+        )
 
     def permissions(self) -> Permissions:
         """What this factory's informers and declared clients need (a live record)."""
@@ -177,8 +186,10 @@ class SharedInformerFactory:
             if informer is None:
                 name = str(resource) if ns is None else f"{resource}@{ns}"
                 lister_watcher = ListWatch(
-                    client, namespace=ns,
-                    label_selector=self._label_selector, field_selector=self._field_selector,
+                    client,
+                    namespace=ns,
+                    label_selector=self._label_selector,
+                    field_selector=self._field_selector,
                 )
                 informer = SharedIndexInformer(
                     lister_watcher,
@@ -198,7 +209,7 @@ class SharedInformerFactory:
         """The lister over :meth:`informer`'s cache."""
         return self.informer(resource, namespace=namespace).lister
 
-    def informers(self) -> dict[tuple[Resource, Optional[str]], SharedIndexInformer]:
+    def informers(self) -> dict[tuple[Resource, str | None], SharedIndexInformer]:
         """A snapshot of ``{(resource, namespace): informer}``."""
         with self._lock:
             return dict(self._informers)
@@ -212,7 +223,7 @@ class SharedInformerFactory:
         for informer in informers:
             informer.start()
 
-    def wait_for_cache_sync(self, timeout: Optional[float] = None) -> dict[Resource, bool]:
+    def wait_for_cache_sync(self, timeout: float | None = None) -> dict[Resource, bool]:
         """Wait until every started informer synced; ``{resource: synced}``.
 
         ``timeout`` (real seconds) bounds the whole wait. Informers not started
@@ -245,7 +256,7 @@ class SharedInformerFactory:
             ok = informer.stop(timeout=max(0.0, deadline - time.monotonic())) and ok
         return ok
 
-    def __enter__(self) -> "SharedInformerFactory":
+    def __enter__(self) -> SharedInformerFactory:
         return self
 
     def __exit__(self, *exc: Any) -> None:

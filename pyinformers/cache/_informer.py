@@ -58,10 +58,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping, Optional, Union
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from pyinformers._gc_policy import gc_paused
 from pyinformers.api._listwatch import ListerWatcher
 from pyinformers.api._resource import Resource
+from pyinformers.api.meta import describe
 from pyinformers.cache._delta_fifo import (
     DeletedFinalStateUnknown,
     DeltaFIFO,
@@ -69,10 +72,9 @@ from pyinformers.cache._delta_fifo import (
     FIFOClosedError,
     HandoffBudget,
 )
-from pyinformers.api.meta import describe
 from pyinformers.cache._lister import Lister
-from pyinformers.cache._object_errors import ObjectErrors, one_line
 from pyinformers.cache._notification import NotificationKind
+from pyinformers.cache._object_errors import ObjectErrors, one_line
 from pyinformers.cache._processor import (
     DEFAULT_BACKLOG_WARNING,
     EventHandlerFuncs,
@@ -81,11 +83,10 @@ from pyinformers.cache._processor import (
     effective_resync_period,
     track_informer,
 )
-from pyinformers.cache.reflector._reflector import Reflector
-from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.cache._store import Indexer
+from pyinformers.cache.reflector._options import ReflectorOptions
+from pyinformers.cache.reflector._reflector import Reflector
 from pyinformers.clock import REAL_CLOCK, Clock
-from pyinformers._gc_policy import gc_paused
 
 __all__ = ["SharedIndexInformer", "EventHandlerFuncs", "HandlerRegistration"]
 
@@ -143,7 +144,7 @@ class _ReflectorStore:
         self._on_replace()
 
 
-def _resource_version(obj: Any) -> Optional[str]:
+def _resource_version(obj: Any) -> str | None:
     try:
         return obj["metadata"].get("resourceVersion")
     except (KeyError, TypeError, AttributeError):
@@ -198,10 +199,10 @@ class SharedIndexInformer:
         *,
         name: str,
         resync_period: float = 0,
-        indexers: Optional[Mapping[str, Callable[[Any], list]]] = None,
-        transform: Optional[Callable[[Any], Any]] = None,
-        clock: Optional[Clock] = None,
-        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
+        indexers: Mapping[str, Callable[[Any], list]] | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        clock: Clock | None = None,
+        reflector_options: ReflectorOptions | Mapping[str, Any] | None = None,
         pause_gc_during_sync: bool = True,
         gc_pause_limit: float = 300.0,
         metrics_registry: Any = None,
@@ -239,11 +240,16 @@ class SharedIndexInformer:
         # as the FIFO would (see _ReflectorStore).
         self._transform = transform
         self._fifo = DeltaFIFO(
-            known_objects=self._indexer, transform=transform, on_error=report, max_pending=HANDOFF_BOUND,
+            known_objects=self._indexer,
+            transform=transform,
+            on_error=report,
+            max_pending=HANDOFF_BOUND,
             budget=PROCESS_HANDOFF,
         )
         resource = getattr(lister_watcher, "resource", None)  # tells the lister the scope
-        self._lister = Lister(self._indexer, resource=resource if isinstance(resource, Resource) else None)
+        self._lister = Lister(
+            self._indexer, resource=resource if isinstance(resource, Resource) else None
+        )
         # Once synced, the reflector thread applies a watch event itself when nothing is queued.
         self._fifo.deliver_inline(self._apply)
 
@@ -251,19 +257,22 @@ class SharedIndexInformer:
         # fanned out, and while a late handler snapshots the cache.
         self._lock = threading.RLock()
         self._handlers = HandlerSet(
-            informer_name=self._name, lock=self._lock, clock=self._clock,
-            backlog_warning=handler_backlog_warning, on_failure=self._fail,
+            informer_name=self._name,
+            lock=self._lock,
+            clock=self._clock,
+            backlog_warning=handler_backlog_warning,
+            on_failure=self._fail,
         )
         # Why the informer is broken for good (a thread of it ended unexpectedly), or None.
-        self._failure: Optional[str] = None
+        self._failure: str | None = None
 
         self._state_lock = threading.Lock()
         self._started = False
-        self._stop_event: Optional[threading.Event] = None
+        self._stop_event: threading.Event | None = None
         self._stopping = threading.Event()
-        self._reflector: Optional[Reflector] = None
-        self._thread: Optional[threading.Thread] = None
-        self._reflector_thread: Optional[threading.Thread] = None
+        self._reflector: Reflector | None = None
+        self._thread: threading.Thread | None = None
+        self._reflector_thread: threading.Thread | None = None
         self._synced = False
         # Notified when the cache syncs, when a handler catches up with its initial adds, and
         # on stop: wait_for_sync() sleeps on it. Reentrant, because has_synced() (called
@@ -288,7 +297,7 @@ class SharedIndexInformer:
         return self._lister
 
     @property
-    def reflector(self) -> Optional[Reflector]:
+    def reflector(self) -> Reflector | None:
         """The reflector, once the informer runs (for its ``stats``)."""
         return self._reflector
 
@@ -297,7 +306,9 @@ class SharedIndexInformer:
         return self._handlers.registrations()
 
     # -- configuration --------------------------------------------------------------------
-    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> HandlerRegistration:
+    def add_event_handler(
+        self, handler: Any, *, resync_period: float | None = None
+    ) -> HandlerRegistration:
         """Register ``handler`` and return its registration.
 
         ``handler`` is any object with some of ``on_add(obj,
@@ -316,10 +327,14 @@ class SharedIndexInformer:
                 if self._stopping.is_set():
                     raise RuntimeError(f"informer {self._name!r} is stopped")
                 started = self._started
-                period, check = effective_resync_period(requested, self._resync_check_period, started=started)
+                period, check = effective_resync_period(
+                    requested, self._resync_check_period, started=started
+                )
                 self._resync_check_period = check
             registration = self._handlers.new_registration(
-                handler, resync_period=period, upstream_synced=self.has_synced,
+                handler,
+                resync_period=period,
+                upstream_synced=self.has_synced,
                 on_caught_up=self._notify_sync_progress,
             )
             self._handlers.add(registration)
@@ -345,7 +360,9 @@ class SharedIndexInformer:
         """Add indexes to the cache; only before the informer starts."""
         with self._state_lock:
             if self._started:
-                raise RuntimeError(f"informer {self._name!r} has started: add indexers before start()")
+                raise RuntimeError(
+                    f"informer {self._name!r} has started: add indexers before start()"
+                )
             self._indexer.add_indexers(dict(indexers))
 
     # -- state ------------------------------------------------------------------------------
@@ -362,7 +379,7 @@ class SharedIndexInformer:
             return True
         return False
 
-    def wait_for_sync(self, timeout: Optional[float] = None) -> bool:
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait (in real seconds) until the cache has synced and every handler has handled it.
 
         Returns False on timeout, or if the informer stops first.
@@ -370,7 +387,9 @@ class SharedIndexInformer:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._synced_cond:  # everything that changes the answer notifies it
             while True:
-                if self.has_synced() and all(r.has_synced() for r in self._handlers.registrations()):
+                if self.has_synced() and all(
+                    r.has_synced() for r in self._handlers.registrations()
+                ):
                     return True
                 if self._stopping.is_set():
                     return False
@@ -455,7 +474,10 @@ class SharedIndexInformer:
                 return
             stop = threading.Event()
             thread = threading.Thread(
-                target=self._run_checked, args=(stop,), name=f"pyinformers-informer-{self._name}", daemon=True
+                target=self._run_checked,
+                args=(stop,),
+                name=f"pyinformers-informer-{self._name}",
+                daemon=True,
             )
             self._thread = thread
             # Started under the state lock, so stop() never sees a created but unstarted thread
@@ -490,7 +512,7 @@ class SharedIndexInformer:
             self._synced_cond.notify_all()
         return ok
 
-    def _shutdown_components(self, reflector: Optional[Reflector]) -> None:
+    def _shutdown_components(self, reflector: Reflector | None) -> None:
         if reflector is not None:
             try:
                 reflector.stop()
@@ -520,8 +542,10 @@ class SharedIndexInformer:
             )
             reflector = self._reflector
             self._reflector_thread = threading.Thread(
-                target=self._run_reflector, args=(reflector, stop),
-                name=f"pyinformers-reflector-{self._name}", daemon=True,
+                target=self._run_reflector,
+                args=(reflector, stop),
+                name=f"pyinformers-reflector-{self._name}",
+                daemon=True,
             )
             # The GC pause starts before the reflector can receive anything (a streaming list
             # delivers its objects through the watch, which the reflector does not pause for).
@@ -621,7 +645,9 @@ class SharedIndexInformer:
         try:
             with self._lock:
                 if kind is _DELETED:
-                    self._indexer.delete(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+                    self._indexer.delete(
+                        obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+                    )
                     handlers.distribute((_DELETE, obj, None), key)
                     return
                 # One store lock per change, with the key the FIFO computed.
@@ -639,10 +665,12 @@ class SharedIndexInformer:
                     handlers.distribute((_ADD, obj, False), key)
         except Exception:
             self._process_errors += 1
-            log.exception("informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj))
+            log.exception(
+                "informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj)
+            )
 
     def __repr__(self) -> str:
-        state = ("stopped" if self._stopping.is_set() else "running" if self._started else "new")
+        state = "stopped" if self._stopping.is_set() else "running" if self._started else "new"
         return (
             f"<SharedIndexInformer {self._name!r} {state} synced={self._synced} "
             f"objects={len(self._indexer)} handlers={len(self._handlers)} fifo={len(self._fifo)}>"

@@ -27,8 +27,8 @@ locked read of the indexer, safe from any thread.
 from __future__ import annotations
 
 import builtins
-
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pyinformers.api._selectors import LabelSelector, as_label_selector
 from pyinformers.cache._store import NAMESPACE_INDEX
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pyinformers.api._resource import Resource
 
 __all__ = ["Lister", "NamespaceLister"]
+
 
 class Lister:
     """Read-only, indexed access to an informer's cache (see the module docstring).
@@ -48,23 +49,23 @@ class Lister:
 
     __slots__ = ("_indexer", "_resource", "_namespaced")
 
-    def __init__(self, indexer: Any, *, resource: Optional["Resource"] = None) -> None:
+    def __init__(self, indexer: Any, *, resource: Resource | None = None) -> None:
         self._indexer = indexer
         self._resource = resource
-        self._namespaced: Optional[bool] = None if resource is None else bool(resource.namespaced)
+        self._namespaced: bool | None = None if resource is None else bool(resource.namespaced)
 
     @property
     def indexer(self) -> Any:
         return self._indexer
 
     @property
-    def resource(self) -> Optional["Resource"]:
+    def resource(self) -> Resource | None:
         return self._resource
 
     def _what(self) -> str:
         return str(self._resource) if self._resource is not None else "this resource"
 
-    def _check_namespace(self, namespace: Optional[str], *, required: bool) -> None:
+    def _check_namespace(self, namespace: str | None, *, required: bool) -> None:
         if namespace is not None and not isinstance(namespace, str):
             raise TypeError(f"namespace must be a string, got {namespace!r}")
         if self._namespaced is False and namespace:
@@ -75,14 +76,14 @@ class Lister:
                 "lister.namespace(ns).get(name) or lister.get(name, namespace=ns)"
             )
 
-    def namespace(self, namespace: str) -> "NamespaceLister":
+    def namespace(self, namespace: str) -> NamespaceLister:
         """The objects of one namespace: ``lister.namespace("default").get("web")``."""
         if not namespace or not isinstance(namespace, str):
             raise ValueError(f"Lister.namespace needs a namespace name, got {namespace!r}")
         self._check_namespace(namespace, required=True)
         return NamespaceLister(self, namespace)
 
-    def get(self, name: str, *, namespace: Optional[str] = None) -> Optional[dict[str, Any]]:
+    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any] | None:
         """The cached object ``namespace/name`` (``name`` when cluster-scoped), or None. Do not mutate it.
 
         Raises ValueError when the namespace is missing for a namespaced
@@ -91,15 +92,17 @@ class Lister:
         if not name or not isinstance(name, str):
             raise ValueError(f"Lister.get needs a non-empty name, got {name!r}")
         if "/" in name:
-            raise ValueError(f"an object name has no '/' (got {name!r}); pass namespace= separately")
+            raise ValueError(
+                f"an object name has no '/' (got {name!r}); pass namespace= separately"
+            )
         self._check_namespace(namespace, required=True)
         return self._indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
 
     def list(
         self,
         *,
-        namespace: Optional[str] = None,
-        selector: "str | Mapping[str, Any] | LabelSelector | None" = None,
+        namespace: str | None = None,
+        selector: str | Mapping[str, Any] | LabelSelector | None = None,
     ) -> builtins.list[dict[str, Any]]:
         """Cached objects, in every namespace or one, optionally matching a label selector.
 
@@ -148,11 +151,13 @@ class NamespaceLister:
     def namespace(self) -> str:
         return self._namespace
 
-    def get(self, name: str) -> Optional[dict[str, Any]]:
+    def get(self, name: str) -> dict[str, Any] | None:
         """The cached object ``name`` in this namespace, or None. Do not mutate it."""
         return self._lister.get(name, namespace=self._namespace)
 
-    def list(self, selector: "str | Mapping[str, Any] | LabelSelector | None" = None) -> builtins.list[dict[str, Any]]:
+    def list(
+        self, selector: str | Mapping[str, Any] | LabelSelector | None = None
+    ) -> builtins.list[dict[str, Any]]:
         """The cached objects of this namespace matching ``selector``. Do not mutate them."""
         return self._lister.list(namespace=self._namespace, selector=selector)
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyinformers.api.meta import describe
 
@@ -57,7 +58,9 @@ def one_line(error: BaseException) -> str:
 class ObjectErrors:
     """Per-stage counts of per-object failures of one informer, with throttled logging."""
 
-    def __init__(self, informer_name: str, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, informer_name: str, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self._name = informer_name
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -76,10 +79,19 @@ class ObjectErrors:
                 return
             self._last_logged[stage] = now
             skipped = self._unlogged.pop(stage, 0)
-        more = f" ({skipped} more {stage} failure(s) not logged since the last line)" if skipped else ""
+        more = (
+            f" ({skipped} more {stage} failure(s) not logged since the last line)"
+            if skipped
+            else ""
+        )
         log.warning(
             "informer %s: %s failed for %s (%s); %s%s",
-            self._name, stage, describe(obj), one_line(error), consequence, more,
+            self._name,
+            stage,
+            describe(obj),
+            one_line(error),
+            consequence,
+            more,
             exc_info=(type(error), error, error.__traceback__),
         )
 

@@ -38,7 +38,7 @@ Wake-ups are batched: the producer notifies the handler thread's condition
 only when that thread has announced it is about to sleep. While the handler
 thread is busy it finds the next notification already in the buffer, so a
 burst of N events costs one wake-up, not N (a wake-up costs about as much as a
-JSON decode; see PERFORMANCE.md).
+JSON decode; see docs/performance.rst).
 
 :class:`HandlerSet` is the informer's collection of registrations: it fans a
 notification out to all of them (or only to those whose resync is due) and
@@ -53,12 +53,13 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers._metrics import collector_for, resolve_registry
 from pyinformers.cache._notification import Notification, NotificationKind
+from pyinformers.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "BACKLOG_WARNING_INTERVAL",
@@ -110,9 +111,9 @@ class EventHandlerFuncs:
     >>> EventHandlerFuncs(on_add=lambda obj, initial: print("added", obj["metadata"]["name"]))
     """
 
-    on_add: Optional[Callable[[dict, bool], Any]] = None
-    on_update: Optional[Callable[[dict, dict], Any]] = None
-    on_delete: Optional[Callable[[Any], Any]] = None
+    on_add: Callable[[dict, bool], Any] | None = None
+    on_update: Callable[[dict, dict], Any] | None = None
+    on_delete: Callable[[Any], Any] | None = None
 
 
 class HandlerRegistration:
@@ -143,10 +144,10 @@ class HandlerRegistration:
         number: int,
         resync_period: float,
         upstream_synced: Callable[[], bool],
-        on_remove: Callable[["HandlerRegistration"], None],
-        on_caught_up: Optional[Callable[[], None]] = None,
+        on_remove: Callable[[HandlerRegistration], None],
+        on_caught_up: Callable[[], None] | None = None,
         backlog_warning: int = DEFAULT_BACKLOG_WARNING,
-        on_failure: Optional[Callable[[str], None]] = None,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         on_add = getattr(handler, "on_add", None)
         on_update = getattr(handler, "on_update", None)
@@ -186,7 +187,7 @@ class HandlerRegistration:
         self._sleeping = False
         self._stopped = False
         self._removed = False
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
         self._initial_queued = 0
         self._initial_done = 0
@@ -270,7 +271,7 @@ class HandlerRegistration:
         thread.join(timeout)
         return not thread.is_alive()
 
-    def add(self, notification: Notification, key: Optional[str] = None) -> None:
+    def add(self, notification: Notification, key: str | None = None) -> None:
         """Buffer one notification (informer side; caller holds the delivery lock).
 
         ``key`` is the changed object's cache key when the informer knows it;
@@ -295,10 +296,14 @@ class HandlerRegistration:
         log.warning(
             "event handler %s is %d notifications behind (warning threshold %d): it is slow or stuck; "
             "every buffered notification keeps its object in memory (see %d handled, %d failed so far)",
-            self.name, backlog, self.backlog_warning, self._handled, self._errors,
+            self.name,
+            backlog,
+            self.backlog_warning,
+            self._handled,
+            self._errors,
         )
 
-    def add_initial(self, obj: Any, key: Optional[str] = None) -> None:
+    def add_initial(self, obj: Any, key: str | None = None) -> None:
         """Buffer an add flagged ``is_in_initial_list`` (counts towards has_synced)."""
         self._initial_queued += 1
         self.add((_ADD, obj, True))
@@ -362,8 +367,11 @@ class HandlerRegistration:
                     self._on_caught_up()
 
     def __repr__(self) -> str:
-        state = "removed" if self._removed else ("stopped" if self._stopped else
-                                                  "running" if self._thread else "pending")
+        state = (
+            "removed"
+            if self._removed
+            else ("stopped" if self._stopped else "running" if self._thread else "pending")
+        )
         return (
             f"<HandlerRegistration {self.name!r} {state} backlog={self.backlog()} "
             f"handled={self._handled} resync={self.resync_period:g}s synced={self.has_synced()}>"
@@ -396,7 +404,7 @@ class _InlineRegistration(HandlerRegistration):
 
     def __init__(self, handler: Any, **kwargs: Any) -> None:
         super().__init__(handler, **kwargs)
-        self._on_event_key: Optional[Callable[[str], Any]] = getattr(handler, "on_event_key", None)
+        self._on_event_key: Callable[[str], Any] | None = getattr(handler, "on_event_key", None)
 
     def start(self) -> None:
         pass
@@ -405,7 +413,7 @@ class _InlineRegistration(HandlerRegistration):
         self._stopped = True
         return True
 
-    def add(self, notification: Notification, key: Optional[str] = None) -> None:
+    def add(self, notification: Notification, key: str | None = None) -> None:
         if self._stopped:
             return
         try:
@@ -426,7 +434,7 @@ class _InlineRegistration(HandlerRegistration):
             log.exception("event handler %s failed", self.name)
         self._handled += 1
 
-    def add_initial(self, obj: Any, key: Optional[str] = None) -> None:
+    def add_initial(self, obj: Any, key: str | None = None) -> None:
         self.add((_ADD, obj, True), key)
 
     def __repr__(self) -> str:
@@ -458,7 +466,7 @@ class HandlerSet:
         lock: threading.RLock,
         clock: Clock = REAL_CLOCK,
         backlog_warning: int = DEFAULT_BACKLOG_WARNING,
-        on_failure: Optional[Callable[[str], None]] = None,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         if backlog_warning < 0:
             raise ValueError(f"handler_backlog_warning must be >= 0, got {backlog_warning!r}")
@@ -484,7 +492,7 @@ class HandlerSet:
         *,
         resync_period: float,
         upstream_synced: Callable[[], bool],
-        on_caught_up: Optional[Callable[[], None]] = None,
+        on_caught_up: Callable[[], None] | None = None,
     ) -> HandlerRegistration:
         kind = _InlineRegistration if runs_inline(handler) else HandlerRegistration
         return kind(
@@ -539,13 +547,15 @@ class HandlerSet:
         return ok
 
     # -- fan-out (caller holds lock) --------------------------------------------------
-    def distribute(self, notification: Notification, key: Optional[str] = None, sync: bool = False) -> None:
+    def distribute(
+        self, notification: Notification, key: str | None = None, sync: bool = False
+    ) -> None:
         """Hand ``notification`` (about the object with cache key ``key``, when known) to every
         handler, or only to the syncing ones."""
         for registration in self._syncing if sync else self._all:
             registration.add(notification, key)
 
-    def distribute_initial(self, obj: Any, key: Optional[str] = None) -> None:
+    def distribute_initial(self, obj: Any, key: str | None = None) -> None:
         for registration in self._all:
             registration.add_initial(obj, key)
 
@@ -579,7 +589,9 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def effective_resync_period(requested: float, check_period: float, *, started: bool) -> tuple[float, float]:
+def effective_resync_period(
+    requested: float, check_period: float, *, started: bool
+) -> tuple[float, float]:
     """Reconcile a handler's requested resync period with the informer's check period.
 
     Returns ``(handler_period, check_period)``. A period of 0 means "never".
@@ -596,11 +608,14 @@ def effective_resync_period(requested: float, check_period: float, *, started: b
     if check_period == 0 or requested < check_period:
         if started:
             if check_period == 0:
-                log.warning("resync_period %.3gs ignored: the informer started without resync", requested)
+                log.warning(
+                    "resync_period %.3gs ignored: the informer started without resync", requested
+                )
                 return 0.0, check_period
             log.warning(
                 "resync_period %.3gs raised to the informer's resync check period %.3gs (already started)",
-                requested, check_period,
+                requested,
+                check_period,
             )
             return check_period, check_period
         return requested, requested
@@ -612,7 +627,7 @@ class _InformerCollector:
     """A Prometheus collector reading informer state at scrape time (no per-event cost)."""
 
     def __init__(self) -> None:
-        self._informers: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._informers: weakref.WeakSet[Any] = weakref.WeakSet()
         self._lock = threading.Lock()
 
     def track(self, informer: Any) -> None:

@@ -43,13 +43,13 @@ it first.
 from __future__ import annotations
 
 import builtins
-
 import threading
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from pyinformers._locking import acquire_contended
 from pyinformers.api.meta import object_key
 from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown
-from pyinformers._locking import acquire_contended
 
 __all__ = [
     "IndexFunc",
@@ -120,7 +120,9 @@ def _normalize(name: str, vals: Any) -> tuple[str, ...]:
             hash(vals[0])  # an unhashable value fails here, before the store changes
             return (vals[0],)
     elif isinstance(vals, str):
-        raise TypeError(f"index function {name!r} returned a string; it must return a list of strings")
+        raise TypeError(
+            f"index function {name!r} returned a string; it must return a list of strings"
+        )
     return tuple(dict.fromkeys(vals))
 
 
@@ -222,7 +224,9 @@ class Indexer:
                 else:
                     keys.add(key)
 
-    def _new_values_failed(self, name: str, fn: IndexFunc, obj: Any, error: Exception) -> tuple[str, ...]:
+    def _new_values_failed(
+        self, name: str, fn: IndexFunc, obj: Any, error: Exception
+    ) -> tuple[str, ...]:
         """The index function failed on the object being stored (or on the one it replaces).
 
         Re-raise without ``on_index_error``; otherwise report a failure on

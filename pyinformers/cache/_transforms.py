@@ -14,7 +14,8 @@ controller reads them.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["drop_managed_fields", "chain"]
 

@@ -21,8 +21,14 @@ Layering: imports ``clock``, ``api``, ``cache``, ``workqueue`` and
 """
 
 from pyinformers._exports import lazy_face, publish
-from pyinformers.controller._controller import CacheSyncTimeout, Controller, InformersNotStarted, Watch, Watchable
-from pyinformers.controller._crds import install_crd
+from pyinformers.controller._controller import (
+    CacheSyncTimeout,
+    Controller,
+    InformersNotStarted,
+    Watch,
+    Watchable,
+)
+from pyinformers.controller._crds import install_crd, load_yaml
 from pyinformers.controller._event import Event, EventKind
 from pyinformers.controller._handlers import (
     BoundHandler,
@@ -65,6 +71,7 @@ __all__ = [
     "any_of",
     "generation_changed",
     "install_crd",
+    "load_yaml",
     "is_resync",
     "label_selector",
     "labels_changed",
@@ -81,6 +88,14 @@ __getattr__, _ = lazy_face(
     globals(),
     deprecated={
         name: ("pyinformers.manager", f"pyinformers.manager.{name}")
-        for name in ("ANY_PORT", "ApiServerAuth", "ConfigurationError", "LeaderElectionConfig", "Manager", "ShardingConfig", "TLSFiles")
+        for name in (
+            "ANY_PORT",
+            "ApiServerAuth",
+            "ConfigurationError",
+            "LeaderElectionConfig",
+            "Manager",
+            "ShardingConfig",
+            "TLSFiles",
+        )
     },
 )

@@ -58,20 +58,28 @@ import logging
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pyinformers.api._errors import Forbidden
 from pyinformers.api._permissions import UndeclaredVerb
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.controller._handlers import EnqueueForObject, EventHandler
 from pyinformers.controller._logcontext import enter as enter_log_context
 from pyinformers.controller._logcontext import leave as leave_log_context
-from pyinformers.controller._handlers import EnqueueForObject, EventHandler
 from pyinformers.controller._metrics import ControllerMetrics
 from pyinformers.controller._predicates import Predicate
 from pyinformers.controller._result import Result
 from pyinformers.workqueue import RateLimiter, RateLimitingQueue, default_controller_rate_limiter
 
-__all__ = ["CacheSyncTimeout", "InformersNotStarted", "Watchable", "Controller", "DEFAULT_SHUTDOWN_TIMEOUT", "Watch"]
+__all__ = [
+    "CacheSyncTimeout",
+    "InformersNotStarted",
+    "Watchable",
+    "Controller",
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "Watch",
+]
 
 # How often a blocked wait re-checks whether someone asked it to stop (real seconds).
 _POLL = 0.05
@@ -112,7 +120,8 @@ class CacheSyncTimeout(TimeoutError):
         self.timeout = timeout
         self.pending = list(pending)
         super().__init__(
-            f"controller {controller!r}: caches did not sync within {timeout:g} s: " + "; ".join(self.pending)
+            f"controller {controller!r}: caches did not sync within {timeout:g} s: "
+            + "; ".join(self.pending)
         )
 
 
@@ -144,7 +153,7 @@ class _Intake:
         self.queue = queue
         self.add = queue.add
 
-    def set_filter(self, keep: Optional[Callable[[Any], bool]]) -> None:
+    def set_filter(self, keep: Callable[[Any], bool] | None) -> None:
         if keep is None:
             self.add = self.queue.add
             return
@@ -172,7 +181,7 @@ class Watchable(Protocol):
     """What :meth:`Controller.watch` needs of an informer: a
     :class:`~pyinformers.cache.SharedIndexInformer`, or a test double."""
 
-    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> Any:
+    def add_event_handler(self, handler: Any, *, resync_period: float | None = None) -> Any:
         """Register ``handler``; return a registration (ideally with ``has_synced()``)."""
 
     def has_synced(self) -> bool:
@@ -188,7 +197,9 @@ class Watch:
 
     __slots__ = ("informer", "handler", "predicates", "registration")
 
-    def __init__(self, informer: Watchable, handler: EventHandler, predicates: tuple, registration: Any) -> None:
+    def __init__(
+        self, informer: Watchable, handler: EventHandler, predicates: tuple, registration: Any
+    ) -> None:
         self.informer = informer
         self.handler = handler
         self.predicates = predicates
@@ -239,10 +250,12 @@ class Controller:
             return
 
         @functools.wraps(init)
-        def checked_init(self: "Controller", *args: Any, **kw: Any) -> None:
+        def checked_init(self: Controller, *args: Any, **kw: Any) -> None:
             init(self, *args, **kw)
             if "_state" not in self.__dict__:
-                raise TypeError(f"{type(self).__name__}.__init__ must call super().__init__(...) (Controller's)")
+                raise TypeError(
+                    f"{type(self).__name__}.__init__ must call super().__init__(...) (Controller's)"
+                )
 
         checked_init._pyinformers_checked = True  # type: ignore[attr-defined]
         cls.__init__ = checked_init  # type: ignore[method-assign]
@@ -260,11 +273,11 @@ class Controller:
 
     def __init__(
         self,
-        name: Optional[str] = None,
+        name: str | None = None,
         *,
         workers: int = 1,
-        rate_limiter: Optional[RateLimiter] = None,
-        clock: Optional[Clock] = None,
+        rate_limiter: RateLimiter | None = None,
+        clock: Clock | None = None,
         metrics_registry: Any = None,
         sync_timeout: float = 60.0,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
@@ -307,16 +320,16 @@ class Controller:
         self._stopping = threading.Event()
         # Handlers enqueue through the intake; the admission gates each reconcile (both set by the Manager).
         self._intake = _Intake(self.queue)
-        self._admission: Optional[Admission] = None
+        self._admission: Admission | None = None
 
     # -- wiring -----------------------------------------------------------------------
     def watch(
         self,
         informer: Watchable,
-        handler: Optional[EventHandler] = None,
+        handler: EventHandler | None = None,
         predicates: Sequence[Predicate] = (),
         *,
-        resync_period: Optional[float] = None,
+        resync_period: float | None = None,
     ) -> Watch:
         """Feed ``informer``'s events, filtered by ``predicates``, mapped by ``handler``, to the queue.
 
@@ -356,11 +369,11 @@ class Controller:
                 "if its keys come from elsewhere"
             )
 
-    def set_key_filter(self, keep: Optional[Callable[[Any], bool]]) -> None:
+    def set_key_filter(self, keep: Callable[[Any], bool] | None) -> None:
         """Enqueue only the keys ``keep(key)`` accepts (None: all). The Manager's sharding sets it."""
         self._intake.set_filter(keep)
 
-    def set_admission(self, admission: Optional[Admission]) -> None:
+    def set_admission(self, admission: Admission | None) -> None:
         """Gate every reconcile with ``admission`` (see :class:`Admission`); set before :meth:`start`."""
         with self._lock:
             if self._state is not _State.NEW:
@@ -383,7 +396,7 @@ class Controller:
         return seen
 
     # -- the user's part ------------------------------------------------------------
-    def reconcile(self, key: str) -> Optional[Result]:
+    def reconcile(self, key: str) -> Result | None:
         """Make the world match the desired state of ``key``; override this.
 
         Read the objects you need from listers (the cache), never from the
@@ -399,7 +412,7 @@ class Controller:
         """True once every watched informer synced and delivered its initial list to us."""
         return all(w.has_synced() for w in self.watches)
 
-    def wait_for_cache_sync(self, timeout: Optional[float] = None) -> None:
+    def wait_for_cache_sync(self, timeout: float | None = None) -> None:
         """Block until :meth:`has_synced`, raising :class:`CacheSyncTimeout` after ``timeout``.
 
         ``timeout`` defaults to ``sync_timeout``; real seconds. Returns early
@@ -409,7 +422,8 @@ class Controller:
         deadline = time.monotonic() + timeout
         watches = self.watches
         idle = [
-            str(getattr(w.informer, "name", w.informer)) for w in watches
+            str(getattr(w.informer, "name", w.informer))
+            for w in watches
             if not w.informer.has_synced() and not getattr(w.informer, "is_running", lambda: True)()
         ]
         if idle:  # they cannot sync: say so now rather than after sync_timeout
@@ -441,7 +455,7 @@ class Controller:
             return f"informer {name} has not finished its initial list"
         return f"informer {name} synced but has not delivered its initial list to {w.handler!r} yet"
 
-    def start(self, workers: Optional[int] = None) -> None:
+    def start(self, workers: int | None = None) -> None:
         """Wait for the caches (:meth:`wait_for_cache_sync`), then start the workers and return.
 
         Raises :class:`CacheSyncTimeout` (and stops the controller) when the
@@ -455,7 +469,9 @@ class Controller:
         self.check_watches()
         with self._lock:
             if self._state is not _State.NEW:
-                raise RuntimeError(f"{self!r} was already started (or stopped); a controller runs once")
+                raise RuntimeError(
+                    f"{self!r} was already started (or stopped); a controller runs once"
+                )
             self._state = _State.STARTING
         try:
             self.wait_for_cache_sync()
@@ -478,7 +494,7 @@ class Controller:
                 thread.start()
         self.log.info("started %d worker(s) for %d informer(s)", count, len(self.informers))
 
-    def stop(self, timeout: Optional[float] = None) -> bool:
+    def stop(self, timeout: float | None = None) -> bool:
         """Stop: no new keys are taken, in-flight reconciles finish, workers exit.
 
         Waits at most ``timeout`` real seconds (default ``shutdown_timeout``)
@@ -503,7 +519,10 @@ class Controller:
                 try:
                     remove()
                 except Exception:
-                    self.log.exception("could not remove the handler from informer %s", getattr(w.informer, "name", w.informer))
+                    self.log.exception(
+                        "could not remove the handler from informer %s",
+                        getattr(w.informer, "name", w.informer),
+                    )
         me = threading.current_thread()
         for thread in threads:
             if thread is not me:
@@ -514,14 +533,16 @@ class Controller:
             keys = sorted(str(in_flight.get(t.name, "?")) for t in alive)
             self.log.warning(
                 "shutdown: %d reconcile(s) still running after %g s (keys: %s); leaving them behind",
-                len(alive), timeout, ", ".join(keys),
+                len(alive),
+                timeout,
+                ", ".join(keys),
             )
             return False
         if first and threads:
             self.log.info("stopped")
         return True
 
-    def run(self, workers: Optional[int] = None, stop: Optional[threading.Event] = None) -> bool:
+    def run(self, workers: int | None = None, stop: threading.Event | None = None) -> bool:
         """Start (waiting for caches), block until ``stop`` is set or :meth:`stop` is called, then drain.
 
         Returns what :meth:`stop` returned: True when every in-flight
@@ -553,7 +574,7 @@ class Controller:
                 return
             self.process(key, worker)
 
-    def process(self, key: Any, worker: Optional[str] = None) -> str:
+    def process(self, key: Any, worker: str | None = None) -> str:
         """Reconcile ``key`` once and apply the outcome to the queue; return the ``result`` label.
 
         The worker loop calls this for every key it takes; tests may call it
@@ -574,7 +595,7 @@ class Controller:
             if admission is not None:
                 admission.exit(key)
 
-    def _process(self, key: Any, worker: Optional[str]) -> str:
+    def _process(self, key: Any, worker: str | None) -> str:
         queue = self.queue
         metrics = self.metrics
         in_flight = self._in_flight
@@ -596,13 +617,18 @@ class Controller:
                 queue.add_rate_limited(key)
                 self.log.error(
                     "reconcile %r failed (retry %d, with backoff): permission missing: %s; grant it in the "
-                    "RBAC (regenerate it: python -m pyinformers rbac <module> ...)", key, queue.num_requeues(key),
+                    "RBAC (regenerate it: python -m pyinformers rbac <module> ...)",
+                    key,
+                    queue.num_requeues(key),
                     " ".join(str(err).split()),
                 )
             except Exception:
                 queue.add_rate_limited(key)
                 self.log.error(
-                    "reconcile %r failed (retry %d, with backoff)", key, queue.num_requeues(key), exc_info=True
+                    "reconcile %r failed (retry %d, with backoff)",
+                    key,
+                    queue.num_requeues(key),
+                    exc_info=True,
                 )
         finally:
             queue.done(key)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Mapping, Union
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -29,9 +30,9 @@ __all__ = ["install_crd", "load_yaml"]
 log = logging.getLogger("pyinformers.crds")
 
 
-def load_yaml(path: Union[str, "os.PathLike[str]"]) -> Any:
+def load_yaml(path: str | os.PathLike[str]) -> Any:
     """The single YAML document in ``path``."""
-    with open(path, "r", encoding="utf-8") as handle:
+    with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
 
 
@@ -41,7 +42,7 @@ def _established(crd: Mapping[str, Any]) -> bool:
 
 
 def install_crd(
-    api_client: Any, crd: Union[Mapping[str, Any], str, "os.PathLike[str]"], *, timeout: float = 30.0
+    api_client: Any, crd: Mapping[str, Any] | str | os.PathLike[str], *, timeout: float = 30.0
 ) -> Resource:
     """Create the CRD (a dict, or the path of a YAML file) unless it exists; wait until it is served.
 
@@ -73,6 +74,8 @@ def install_crd(
             except NotFound:
                 pass
         if time.monotonic() + delay > deadline:
-            raise TimeoutError(f"the API server did not serve {resource} (CRD {name}) within {timeout}s")
+            raise TimeoutError(
+                f"the API server did not serve {resource} (CRD {name}) within {timeout}s"
+            )
         time.sleep(delay)
         delay = min(delay * 2, 1.0)

@@ -23,8 +23,9 @@ Objects are the informer's cached dicts: shared, never to be mutated.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 __all__ = ["Event", "EventKind", "unwrap_tombstone"]
 
@@ -37,7 +38,7 @@ class EventKind(enum.Enum):
     DELETE = "Delete"
 
 
-def unwrap_tombstone(obj: Any) -> tuple[Optional[Mapping[str, Any]], Optional[str]]:
+def unwrap_tombstone(obj: Any) -> tuple[Mapping[str, Any] | None, str | None]:
     """Return ``(object, tombstone_key)`` for what ``on_delete`` received.
 
     A plain object comes back as ``(obj, None)``. A ``DeletedFinalStateUnknown``
@@ -64,15 +65,15 @@ class Event:
     """
 
     type: EventKind
-    obj: Optional[Mapping[str, Any]]
-    old: Optional[Mapping[str, Any]] = None
+    obj: Mapping[str, Any] | None
+    old: Mapping[str, Any] | None = None
     #: ADD only: the object came with the informer's initial list (or a relist).
     is_in_initial_list: bool = False
     #: DELETE only: the informer missed the deletion and ``obj`` is the last
     #: state it had (from a ``DeletedFinalStateUnknown`` tombstone).
     final_state_unknown: bool = False
     #: DELETE via tombstone only: the tombstone's key (usable when ``obj`` is None).
-    tombstone_key: Optional[str] = field(default=None, compare=False)
+    tombstone_key: str | None = field(default=None, compare=False)
 
     @property
     def is_resync(self) -> bool:
@@ -80,21 +81,27 @@ class Event:
         return self.type is EventKind.UPDATE and self.old is self.obj
 
     @classmethod
-    def from_add(cls, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> "Event":
+    def from_add(cls, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> Event:
         return cls(EventKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list))
 
     @classmethod
-    def from_update(cls, old: Mapping[str, Any], new: Mapping[str, Any]) -> "Event":
+    def from_update(cls, old: Mapping[str, Any], new: Mapping[str, Any]) -> Event:
         return cls(EventKind.UPDATE, new, old)
 
     @classmethod
-    def from_delete(cls, obj_or_tombstone: Any) -> "Event":
+    def from_delete(cls, obj_or_tombstone: Any) -> Event:
         obj, key = unwrap_tombstone(obj_or_tombstone)
-        return cls(EventKind.DELETE, obj, None, final_state_unknown=key is not None, tombstone_key=key)
+        return cls(
+            EventKind.DELETE, obj, None, final_state_unknown=key is not None, tombstone_key=key
+        )
 
     def __repr__(self) -> str:
         meta = (self.obj or {}).get("metadata") or {}
-        who = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
+        who = (
+            f"{meta.get('namespace')}/{meta.get('name')}"
+            if meta.get("namespace")
+            else meta.get("name")
+        )
         extra = " resync" if self.is_resync else ""
         extra += " tombstone" if self.final_state_unknown else ""
         return f"<Event {self.type.value} {who}{extra}>"

@@ -36,7 +36,8 @@ on delivering.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from pyinformers.api import meta
 from pyinformers.controller._event import Event, EventKind
@@ -71,7 +72,7 @@ class EventHandler:
         """The keys ``event`` wakes (may be empty; duplicates are harmless)."""
         raise NotImplementedError
 
-    def bind(self, queue: KeyQueue, predicates: Sequence[Predicate] = ()) -> "BoundHandler":
+    def bind(self, queue: KeyQueue, predicates: Sequence[Predicate] = ()) -> BoundHandler:
         """The informer-facing handler: filter with ``predicates``, then ``queue.add`` every key."""
         return BoundHandler(self, queue, predicates)
 
@@ -87,9 +88,13 @@ class BoundHandler:
 
     __slots__ = ("handler", "queue", "predicates", "runs_inline")
 
-    def __init__(self, handler: EventHandler, queue: KeyQueue, predicates: Sequence[Predicate] = ()) -> None:
+    def __init__(
+        self, handler: EventHandler, queue: KeyQueue, predicates: Sequence[Predicate] = ()
+    ) -> None:
         if not isinstance(handler, EventHandler):
-            raise TypeError(f"handler must be an EventHandler (EnqueueForObject, ...), got {handler!r}")
+            raise TypeError(
+                f"handler must be an EventHandler (EnqueueForObject, ...), got {handler!r}"
+            )
         if not callable(getattr(queue, "add", None)):
             raise TypeError(f"queue must have an add(key) method, got {queue!r}")
         preds = tuple(predicates)
@@ -113,7 +118,11 @@ class BoundHandler:
         try:
             event = Event.from_delete(obj)
         except TypeError:
-            _log.error("%r: dropping a delete notification that carries no object: %s", self, meta.describe(obj))
+            _log.error(
+                "%r: dropping a delete notification that carries no object: %s",
+                self,
+                meta.describe(obj),
+            )
             return
         self.dispatch(event)
 
@@ -145,7 +154,7 @@ class EnqueueForObject(EventHandler):
             return (event.tombstone_key,)
         return (meta.object_key(event.obj),)
 
-    def bind(self, queue: KeyQueue, predicates: Sequence[Predicate] = ()) -> "BoundHandler":
+    def bind(self, queue: KeyQueue, predicates: Sequence[Predicate] = ()) -> BoundHandler:
         if predicates:
             return BoundHandler(self, queue, predicates)
         return _ObjectKeyHandler(self, queue)
@@ -184,7 +193,7 @@ class _ObjectKeyHandler(BoundHandler):
         self.queue.add(key)
 
 
-def _group_of(api_version: Any) -> Optional[str]:
+def _group_of(api_version: Any) -> str | None:
     if not isinstance(api_version, str) or not api_version:
         return None
     group, sep, _version = api_version.rpartition("/")
@@ -217,30 +226,40 @@ class EnqueueForOwner(EventHandler):
 
     def __init__(
         self,
-        owner_kind: Union[str, Any],
+        owner_kind: str | Any,
         *,
-        owner_group: Optional[str] = None,
+        owner_group: str | None = None,
         controller_only: bool = True,
-        owner_namespaced: Optional[bool] = None,
+        owner_namespaced: bool | None = None,
     ) -> None:
         if isinstance(owner_kind, str):
             kind, group, namespaced = owner_kind, owner_group or "", True
         elif hasattr(owner_kind, "kind") and hasattr(owner_kind, "group"):  # a Resource
-            kind, group, namespaced = owner_kind.kind, owner_kind.group, bool(getattr(owner_kind, "namespaced", True))
+            kind, group, namespaced = (
+                owner_kind.kind,
+                owner_kind.group,
+                bool(getattr(owner_kind, "namespaced", True)),
+            )
             if owner_group is not None and owner_group != group:
-                raise ValueError(f"owner_group={owner_group!r} contradicts the resource's group {group!r}")
+                raise ValueError(
+                    f"owner_group={owner_group!r} contradicts the resource's group {group!r}"
+                )
         else:
             raise TypeError(f"owner_kind must be a kind name or a Resource, got {owner_kind!r}")
         if not kind:
             raise ValueError("owner_kind must not be empty")
         if "/" in group:
-            raise ValueError(f"owner_group {group!r} must be a group name without a version (e.g. 'apps')")
+            raise ValueError(
+                f"owner_group {group!r} must be a group name without a version (e.g. 'apps')"
+            )
         self.owner_kind: str = kind
         self.owner_group: str = group
         self.controller_only: bool = bool(controller_only)
-        self.owner_namespaced: bool = namespaced if owner_namespaced is None else bool(owner_namespaced)
+        self.owner_namespaced: bool = (
+            namespaced if owner_namespaced is None else bool(owner_namespaced)
+        )
 
-    def owner_keys(self, obj: Optional[Mapping[str, Any]]) -> list[str]:
+    def owner_keys(self, obj: Mapping[str, Any] | None) -> list[str]:
         """The keys of ``obj``'s matching owners (empty for None or an unowned object)."""
         if not obj:
             return []
@@ -254,7 +273,10 @@ class EnqueueForOwner(EventHandler):
             refs = [controller] if controller is not None else []
         keys = []
         for ref in refs:
-            if ref.get("kind") != self.owner_kind or _group_of(ref.get("apiVersion")) != self.owner_group:
+            if (
+                ref.get("kind") != self.owner_kind
+                or _group_of(ref.get("apiVersion")) != self.owner_group
+            ):
                 continue
             name = ref.get("name")
             if not name:
@@ -296,12 +318,12 @@ class EnqueueMapped(EventHandler):
     informer's delivery thread: keep it quick (read listers, no API calls).
     """
 
-    def __init__(self, fn: Callable[[Mapping[str, Any]], Union[Iterable[str], str, None]]) -> None:
+    def __init__(self, fn: Callable[[Mapping[str, Any]], Iterable[str] | str | None]) -> None:
         if not callable(fn):
             raise TypeError(f"EnqueueMapped needs a callable obj -> keys, got {fn!r}")
         self.fn = fn
 
-    def _map(self, obj: Optional[Mapping[str, Any]]) -> list[str]:
+    def _map(self, obj: Mapping[str, Any] | None) -> list[str]:
         if obj is None:
             return []
         result = self.fn(obj)

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["enter", "leave", "reconcile_fields"]
 
 # (controller, key, reconcile number) of the reconcile running in this context, else None. A tuple,
 # not the fields' dict: a worker sets it for every reconcile, and only logging reads it.
-_current: contextvars.ContextVar[Optional[tuple[str, Any, int]]] = contextvars.ContextVar(
+_current: contextvars.ContextVar[tuple[str, Any, int] | None] = contextvars.ContextVar(
     "pyinformers_reconcile", default=None
 )
 _ids = itertools.count(1)  # next() on a count is atomic in CPython
 
 
-def enter(controller: str, key: Any) -> contextvars.Token[Optional[tuple[str, Any, int]]]:
+def enter(controller: str, key: Any) -> contextvars.Token[tuple[str, Any, int] | None]:
     """Mark the calling thread as reconciling ``key`` for ``controller`` until :func:`leave` with the token.
 
     The worker's hot path: one tuple and one context-variable set; the fields' dict is
@@ -37,7 +37,7 @@ def enter(controller: str, key: Any) -> contextvars.Token[Optional[tuple[str, An
     return _current.set((controller, key, next(_ids)))
 
 
-def leave(token: contextvars.Token[Optional[tuple[str, Any, int]]]) -> None:
+def leave(token: contextvars.Token[tuple[str, Any, int] | None]) -> None:
     """End the reconcile :func:`enter` marked (restores what was there before)."""
     _current.reset(token)
 

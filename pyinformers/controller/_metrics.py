@@ -33,7 +33,7 @@ import bisect
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -48,8 +48,31 @@ _RESULT_INDEX = {result: i for i, result in enumerate(RESULTS)}
 
 #: Reconcile durations worth telling apart: 5 ms to a minute, denser below a second.
 RECONCILE_TIME_BUCKETS: tuple[float, ...] = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8,
-    1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.6,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    3.0,
+    4.0,
+    5.0,
+    7.5,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    45.0,
+    60.0,
 )
 _BUCKET_LABELS = tuple(repr(float(b)) for b in RECONCILE_TIME_BUCKETS) + ("+Inf",)
 
@@ -64,12 +87,22 @@ class ControllerMetrics:
     :meth:`reconcile_finished`.
     """
 
-    __slots__ = ("name", "registry", "_lock", "_results", "_buckets", "_sum", "_active", "_max", "__weakref__")
+    __slots__ = (
+        "name",
+        "registry",
+        "_lock",
+        "_results",
+        "_buckets",
+        "_sum",
+        "_active",
+        "_max",
+        "__weakref__",
+    )
 
     def __init__(self, name: str, registry: Any = None) -> None:
         self.name = name
         #: The registry reported to; None for ``registry=False`` (numbers kept, nothing exported).
-        self.registry: Optional[CollectorRegistry] = resolve_registry(registry)
+        self.registry: CollectorRegistry | None = resolve_registry(registry)
         self._lock = threading.Lock()
         self._results = [0] * len(RESULTS)
         self._buckets = [0] * (len(RECONCILE_TIME_BUCKETS) + 1)
@@ -114,7 +147,7 @@ class _Collector:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._controllers: "weakref.WeakSet[ControllerMetrics]" = weakref.WeakSet()
+        self._controllers: weakref.WeakSet[ControllerMetrics] = weakref.WeakSet()
 
     def track(self, metrics: ControllerMetrics) -> None:
         with self._lock:
@@ -124,23 +157,28 @@ class _Collector:
     def _families() -> tuple[Any, ...]:
         return (
             CounterMetricFamily(
-                "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
+                "controller_runtime_reconcile_total",
+                "Total number of reconciliations per controller",
                 labels=("controller", "result"),
             ),
             CounterMetricFamily(
-                "controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per controller",
+                "controller_runtime_reconcile_errors_total",
+                "Total number of reconciliation errors per controller",
                 labels=("controller",),
             ),
             HistogramMetricFamily(
-                "controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller",
+                "controller_runtime_reconcile_time_seconds",
+                "Length of time per reconciliation per controller",
                 labels=("controller",),
             ),
             GaugeMetricFamily(
-                "controller_runtime_active_workers", "Number of currently used workers per controller",
+                "controller_runtime_active_workers",
+                "Number of currently used workers per controller",
                 labels=("controller",),
             ),
             GaugeMetricFamily(
-                "controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller",
+                "controller_runtime_max_concurrent_reconciles",
+                "Maximum number of concurrent reconciles per controller",
                 labels=("controller",),
             ),
         )
@@ -177,5 +215,3 @@ class _Collector:
             active_f.add_metric([name], active)
             max_f.add_metric([name], maximum)
         return iter((total_f, errors_f, time_f, active_f, max_f))
-
-

@@ -32,7 +32,8 @@ All predicates are pure and thread-safe; they must never mutate the objects.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pyinformers.controller._event import Event, EventKind
 
@@ -53,7 +54,7 @@ __all__ = [
 Predicate = Callable[[Event], bool]
 
 
-def _meta(obj: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not obj:
         return {}
     return obj.get("metadata") or {}
@@ -111,7 +112,9 @@ def annotations_changed(event: Event) -> bool:
         return False
     if event.is_resync:
         return True
-    return (_meta(event.old).get("annotations") or {}) != (_meta(event.obj).get("annotations") or {})
+    return (_meta(event.old).get("annotations") or {}) != (
+        _meta(event.obj).get("annotations") or {}
+    )
 
 
 def resource_version_changed(event: Event) -> bool:
@@ -143,7 +146,7 @@ def label_selector(selector: Any) -> Predicate:
 
     parsed = as_label_selector(selector)
 
-    def matches(obj: Optional[Mapping[str, Any]]) -> bool:
+    def matches(obj: Mapping[str, Any] | None) -> bool:
         return parsed.matches(_meta(obj).get("labels") or {})
 
     def predicate(event: Event) -> bool:

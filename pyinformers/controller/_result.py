@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 __all__ = ["Result"]
 
@@ -37,13 +36,15 @@ class Result:
     """
 
     requeue: bool = False
-    requeue_after: Optional[float] = None
+    requeue_after: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.requeue, bool):
             raise TypeError(f"Result.requeue must be a bool, not {type(self.requeue).__name__}")
         if self.requeue_after is not None:
-            if isinstance(self.requeue_after, bool) or not isinstance(self.requeue_after, (int, float)):
+            if isinstance(self.requeue_after, bool) or not isinstance(
+                self.requeue_after, (int, float)
+            ):
                 raise TypeError(
                     "Result.requeue_after must be a number of seconds or None, "
                     f"not {type(self.requeue_after).__name__}"

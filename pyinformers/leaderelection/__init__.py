@@ -13,9 +13,18 @@ Layering: imports ``clock``, ``metrics``, ``api`` and ``resources``; the
 """
 
 from pyinformers._exports import publish
-from pyinformers.leaderelection._elector import JITTER_FACTOR, ElectionTiming, ElectorState, LeaderElector
+from pyinformers.leaderelection._elector import (
+    JITTER_FACTOR,
+    ElectionTiming,
+    ElectorState,
+    LeaderElector,
+)
 from pyinformers.leaderelection._lock import LeaseLock, ResourceLock
-from pyinformers.leaderelection._record import LeaderElectionRecord, format_micro_time, parse_micro_time
+from pyinformers.leaderelection._record import (
+    LeaderElectionRecord,
+    format_micro_time,
+    parse_micro_time,
+)
 from pyinformers.leaderelection._rendezvous import assign, shard_of
 from pyinformers.leaderelection._shards import ShardCoordinator
 

@@ -54,8 +54,9 @@ import enum
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from typing import Any
 
 from pyinformers.api._errors import ApiError, Conflict, NotFound
 from pyinformers.clock import REAL_CLOCK, Clock
@@ -109,7 +110,7 @@ class ElectorState(enum.Enum):
     STOPPED = "stopped"
 
 
-_Callback = Optional[Callable[..., Any]]
+_Callback = Callable[..., Any] | None
 
 
 class LeaderElector:
@@ -119,14 +120,14 @@ class LeaderElector:
         self,
         lock: ResourceLock,
         *,
-        timing: Optional[ElectionTiming] = None,
+        timing: ElectionTiming | None = None,
         on_started_leading: _Callback = None,
         on_stopped_leading: _Callback = None,
         on_new_leader: _Callback = None,
         release_on_cancel: bool = False,
-        clock: Optional[Clock] = None,
-        name: Optional[str] = None,
-        rng: Optional[random.Random] = None,
+        clock: Clock | None = None,
+        name: str | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if not isinstance(lock, ResourceLock):
             raise TypeError(f"lock must be a ResourceLock (LeaseLock), got {lock!r}")
@@ -143,15 +144,18 @@ class LeaderElector:
         self._step_lock = threading.RLock()  # one step() or stop() at a time
         self._lock = threading.Lock()  # guards the fields below for readers on other threads
         self._state = ElectorState.FOLLOWING
-        self._valid_until: Optional[float] = None  # while LEADING: when leadership ends unless renewed
-        self._renewed_at: Optional[float] = None  # send time of the last successful write as leader
+        self._valid_until: float | None = None  # while LEADING: when leadership ends unless renewed
+        self._renewed_at: float | None = None  # send time of the last successful write as leader
         # The last record read or written, its resourceVersion, and when it last *changed* (our clock).
-        self._observed: Optional[LeaderElectionRecord] = None
-        self._observed_rv: Optional[str] = None
+        self._observed: LeaderElectionRecord | None = None
+        self._observed_rv: str | None = None
         self._observed_at: float = 0.0
-        self._reported_leader: Optional[str] = None
+        self._reported_leader: str | None = None
         self._runner = StepRunner(
-            self.step, self.clock, thread_name=f"pyinformers-leaderelection-{self.name}", on_crash=self._crashed
+            self.step,
+            self.clock,
+            thread_name=f"pyinformers-leaderelection-{self.name}",
+            on_crash=self._crashed,
         )
         #: Counters for tests and metrics: attempts, writes, failed attempts, transitions led.
         self.attempts = 0
@@ -176,7 +180,7 @@ class LeaderElector:
             return self._observed.holder if self._observed else ""
 
     @property
-    def valid_until(self) -> Optional[float]:
+    def valid_until(self) -> float | None:
         """While leading: the clock time at which leadership ends unless renewed first."""
         with self._lock:
             return self._valid_until if self._state is ElectorState.LEADING else None
@@ -202,7 +206,7 @@ class LeaderElector:
         return self.clock.now() - renewed_at <= self.timing.lease_duration + tolerance
 
     # -- the state machine ----------------------------------------------------------------
-    def step(self) -> Optional[float]:
+    def step(self) -> float | None:
         """Make one attempt (acquire, or renew while leading); return seconds until the next is due.
 
         Returns None once stopped. Called by :meth:`run`'s thread, or by tests
@@ -228,7 +232,11 @@ class LeaderElector:
                     valid_until = self._valid_until
                     taken = self._observed is not None and self._observed.holder != self.identity
                 if leading and (taken or now >= valid_until):  # type: ignore[operator]
-                    self._stop_leading("the lease was taken by another" if taken else "failed to renew within the renew deadline")
+                    self._stop_leading(
+                        "the lease was taken by another"
+                        if taken
+                        else "failed to renew within the renew deadline"
+                    )
                     return None
             return self._next_delay(now)
 
@@ -272,11 +280,16 @@ class LeaderElector:
             observed, observed_rv = self._observed, self._observed_rv
         timeout = (valid_until - sent) if leading else self.timing.renew_deadline  # type: ignore[operator]
         fresh = LeaderElectionRecord(
-            holder=self.identity, lease_duration=self._duration_s, acquire_time=wall, renew_time=wall
+            holder=self.identity,
+            lease_duration=self._duration_s,
+            acquire_time=wall,
+            renew_time=wall,
         )
         if leading and observed is not None and observed_rv is not None:
             # Fast path: renew on the version we last wrote, without reading first.
-            renewal = replace(fresh, acquire_time=observed.acquire_time, transitions=observed.transitions)
+            renewal = replace(
+                fresh, acquire_time=observed.acquire_time, transitions=observed.transitions
+            )
             if self._write(renewal, observed_rv, timeout):
                 return True
             timeout = max(0.001, timeout - (self.clock.now() - sent))
@@ -298,10 +311,16 @@ class LeaderElector:
         now = self.clock.now()
         with self._lock:
             observed_at = self._observed_at
-        if record.holder and record.holder != self.identity and observed_at + record.lease_duration > now:
+        if (
+            record.holder
+            and record.holder != self.identity
+            and observed_at + record.lease_duration > now
+        ):
             return False  # held by another and not expired by our own observation
         if record.holder == self.identity:
-            candidate = replace(fresh, acquire_time=record.acquire_time, transitions=record.transitions)
+            candidate = replace(
+                fresh, acquire_time=record.acquire_time, transitions=record.transitions
+            )
         else:
             candidate = replace(fresh, transitions=record.transitions + 1)
         return self._write(candidate, rv, timeout)
@@ -342,7 +361,9 @@ class LeaderElector:
             self._state = ElectorState.STOPPED
             self._valid_until = None
         if was_leading:
-            log.warning("%s: %s stopped leading %s: %s", self.name, self.identity, self.lock.describe(), why)
+            log.warning(
+                "%s: %s stopped leading %s: %s", self.name, self.identity, self.lock.describe(), why
+            )
             self._call(self._on_stopped)
 
     def _call(self, callback: _Callback, *args: Any) -> None:
@@ -367,7 +388,11 @@ class LeaderElector:
             return False
         wall = self.clock.time()
         released = LeaderElectionRecord(
-            holder="", lease_duration=1, acquire_time=wall, renew_time=wall, transitions=observed.transitions
+            holder="",
+            lease_duration=1,
+            acquire_time=wall,
+            renew_time=wall,
+            transitions=observed.transitions,
         )
         if self._write(released, rv, self.timing.renew_deadline):
             log.info("%s: released %s", self.name, self.lock.describe())

@@ -23,7 +23,7 @@ Thread-safety: a lock is used by one elector, whose calls are serialised;
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pyinformers.api._client import ResourceClient
 from pyinformers.api._errors import NotFound
@@ -44,13 +44,15 @@ class ResourceLock(Protocol):
     def describe(self) -> str:
         """``namespace/name`` of the lock, for logs."""
 
-    def get(self, timeout: Optional[float] = None) -> tuple[LeaderElectionRecord, str]:
+    def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, str]:
         """The current record and its resourceVersion; ``NotFound`` when there is none."""
 
-    def create(self, record: LeaderElectionRecord, timeout: Optional[float] = None) -> str:
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> str:
         """Create the lock holding ``record``; ``AlreadyExists`` when someone else was first."""
 
-    def update(self, record: LeaderElectionRecord, resource_version: str, timeout: Optional[float] = None) -> str:
+    def update(
+        self, record: LeaderElectionRecord, resource_version: str, timeout: float | None = None
+    ) -> str:
         """Replace the record if the lock is still at ``resource_version``; ``Conflict`` otherwise."""
 
 
@@ -64,19 +66,21 @@ class LeaseLock:
         namespace: str,
         identity: str,
         *,
-        labels: Optional[dict] = None,
+        labels: dict | None = None,
     ) -> None:
         if not name or not namespace:
             raise ValueError("a Lease lock needs a name and a namespace")
         if not identity:
-            raise ValueError("a Lease lock needs a non-empty identity (an empty holder means 'released')")
+            raise ValueError(
+                "a Lease lock needs a non-empty identity (an empty holder means 'released')"
+            )
         self._api_client = api_client
         self.name = name
         self.namespace = namespace
         self._identity = identity
         self._labels = dict(labels or {})
         self._lock = threading.Lock()
-        self._last: Optional[dict] = None  # the last Lease read or written (its metadata is reused)
+        self._last: dict | None = None  # the last Lease read or written (its metadata is reused)
 
     @property
     def identity(self) -> str:
@@ -85,7 +89,7 @@ class LeaseLock:
     def describe(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def _client(self, timeout: Optional[float]) -> ResourceClient:
+    def _client(self, timeout: float | None) -> ResourceClient:
         # ResourceClient is stateless and cheap: one per call carries that call's timeout.
         return ResourceClient(self._api_client, LEASES, request_timeout=timeout)
 
@@ -94,18 +98,25 @@ class LeaseLock:
             self._last = lease
         return str((lease.get("metadata") or {}).get("resourceVersion") or "")
 
-    def get(self, timeout: Optional[float] = None) -> tuple[LeaderElectionRecord, str]:
+    def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, str]:
         lease = self._client(timeout).get(self.name, self.namespace)
         return LeaderElectionRecord.from_spec(lease.get("spec")), self._remember(lease)
 
-    def create(self, record: LeaderElectionRecord, timeout: Optional[float] = None) -> str:
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> str:
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if self._labels:
             metadata["labels"] = dict(self._labels)
-        body = {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": metadata, "spec": record.to_spec()}
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": metadata,
+            "spec": record.to_spec(),
+        }
         return self._remember(self._client(timeout).create(body, self.namespace))
 
-    def update(self, record: LeaderElectionRecord, resource_version: str, timeout: Optional[float] = None) -> str:
+    def update(
+        self, record: LeaderElectionRecord, resource_version: str, timeout: float | None = None
+    ) -> str:
         with self._lock:
             last = self._last
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
@@ -115,10 +126,15 @@ class LeaseLock:
                 if kept.get(field):
                     metadata[field] = kept[field]
         metadata["resourceVersion"] = resource_version
-        body = {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": metadata, "spec": record.to_spec()}
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": metadata,
+            "spec": record.to_spec(),
+        }
         return self._remember(self._client(timeout).replace(body))
 
-    def delete(self, timeout: Optional[float] = None) -> None:
+    def delete(self, timeout: float | None = None) -> None:
         """Delete the Lease (a membership lease on clean shutdown); NotFound is not an error."""
         try:
             self._client(timeout).delete(self.name, self.namespace)

@@ -20,9 +20,10 @@ their own clock from the moment they *observed* a record change, never from
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping, Optional
+from typing import Any
 
 __all__ = ["LeaderElectionRecord", "format_micro_time", "parse_micro_time"]
 
@@ -32,7 +33,7 @@ def format_micro_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_micro_time(value: Optional[str]) -> Optional[float]:
+def parse_micro_time(value: str | None) -> float | None:
     """An RFC 3339 time (any precision, ``Z`` or an offset) as seconds since the epoch; None for None/""."""
     if not value:
         return None
@@ -55,8 +56,8 @@ class LeaderElectionRecord:
 
     holder: str = ""
     lease_duration: int = 15
-    acquire_time: Optional[float] = None
-    renew_time: Optional[float] = None
+    acquire_time: float | None = None
+    renew_time: float | None = None
     transitions: int = 0
 
     @staticmethod
@@ -78,7 +79,7 @@ class LeaderElectionRecord:
         return spec
 
     @classmethod
-    def from_spec(cls, spec: Optional[Mapping[str, Any]]) -> "LeaderElectionRecord":
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> LeaderElectionRecord:
         """The record of a Lease ``spec`` (missing fields read as an empty, unheld lease)."""
         spec = spec or {}
         return cls(

@@ -19,7 +19,7 @@ Pure functions, thread-safe.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["assign", "shard_of", "score"]
 

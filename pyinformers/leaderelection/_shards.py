@@ -49,7 +49,8 @@ import hashlib
 import logging
 import random
 import threading
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pyinformers.api._client import ResourceClient
 from pyinformers.api._errors import Conflict, NotFound
@@ -61,7 +62,14 @@ from pyinformers.leaderelection._rendezvous import assign, shard_of
 from pyinformers.leaderelection._steps import StepRunner
 from pyinformers.resources import LEASES
 
-__all__ = ["GROUP_LABEL", "ROLE_LABEL", "SHARDS_LABEL", "ShardCoordinator", "member_lease_name", "shard_lease_name"]
+__all__ = [
+    "GROUP_LABEL",
+    "ROLE_LABEL",
+    "SHARDS_LABEL",
+    "ShardCoordinator",
+    "member_lease_name",
+    "shard_lease_name",
+]
 
 log = logging.getLogger("pyinformers.leaderelection._shards")
 
@@ -87,7 +95,7 @@ class _Seen:
 
     __slots__ = ("rv", "record", "since")
 
-    def __init__(self, rv: Optional[str], record: Optional[LeaderElectionRecord], since: float) -> None:
+    def __init__(self, rv: str | None, record: LeaderElectionRecord | None, since: float) -> None:
         self.rv = rv
         self.record = record
         self.since = since
@@ -107,12 +115,12 @@ class ShardCoordinator:
         namespace: str,
         identity: str,
         shards: int = 24,
-        timing: Optional[ElectionTiming] = None,
-        clock: Optional[Clock] = None,
-        view: Optional[Callable[[], Iterable[dict]]] = None,
-        on_gained: Optional[Callable[[set], Any]] = None,
-        on_lost: Optional[Callable[[], None]] = None,
-        rng: Optional[random.Random] = None,
+        timing: ElectionTiming | None = None,
+        clock: Clock | None = None,
+        view: Callable[[], Iterable[dict]] | None = None,
+        on_gained: Callable[[set], Any] | None = None,
+        on_lost: Callable[[], None] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if shards < 1:
             raise ValueError(f"shards must be >= 1, got {shards!r}")
@@ -129,13 +137,26 @@ class ShardCoordinator:
         self._on_lost = on_lost
         self._rng = rng or random.Random()
         self.member = LeaderElector(
-            LeaseLock(api_client, member_lease_name(group, identity), namespace, identity,
-                      labels={**self._labels, ROLE_LABEL: "member", SHARDS_LABEL: str(self.shards)}),
-            timing=self.timing, clock=self.clock, name=f"shard-member-{group}", rng=self._rng,
+            LeaseLock(
+                api_client,
+                member_lease_name(group, identity),
+                namespace,
+                identity,
+                labels={**self._labels, ROLE_LABEL: "member", SHARDS_LABEL: str(self.shards)},
+            ),
+            timing=self.timing,
+            clock=self.clock,
+            name=f"shard-member-{group}",
+            rng=self._rng,
         )
         self._shard_locks = {
-            s: LeaseLock(api_client, shard_lease_name(group, s), namespace, identity,
-                         labels={**self._labels, ROLE_LABEL: "shard"})
+            s: LeaseLock(
+                api_client,
+                shard_lease_name(group, s),
+                namespace,
+                identity,
+                labels={**self._labels, ROLE_LABEL: "shard"},
+            )
             for s in range(self.shards)
         }
         self._lock = threading.Lock()
@@ -151,7 +172,9 @@ class ShardCoordinator:
         self.mismatched: list[str] = []  # live members hashing with another shard count
         self.handovers = 0  # shards acquired by this replica
         self._runner = StepRunner(
-            self.step, self.clock, thread_name=f"pyinformers-sharding-{group}",
+            self.step,
+            self.clock,
+            thread_name=f"pyinformers-sharding-{group}",
             on_crash=lambda: self._lose_everything("the coordinator failed"),
         )
 
@@ -193,7 +216,7 @@ class ShardCoordinator:
         return self.member.is_leader()
 
     # -- the state machine ----------------------------------------------------------------------
-    def step(self) -> Optional[float]:
+    def step(self) -> float | None:
         """Renew our membership, then move shards toward the assignment; seconds until the next step.
 
         None once stopped or after the membership was lost (the replica is done).
@@ -215,8 +238,12 @@ class ShardCoordinator:
         if self.mismatched:
             # Another shard count maps keys to other shards: the two counts' shard Leases would not
             # exclude each other. Hold nothing until only one count is left (a rollout finished).
-            log.error("%s: members %s hash keys into another number of shards than our %d; holding no shard",
-                      self.identity, self.mismatched, self.shards)
+            log.error(
+                "%s: members %s hash keys into another number of shards than our %d; holding no shard",
+                self.identity,
+                self.mismatched,
+                self.shards,
+            )
             desired = set()
         held = self.held()
         for shard in sorted(held - desired):
@@ -226,7 +253,12 @@ class ShardCoordinator:
             if self._take(shard):
                 gained.add(shard)
         if gained:
-            log.info("%s: took shards %s (live members: %d)", self.identity, sorted(gained), len(self.live))
+            log.info(
+                "%s: took shards %s (live members: %d)",
+                self.identity,
+                sorted(gained),
+                len(self.live),
+            )
             if self._on_gained is not None:
                 try:
                     self._on_gained(gained)
@@ -239,7 +271,9 @@ class ShardCoordinator:
         client = ResourceClient(self.api_client, LEASES, request_timeout=self.timing.renew_deadline)
         return client.list_all(self.namespace, label_selector={GROUP_LABEL: self.group}).items
 
-    def _note(self, name: str, rv: Optional[str], record: Optional[LeaderElectionRecord], now: float) -> _Seen:
+    def _note(
+        self, name: str, rv: str | None, record: LeaderElectionRecord | None, now: float
+    ) -> _Seen:
         seen = self._seen.get(name)
         if seen is None or seen.rv != rv:
             seen = self._seen[name] = _Seen(rv, record, now)
@@ -283,20 +317,35 @@ class ShardCoordinator:
                 named.add(holder)
             elif labels.get(ROLE_LABEL) == "member":
                 members.append((md, holder, lease.get("spec") or {}))
-        client: Optional[ResourceClient] = None
+        client: ResourceClient | None = None
         for md, holder, spec in members:
             seen = self._seen.get(md.get("name", ""))
             duration = max(int(spec.get("leaseDurationSeconds") or 0), 1)
-            if holder == self.identity or holder in named or seen is None or seen.rv != md.get("resourceVersion"):
+            if (
+                holder == self.identity
+                or holder in named
+                or seen is None
+                or seen.rv != md.get("resourceVersion")
+            ):
                 continue
             if now < seen.since + self.GC_AFTER * max(duration, self.timing.lease_duration):
                 continue
-            client = client or ResourceClient(self.api_client, LEASES, request_timeout=self.timing.renew_deadline)
+            client = client or ResourceClient(
+                self.api_client, LEASES, request_timeout=self.timing.renew_deadline
+            )
             try:
-                client.delete(md["name"], self.namespace, preconditions={"resourceVersion": md["resourceVersion"]})
-                log.info("%s: deleted the member Lease of departed replica %r", self.identity, holder)
+                client.delete(
+                    md["name"],
+                    self.namespace,
+                    preconditions={"resourceVersion": md["resourceVersion"]},
+                )
+                log.info(
+                    "%s: deleted the member Lease of departed replica %r", self.identity, holder
+                )
             except Exception as err:  # Conflict (it renewed), NotFound (someone else deleted it)
-                log.debug("%s: not deleting member Lease %s: %s", self.identity, md.get("name"), err)
+                log.debug(
+                    "%s: not deleting member Lease %s: %s", self.identity, md.get("name"), err
+                )
             self._seen.pop(md.get("name", ""), None)
 
     def _gone(self, holder: str) -> bool:
@@ -318,8 +367,11 @@ class ShardCoordinator:
         seen = self._note(name, rv, record, now)
         if record is not None and record.holder != holder:
             return True  # released (holder ""): it stopped all work before writing that
-        duration = max(record.lease_duration, 1) if record else LeaderElectionRecord.duration_seconds(
-            self.timing.lease_duration)
+        duration = (
+            max(record.lease_duration, 1)
+            if record
+            else LeaderElectionRecord.duration_seconds(self.timing.lease_duration)
+        )
         return now >= seen.since + duration
 
     def _take(self, shard: int) -> bool:
@@ -327,8 +379,10 @@ class ShardCoordinator:
         timeout = self.timing.renew_deadline
         wall = self.clock.time()
         mine = LeaderElectionRecord(
-            holder=self.identity, lease_duration=LeaderElectionRecord.duration_seconds(self.timing.lease_duration),
-            acquire_time=wall, renew_time=wall,
+            holder=self.identity,
+            lease_duration=LeaderElectionRecord.duration_seconds(self.timing.lease_duration),
+            acquire_time=wall,
+            renew_time=wall,
         )
         try:
             try:
@@ -343,8 +397,11 @@ class ShardCoordinator:
             if not self.member.is_leader():
                 return False
             transitions = record.transitions + (0 if record.holder == self.identity else 1)
-            lock.update(LeaderElectionRecord(mine.holder, mine.lease_duration, wall, wall, transitions), rv,
-                        timeout=timeout)
+            lock.update(
+                LeaderElectionRecord(mine.holder, mine.lease_duration, wall, wall, transitions),
+                rv,
+                timeout=timeout,
+            )
         except Conflict:
             return False  # someone else moved first; the next step looks again
         except Exception as err:
@@ -383,7 +440,9 @@ class ShardCoordinator:
             return True  # not ours any more (we cannot be valid and have lost it; be safe anyway)
         wall = self.clock.time()
         try:
-            lock.update(LeaderElectionRecord("", 1, wall, wall, record.transitions), rv, timeout=timeout)
+            lock.update(
+                LeaderElectionRecord("", 1, wall, wall, record.transitions), rv, timeout=timeout
+            )
         except Exception as err:
             log.info("%s: releasing shard %d failed: %s", self.identity, shard, err)
             return False
@@ -459,5 +518,7 @@ class ShardCoordinator:
     def __repr__(self) -> str:
         with self._lock:
             held, draining = len(self._held), len(self._draining)
-        return (f"<ShardCoordinator {self.namespace}/{self.group} {self.identity!r} held={held} "
-                f"draining={draining} live={len(self.live)}>")
+        return (
+            f"<ShardCoordinator {self.namespace}/{self.group} {self.identity!r} held={held} "
+            f"draining={draining} live={len(self.live)}>"
+        )

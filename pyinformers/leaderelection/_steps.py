@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from pyinformers.clock import Clock
 
@@ -28,11 +28,11 @@ class StepRunner:
 
     def __init__(
         self,
-        step: Callable[[], Optional[float]],
+        step: Callable[[], float | None],
         clock: Clock,
         *,
         thread_name: str,
-        on_crash: Optional[Callable[[], None]] = None,
+        on_crash: Callable[[], None] | None = None,
     ) -> None:
         self._step = step
         self._clock = clock
@@ -40,7 +40,7 @@ class StepRunner:
         self._on_crash = on_crash
         self._wake = threading.Condition(threading.Lock())
         self._halted = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     @property
     def halted(self) -> bool:

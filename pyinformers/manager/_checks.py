@@ -16,7 +16,8 @@ the probe server calls them from its request threads.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pyinformers.controller._controller import Controller
 
@@ -30,7 +31,9 @@ def _by_name(informers: Mapping[Any, Any]) -> list[Any]:
     return [informer for _key, informer in sorted(informers.items(), key=lambda kv: kv[1].name)]
 
 
-def health_checks(informers: Mapping[Any, Any], controllers: Iterable[Controller], *, started: bool) -> list[Check]:
+def health_checks(
+    informers: Mapping[Any, Any], controllers: Iterable[Controller], *, started: bool
+) -> list[Check]:
     """``/healthz``: informers' reflectors, controllers' workers.
 
     ``informers`` is the factory's ``{(resource, namespace): informer}``; an
@@ -50,7 +53,9 @@ def health_checks(informers: Mapping[Any, Any], controllers: Iterable[Controller
     return checks
 
 
-def ready_checks(informers: Mapping[Any, Any], controllers: Iterable[Controller], *, stopping: bool) -> list[Check]:
+def ready_checks(
+    informers: Mapping[Any, Any], controllers: Iterable[Controller], *, stopping: bool
+) -> list[Check]:
     """``/readyz``: caches synced, controllers running, not ``stopping``."""
     checks = []
     for informer in _by_name(informers):

@@ -23,8 +23,9 @@ from __future__ import annotations
 import socket
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from pyinformers.api._config import ConfigurationError
 from pyinformers.leaderelection import ElectionTiming, LeaderElector
@@ -47,7 +48,9 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
-def resolve_namespace(namespace: Optional[str], *, what: str, path: str = SERVICEACCOUNT_NAMESPACE) -> str:
+def resolve_namespace(
+    namespace: str | None, *, what: str, path: str = SERVICEACCOUNT_NAMESPACE
+) -> str:
     """``namespace``, else the Pod's namespace read from ``path``; :class:`ConfigurationError` when neither."""
     if namespace:
         return namespace
@@ -83,7 +86,7 @@ class LeaderElectionConfig:
     """
 
     timing: ElectionTiming = field(default_factory=ElectionTiming)
-    identity: Optional[str] = None
+    identity: str | None = None
     release_on_cancel: bool = True
     exit_on_lost_lease: bool = True
 
@@ -101,7 +104,6 @@ class LeaderAdmission:
 
     def exit(self, key: Any) -> None:
         pass
-
 
 
 class LeaderElectionMetrics:

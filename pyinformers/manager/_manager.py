@@ -66,7 +66,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import REGISTRY
 
@@ -76,9 +77,15 @@ from pyinformers.api._config import ConfigurationError, build_api_client, check_
 from pyinformers.api._errors import Forbidden, Unauthorized
 from pyinformers.cache._factory import SharedInformerFactory
 from pyinformers.cache.reflector._options import ReflectorOptions
+from pyinformers.controller._controller import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    CacheSyncTimeout,
+    Controller,
+)
+from pyinformers.leaderelection import LeaderElector, LeaseLock
+from pyinformers.leaderelection._shards import ShardCoordinator
 from pyinformers.manager._checks import health_checks as _health_checks
 from pyinformers.manager._checks import ready_checks as _ready_checks
-from pyinformers.controller._controller import DEFAULT_SHUTDOWN_TIMEOUT, CacheSyncTimeout, Controller
 from pyinformers.manager._leader import (
     LeaderAdmission,
     LeaderElectionConfig,
@@ -86,13 +93,11 @@ from pyinformers.manager._leader import (
     default_identity,
     resolve_namespace,
 )
-from pyinformers.manager._sharding import ShardAdmission, ShardingConfig, requeue_shards
 from pyinformers.manager._metrics_auth import ApiServerAuth
 from pyinformers.manager._probes import ANY_PORT, Guard, TLSFiles
 from pyinformers.manager._servers import EndpointServers, validate_port
+from pyinformers.manager._sharding import ShardAdmission, ShardingConfig, requeue_shards
 from pyinformers.manager._signals import install_shutdown_handlers
-from pyinformers.leaderelection import LeaderElector, LeaseLock
-from pyinformers.leaderelection._shards import ShardCoordinator
 from pyinformers.resources import LEASES
 
 __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
@@ -104,7 +109,7 @@ _POLL = 0.1  # how often long waits look at the stop event (real seconds)
 
 def _no_logging_configured() -> bool:
     """True when no handler would show our INFO lines (the program never configured logging)."""
-    logger: Optional[logging.Logger] = log
+    logger: logging.Logger | None = log
     while logger is not None:
         if logger.handlers:
             return False
@@ -112,7 +117,11 @@ def _no_logging_configured() -> bool:
             break
         logger = logger.parent
     return True
-_JOIN_SLACK = 1.0  # past the drain deadline, how long stop() still waits for a controller's drain thread
+
+
+_JOIN_SLACK = (
+    1.0  # past the drain deadline, how long stop() still waits for a controller's drain thread
+)
 _INFORMERS_STOP = 5.0  # bound on stopping the informers in stop()
 _SERVER_STOP = 2.0  # bound on stopping one HTTP server in stop()
 
@@ -173,35 +182,39 @@ class Manager:
 
     def __init__(
         self,
-        kubeconfig: Union[str, os.PathLike, None] = None,
+        kubeconfig: str | os.PathLike | None = None,
         *,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         metrics_port: int = 8080,
         health_port: int = 8081,
         bind_address: str = "0.0.0.0",
         api_client: Any = None,
         registry: Any = None,
         resync_period: float = 0,
-        reflector_options: Union[ReflectorOptions, Mapping[str, Any], None] = None,
+        reflector_options: ReflectorOptions | Mapping[str, Any] | None = None,
         sync_timeout: float = 120.0,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         check_server: bool = True,
         tune_gc: bool = True,
-        metrics_host: Optional[str] = None,
-        health_host: Optional[str] = None,
-        metrics_auth: Union[bool, Guard] = False,
-        metrics_tls: Optional[TLSFiles] = None,
+        metrics_host: str | None = None,
+        health_host: str | None = None,
+        metrics_auth: bool | Guard = False,
+        metrics_tls: TLSFiles | None = None,
         leader_election: bool = False,
-        leader_election_id: Optional[str] = None,
-        leader_election_namespace: Optional[str] = None,
-        leader_election_config: Optional[LeaderElectionConfig] = None,
-        sharding: Optional[ShardingConfig] = None,
+        leader_election_id: str | None = None,
+        leader_election_namespace: str | None = None,
+        leader_election_config: LeaderElectionConfig | None = None,
+        sharding: ShardingConfig | None = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
         if leader_election and not leader_election_id:
-            raise ValueError("leader_election=True needs leader_election_id (the Lease's name, shared by the replicas)")
+            raise ValueError(
+                "leader_election=True needs leader_election_id (the Lease's name, shared by the replicas)"
+            )
         if leader_election and sharding is not None:
-            raise ValueError("choose leader_election or sharding: a sharded replica already owns its keys alone")
+            raise ValueError(
+                "choose leader_election or sharding: a sharded replica already owns its keys alone"
+            )
         validate_port("health_port", health_port)
         if api_client is not None and kubeconfig is not None:
             raise ValueError("give either kubeconfig or api_client, not both")
@@ -209,11 +222,14 @@ class Manager:
         self.registry = REGISTRY if registry is None else registry
         self.namespace = namespace
         # The first 401/403 an informer met (a list or watch the RBAC refuses): retrying cannot fix it.
-        self._denied: Optional[BaseException] = None
+        self._denied: BaseException | None = None
         options = ReflectorOptions.of(reflector_options)
         self._user_watch_error = options.on_watch_error
         self.factory = SharedInformerFactory(
-            self.api_client, namespace=namespace, resync_period=resync_period, metrics_registry=registry,
+            self.api_client,
+            namespace=namespace,
+            resync_period=resync_period,
+            metrics_registry=registry,
             reflector_options=options.replace(on_watch_error=self._note_watch_error),
         )
         self.metrics_port = metrics_port
@@ -224,7 +240,7 @@ class Manager:
         self._check_server = check_server
         self._tune_gc = tune_gc
         # The GC thresholds before start() tuned them; None while the GC is untouched.
-        self._gc_threshold_before: Optional[tuple[int, int, int]] = None
+        self._gc_threshold_before: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
         self._controllers: list[Controller] = []
         self._started = False
@@ -232,7 +248,7 @@ class Manager:
         self._stop_requested = threading.Event()
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()  # one stop() does the work; others wait for it
-        guard: Optional[Guard] = None
+        guard: Guard | None = None
         if metrics_auth is True:
             guard = ApiServerAuth.for_api_client(self.api_client)
         elif callable(metrics_auth):
@@ -241,27 +257,38 @@ class Manager:
         self.leader_election_config = leader_election_config or LeaderElectionConfig()
         self.leader_election_id = leader_election_id
         self.leader_election_namespace = (
-            resolve_namespace(leader_election_namespace, what="leader election") if leader_election else None
+            resolve_namespace(leader_election_namespace, what="leader election")
+            if leader_election
+            else None
         )
         #: The elector while leader election runs (created by start()).
-        self.elector: Optional[LeaderElector] = None
+        self.elector: LeaderElector | None = None
         #: True once this replica lost the leader lease it held, or its shard membership (when not exiting).
         self.lost_lease = False
         #: Monotonic time at which this replica last became the leader (None: never).
-        self.leading_since: Optional[float] = None
+        self.leading_since: float | None = None
         self.sharding = sharding
-        self.sharding_namespace = resolve_namespace(sharding.namespace, what="sharding") if sharding else None
+        self.sharding_namespace = (
+            resolve_namespace(sharding.namespace, what="sharding") if sharding else None
+        )
         #: The shard coordinator while sharding runs (created by start()).
-        self.shards: Optional[ShardCoordinator] = None
+        self.shards: ShardCoordinator | None = None
         # Membership Leases are watched like any cache, so they sync before the replica joins.
         self._lease_informer = (
             self.factory.informer(LEASES, namespace=self.sharding_namespace) if sharding else None
         )
         self._endpoints = EndpointServers(
-            bind_address, metrics_port, health_port,
-            registry=self.registry, health_checks=self.health_checks, ready_checks=self.ready_checks,
+            bind_address,
+            metrics_port,
+            health_port,
+            registry=self.registry,
+            health_checks=self.health_checks,
+            ready_checks=self.ready_checks,
             stop_requested=self._stop_requested,
-            metrics_host=metrics_host, health_host=health_host, metrics_guard=guard, metrics_tls=metrics_tls,
+            metrics_host=metrics_host,
+            health_host=health_host,
+            metrics_guard=guard,
+            metrics_tls=metrics_tls,
         )
 
     # -- wiring -------------------------------------------------------------------------
@@ -274,9 +301,14 @@ class Manager:
             if self._started:
                 raise RuntimeError("add controllers before the manager starts")
             if any(c.name == controller.name for c in self._controllers):
-                raise ValueError(f"a controller named {controller.name!r} was already added (names label metrics)")
+                raise ValueError(
+                    f"a controller named {controller.name!r} was already added (names label metrics)"
+                )
             self._controllers.append(controller)
-        if controller.metrics_registry is not None and controller.metrics_registry is not self.registry:
+        if (
+            controller.metrics_registry is not None
+            and controller.metrics_registry is not self.registry
+        ):
             log.warning(
                 "controller %r reports metrics to another registry than the manager serves on /metrics; "
                 "pass metrics_registry=manager.registry to it",
@@ -300,7 +332,9 @@ class Manager:
         if elector is not None:
             tolerance = self.leader_election_config.timing.lease_duration
             ok = elector.check(tolerance)
-            checks.append(("leader election", ok, "" if ok else "leading but not renewing the lease"))
+            checks.append(
+                ("leader election", ok, "" if ok else "leading but not renewing the lease")
+            )
         coordinator = self.shards
         if coordinator is not None and self.sharding is not None:
             ok = coordinator.member.check(self.sharding.timing.lease_duration)
@@ -313,20 +347,22 @@ class Manager:
         standby = self.leader_election and (elector is None or not elector.is_leader())
         # A standby's controllers wait for the lease: that is ready (to lead), not failing.
         controllers = [] if standby else self.controllers
-        checks = _ready_checks(self.factory.informers(), controllers, stopping=self._stop_requested.is_set())
+        checks = _ready_checks(
+            self.factory.informers(), controllers, stopping=self._stop_requested.is_set()
+        )
         if standby:
             leader = elector.leader if elector is not None else ""
             checks.append(("leader election", True, f"standby (leader: {leader or 'none yet'})"))
         return checks
 
     @property
-    def metrics_address(self) -> Optional[tuple[str, int]]:
+    def metrics_address(self) -> tuple[str, int] | None:
         """Where ``/metrics`` is served (host, port), or None when off or not started."""
         server = self._endpoints.metrics_server
         return server.address if server else None
 
     @property
-    def health_address(self) -> Optional[tuple[str, int]]:
+    def health_address(self) -> tuple[str, int] | None:
         """Where ``/healthz`` and ``/readyz`` are served, or None when off or not started."""
         server = self._endpoints.health_server
         return server.address if server else None
@@ -341,7 +377,11 @@ class Manager:
         """
         ports = [p for p in (self.metrics_port, self.health_port) if p]
         endpoints = self._endpoints
-        shared = len(ports) == 2 and ports[0] == ports[1] != ANY_PORT and endpoints.metrics_host == endpoints.health_host
+        shared = (
+            len(ports) == 2
+            and ports[0] == ports[1] != ANY_PORT
+            and endpoints.metrics_host == endpoints.health_host
+        )
         servers = 1 if shared else len(ports)
         # With leader election the elector's stop (drain, then release the Lease) and the drain's own
         # join each get a slack second past the drain deadline.
@@ -376,7 +416,9 @@ class Manager:
             self._synced = True
             if self._tune_gc:
                 frozen = gc_policy.freeze_synced_caches()
-                log.debug("froze %d objects (the synced caches) out of the cyclic GC's reach", frozen)
+                log.debug(
+                    "froze %d objects (the synced caches) out of the cyclic GC's reach", frozen
+                )
             if self.leader_election:
                 self._campaign(controllers)
                 return
@@ -389,15 +431,19 @@ class Manager:
 
     def _start_controllers(self, controllers: list[Controller]) -> None:
         for controller in controllers:
-                if self._stop_requested.is_set():
+            if self._stop_requested.is_set():
+                return
+            try:
+                controller.start()
+            except RuntimeError:
+                if self._stop_requested.is_set():  # stop() got to it first
                     return
-                try:
-                    controller.start()
-                except RuntimeError:
-                    if self._stop_requested.is_set():  # stop() got to it first
-                        return
-                    raise
-        log.info("running %d controller(s) on %d informer(s)", len(controllers), len(self.factory.informers()))
+                raise
+        log.info(
+            "running %d controller(s) on %d informer(s)",
+            len(controllers),
+            len(self.factory.informers()),
+        )
 
     # -- sharding -----------------------------------------------------------------------------
     def _join_shards(self, controllers: list[Controller]) -> None:
@@ -406,8 +452,12 @@ class Manager:
         assert config is not None and self._lease_informer is not None
         informer = self._lease_informer
         coordinator = ShardCoordinator(
-            self.api_client, group=config.name, namespace=self.sharding_namespace or "",
-            identity=config.identity or default_identity(), shards=config.shards, timing=config.timing,
+            self.api_client,
+            group=config.name,
+            namespace=self.sharding_namespace or "",
+            identity=config.identity or default_identity(),
+            shards=config.shards,
+            timing=config.timing,
             view=informer.indexer.list,
             on_gained=lambda shards: requeue_shards(controllers, coordinator, shards),
             on_lost=lambda: self._lost_membership(controllers),
@@ -420,8 +470,13 @@ class Manager:
             if self._stop_requested.is_set():
                 return
             self.shards = coordinator
-        log.info("caches synced; joining shard group %s/%s as %s (%d shards)",
-                 self.sharding_namespace, config.name, coordinator.identity, config.shards)
+        log.info(
+            "caches synced; joining shard group %s/%s as %s (%d shards)",
+            self.sharding_namespace,
+            config.name,
+            coordinator.identity,
+            config.shards,
+        )
         coordinator.start()
 
     def _lost_membership(self, controllers: list[Controller]) -> None:
@@ -430,7 +485,9 @@ class Manager:
             return
         self.lost_lease = True
         if self.sharding is not None and self.sharding.exit_on_lost_membership:
-            log.critical("lost the shard membership lease of %s: exiting (status 1)", self.sharding.name)
+            log.critical(
+                "lost the shard membership lease of %s: exiting (status 1)", self.sharding.name
+            )
             logging.shutdown()
             os._exit(1)
         log.error("lost the shard membership lease: stopping the manager")
@@ -441,11 +498,15 @@ class Manager:
         """Caches are synced: gate the controllers on the lease and start the elector's thread."""
         config = self.leader_election_config
         lock = LeaseLock(
-            self.api_client, self.leader_election_id or "", self.leader_election_namespace or "",
+            self.api_client,
+            self.leader_election_id or "",
+            self.leader_election_namespace or "",
             config.identity or default_identity(),
         )
         elector = LeaderElector(
-            lock, timing=config.timing, release_on_cancel=config.release_on_cancel,
+            lock,
+            timing=config.timing,
+            release_on_cancel=config.release_on_cancel,
             on_started_leading=lambda: self._started_leading(controllers),
             on_stopped_leading=lambda: self._stopped_leading(controllers),
             name=f"manager-{self.leader_election_id}",
@@ -458,8 +519,12 @@ class Manager:
                 return
             self.elector = elector
         if self.registry is not None:
-            collector_for(self.registry, LeaderElectionMetrics).track(self.leader_election_id or "", elector)
-        log.info("caches synced; campaigning for the Lease %s as %s", lock.describe(), lock.identity)
+            collector_for(self.registry, LeaderElectionMetrics).track(
+                self.leader_election_id or "", elector
+            )
+        log.info(
+            "caches synced; campaigning for the Lease %s as %s", lock.describe(), lock.identity
+        )
         elector.start()
 
     def _started_leading(self, controllers: list[Controller]) -> None:
@@ -477,15 +542,21 @@ class Manager:
 
     def _stopped_leading(self, controllers: list[Controller]) -> None:
         """Elector callback: drain the workers (before a release), or handle a lost lease."""
-        if self._stop_requested.is_set():  # our own stop: drain, then the elector releases the Lease
+        if (
+            self._stop_requested.is_set()
+        ):  # our own stop: drain, then the elector releases the Lease
             self._drain(controllers, time.monotonic() + self.shutdown_timeout)
             return
         self.lost_lease = True
         if self.leader_election_config.exit_on_lost_lease:
-            log.critical("lost the leader election lease %s: exiting (status 1)", self.leader_election_id)
+            log.critical(
+                "lost the leader election lease %s: exiting (status 1)", self.leader_election_id
+            )
             logging.shutdown()
             os._exit(1)
-        log.error("lost the leader election lease %s: stopping the manager", self.leader_election_id)
+        log.error(
+            "lost the leader election lease %s: stopping the manager", self.leader_election_id
+        )
         self._stop_requested.set()
         self._drain(controllers, time.monotonic() + self.shutdown_timeout)
 
@@ -496,7 +567,7 @@ class Manager:
         if self._user_watch_error is not None:
             self._user_watch_error(error)
 
-    def _refusal(self) -> Optional[ConfigurationError]:
+    def _refusal(self) -> ConfigurationError | None:
         denied = self._denied
         if denied is None:
             return None
@@ -526,11 +597,13 @@ class Manager:
             raise refusal
         # Each pending informer says why when it knows: "informer v1/things (cache not synced;
         # last error: list: NotFound: ... is the CustomResourceDefinition installed?)".
-        pending = [f"informer {i.name} ({i.sync_problem()})" for i in informers if not i.has_synced()]
+        pending = [
+            f"informer {i.name} ({i.sync_problem()})" for i in informers if not i.has_synced()
+        ]
         if pending:
             raise CacheSyncTimeout("manager", self.sync_timeout, pending)
 
-    def stop(self, timeout: Optional[float] = None) -> bool:
+    def stop(self, timeout: float | None = None) -> bool:
         """Stop controllers (draining), then informers, then the HTTP servers.
 
         ``timeout`` (default ``shutdown_timeout``) bounds the controllers'
@@ -552,7 +625,9 @@ class Manager:
         controllers = self.controllers
         elector = self.elector
         if elector is not None:  # a leader drains its workers (callback), then releases the Lease
-            clean = elector.stop(timeout=max(0.0, deadline - time.monotonic()) + _JOIN_SLACK) and clean
+            clean = (
+                elector.stop(timeout=max(0.0, deadline - time.monotonic()) + _JOIN_SLACK) and clean
+            )
         coordinator = self.shards
         if coordinator is not None:  # stop admitting, let in-flight reconciles end, release shards
             clean = coordinator.stop(drain_timeout=max(0.0, deadline - time.monotonic())) and clean
@@ -575,8 +650,12 @@ class Manager:
         """Stop every controller, draining in parallel until ``deadline``; True when all workers exited."""
         # Signal every controller first so they drain in parallel, then wait for each.
         drains = [
-            threading.Thread(target=c.stop, args=(max(0.0, deadline - time.monotonic()),),
-                             name=f"pyinformers-manager-stop-{c.name}", daemon=True)
+            threading.Thread(
+                target=c.stop,
+                args=(max(0.0, deadline - time.monotonic()),),
+                name=f"pyinformers-manager-stop-{c.name}",
+                daemon=True,
+            )
             for c in controllers
         ]
         for t in drains:
@@ -609,8 +688,11 @@ class Manager:
                 raise SystemExit(f"pyinformers: {err}") from None
             started = True
             if announce:
-                print(f"pyinformers: {self._running_line()} (no logging configured: this line and one at stop)",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"pyinformers: {self._running_line()} (no logging configured: this line and one at stop)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             while not self._stop_requested.wait(_POLL):
                 refusal = self._refusal()
                 if refusal is not None:
@@ -620,17 +702,23 @@ class Manager:
             try:
                 clean = self.stop()
                 if announce and started:
-                    print("pyinformers: stopped" + ("" if clean else " (some threads did not finish in time)"),
-                          file=sys.stderr, flush=True)
+                    print(
+                        "pyinformers: stopped"
+                        + ("" if clean else " (some threads did not finish in time)"),
+                        file=sys.stderr,
+                        flush=True,
+                    )
             finally:
                 restore()
 
     def _running_line(self) -> str:
-        parts = [f"running {len(self.controllers)} controller(s) on {len(self.factory.informers())} informer(s)"]
+        parts = [
+            f"running {len(self.controllers)} controller(s) on {len(self.factory.informers())} informer(s)"
+        ]
         if self.metrics_address:
-            parts.append("metrics on http://%s:%d/metrics" % self.metrics_address[:2])
+            parts.append("metrics on http://{}:{}/metrics".format(*self.metrics_address[:2]))
         if self.health_address:
-            parts.append("probes on http://%s:%d/healthz" % self.health_address[:2])
+            parts.append("probes on http://{}:{}/healthz".format(*self.health_address[:2]))
         return ", ".join(parts)
 
     def __repr__(self) -> str:

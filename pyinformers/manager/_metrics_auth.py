@@ -36,7 +36,8 @@ import hashlib
 import logging
 import threading
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from pyinformers.api._errors import ApiError, Forbidden
 
@@ -53,14 +54,20 @@ def _resources() -> tuple:
 
     return (
         Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False),
-        Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False),
+        Resource(
+            "authorization.k8s.io",
+            "v1",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            namespaced=False,
+        ),
     )
 
 
 TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS = _resources()
 
 
-def bearer_token(headers: Any) -> Optional[str]:
+def bearer_token(headers: Any) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive), or None."""
     value = headers.get("Authorization") if headers is not None else None
     if not value:
@@ -95,17 +102,22 @@ class ApiServerAuth:
         self._clock = clock
         self._lock = threading.Lock()
         # (sha256(token), path, verb) -> (expires_at, answer or None)
-        self._cache: collections.OrderedDict[tuple, tuple[float, Optional[tuple]]] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[tuple, tuple[float, tuple | None]] = (
+            collections.OrderedDict()
+        )
         self._last_error_log = float("-inf")
 
     @classmethod
-    def for_api_client(cls, api_client: Any, **options: Any) -> "ApiServerAuth":
+    def for_api_client(cls, api_client: Any, **options: Any) -> ApiServerAuth:
         from pyinformers.api._client import ResourceClient
 
-        return cls(ResourceClient(api_client, TOKEN_REVIEWS), ResourceClient(api_client, SUBJECT_ACCESS_REVIEWS),
-                   **options)
+        return cls(
+            ResourceClient(api_client, TOKEN_REVIEWS),
+            ResourceClient(api_client, SUBJECT_ACCESS_REVIEWS),
+            **options,
+        )
 
-    def __call__(self, method: str, path: str, headers: Any) -> Optional[tuple[int, str, bytes]]:
+    def __call__(self, method: str, path: str, headers: Any) -> tuple[int, str, bytes] | None:
         token = bearer_token(headers)
         if token is None:
             return _UNAUTHORIZED
@@ -128,9 +140,13 @@ class ApiServerAuth:
                 self._cache.popitem(last=False)
         return answer
 
-    def _decide(self, token: str, path: str, verb: str) -> Optional[tuple[int, str, bytes]]:
+    def _decide(self, token: str, path: str, verb: str) -> tuple[int, str, bytes] | None:
         review = self._token_reviews.create(
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": token},
+            }
         )
         status = review.get("status") or {}
         if not status.get("authenticated"):
@@ -150,7 +166,7 @@ class ApiServerAuth:
         )
         if (access.get("status") or {}).get("allowed"):
             return None
-        message = f'Forbidden (user={spec["user"]}, verb={verb}, resource=, subresource=)\n'
+        message = f"Forbidden (user={spec['user']}, verb={verb}, resource=, subresource=)\n"
         return (403, _TEXT, message.encode())
 
     def _log_failure(self, err: BaseException) -> None:
@@ -163,7 +179,8 @@ class ApiServerAuth:
             log.error(
                 "cannot authorize /metrics requests: the API server refused a review (%s); the operator needs "
                 "'create' on tokenreviews.authentication.k8s.io and subjectaccessreviews.authorization.k8s.io "
-                "(python -m pyinformers rbac adds them with --metrics-secure)", err,
+                "(python -m pyinformers rbac adds them with --metrics-secure)",
+                err,
             )
         else:
             log.error("cannot authorize /metrics requests: %s", err)

@@ -12,7 +12,7 @@ An operator is a name and a function that builds its controllers::
         sys.exit(OPERATOR.main())
 
 :meth:`Operator.main` parses the flags (:data:`FLAGS`), configures logging,
-makes a :class:`~pyinformers.controller.Manager` and an
+makes a :class:`~pyinformers.manager.Manager` and an
 :class:`~pyinformers.record.EventRecorder`, builds the controllers and runs
 until SIGTERM. :meth:`Operator.grants` builds the same controllers offline
 (no API server) and returns what they need, which ``python -m pyinformers
@@ -36,8 +36,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any
 
 from pyinformers.api._permissions import Grant
 from pyinformers.controller._logcontext import reconcile_fields
@@ -90,7 +91,9 @@ def _positive(text: str) -> float:
 def _shards(text: str) -> int:
     value = int(text)
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of shards >= 0 (0: no sharding), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number of shards >= 0 (0: no sharding), got {text!r}"
+        )
     return value
 
 
@@ -101,7 +104,7 @@ def _workers(text: str) -> int:
     return value
 
 
-def parse_bind_address(text: str) -> Optional[tuple[str, int]]:
+def parse_bind_address(text: str) -> tuple[str, int] | None:
     """``"host:port"`` -> ``(host, port)``; ``":port"`` binds every interface; ``"0"`` -> None (off).
 
     IPv6 hosts are bracketed (``[::1]:8443``). Raises ``ValueError`` naming the input.
@@ -111,12 +114,14 @@ def parse_bind_address(text: str) -> Optional[tuple[str, int]]:
         return None
     host, sep, port_text = text.rpartition(":")
     if not sep or not port_text.isdigit() or not 0 < int(port_text) <= 65535:
-        raise ValueError(f"bind address {text!r} is not host:port (like :8080 or 127.0.0.1:8080; 0 turns it off)")
+        raise ValueError(
+            f"bind address {text!r} is not host:port (like :8080 or 127.0.0.1:8080; 0 turns it off)"
+        )
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port_text)
 
 
-def _bind_address(text: str) -> Optional[tuple[str, int]]:
+def _bind_address(text: str) -> tuple[str, int] | None:
     try:
         return parse_bind_address(text)
     except ValueError as err:
@@ -130,9 +135,9 @@ class Flag:
     name: str
     help: str
     default: Any = None
-    type: Optional[Callable[[str], Any]] = None
-    choices: Optional[Sequence[str]] = None
-    metavar: Optional[str] = None
+    type: Callable[[str], Any] | None = None
+    choices: Sequence[str] | None = None
+    metavar: str | None = None
 
     @property
     def env(self) -> str:
@@ -145,34 +150,88 @@ class Flag:
 
 #: The flags of every operator, in ``--help`` order.
 FLAGS: tuple[Flag, ...] = (
-    Flag("kubeconfig", "path of a kubeconfig; default: in-cluster config in a Pod, else $KUBECONFIG or ~/.kube/config",
-         metavar="PATH"),
-    Flag("namespace", "watch only this namespace (RBAC becomes a Role there); default: every namespace",
-         metavar="NS"),
-    Flag("leader-elect", "run for leadership on a Lease; only the leader runs controllers (use with replicas > 1)",
-         False, _bool, metavar="BOOL"),
+    Flag(
+        "kubeconfig",
+        "path of a kubeconfig; default: in-cluster config in a Pod, else $KUBECONFIG or ~/.kube/config",
+        metavar="PATH",
+    ),
+    Flag(
+        "namespace",
+        "watch only this namespace (RBAC becomes a Role there); default: every namespace",
+        metavar="NS",
+    ),
+    Flag(
+        "leader-elect",
+        "run for leadership on a Lease; only the leader runs controllers (use with replicas > 1)",
+        False,
+        _bool,
+        metavar="BOOL",
+    ),
     Flag("leader-election-id", "name of the Lease; default: the operator's name", metavar="NAME"),
-    Flag("leader-election-namespace", "namespace of the Lease; default: the Pod's namespace, else 'default'",
-         metavar="NS"),
-    Flag("shards", "split the keys over every replica in N shards held through Leases (docs/ha.rst); all "
-         "replicas must agree on N; 0 turns sharding off; excludes --leader-elect", 0, _shards, metavar="N"),
-    Flag("sharding-namespace", "namespace of the shard Leases; default: the Pod's namespace, else 'default'",
-         metavar="NS"),
-    Flag("metrics-bind-address", "host:port of /metrics; 0 turns it off", DEFAULT_METRICS_BIND_ADDRESS,
-         _bind_address, metavar="ADDR"),
-    Flag("metrics-secure", "authenticate and authorize /metrics through the API server (TokenReview, then "
-         "SubjectAccessReview for get on /metrics); serve HTTPS with --metrics-cert-file/--metrics-key-file",
-         True, _bool, metavar="BOOL"),
-    Flag("metrics-cert-file", "PEM certificate for HTTPS on /metrics (reloaded when it changes)", metavar="PATH"),
+    Flag(
+        "leader-election-namespace",
+        "namespace of the Lease; default: the Pod's namespace, else 'default'",
+        metavar="NS",
+    ),
+    Flag(
+        "shards",
+        "split the keys over every replica in N shards held through Leases (docs/ha.rst); all "
+        "replicas must agree on N; 0 turns sharding off; excludes --leader-elect",
+        0,
+        _shards,
+        metavar="N",
+    ),
+    Flag(
+        "sharding-namespace",
+        "namespace of the shard Leases; default: the Pod's namespace, else 'default'",
+        metavar="NS",
+    ),
+    Flag(
+        "metrics-bind-address",
+        "host:port of /metrics; 0 turns it off",
+        DEFAULT_METRICS_BIND_ADDRESS,
+        _bind_address,
+        metavar="ADDR",
+    ),
+    Flag(
+        "metrics-secure",
+        "authenticate and authorize /metrics through the API server (TokenReview, then "
+        "SubjectAccessReview for get on /metrics); serve HTTPS with --metrics-cert-file/--metrics-key-file",
+        True,
+        _bool,
+        metavar="BOOL",
+    ),
+    Flag(
+        "metrics-cert-file",
+        "PEM certificate for HTTPS on /metrics (reloaded when it changes)",
+        metavar="PATH",
+    ),
     Flag("metrics-key-file", "PEM private key for --metrics-cert-file", metavar="PATH"),
-    Flag("health-probe-bind-address", "host:port of /healthz and /readyz (plain HTTP for the kubelet); 0 turns "
-         "them off", DEFAULT_HEALTH_PROBE_BIND_ADDRESS, _bind_address, metavar="ADDR"),
+    Flag(
+        "health-probe-bind-address",
+        "host:port of /healthz and /readyz (plain HTTP for the kubelet); 0 turns them off",
+        DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
+        _bind_address,
+        metavar="ADDR",
+    ),
     Flag("workers", "reconcile worker threads per controller", 2, _workers, metavar="N"),
-    Flag("shutdown-timeout", "seconds in-flight reconciles get to finish on SIGTERM (keep it well under the "
-         "Pod's terminationGracePeriodSeconds)", None, _positive, metavar="SECONDS"),
+    Flag(
+        "shutdown-timeout",
+        "seconds in-flight reconciles get to finish on SIGTERM (keep it well under the "
+        "Pod's terminationGracePeriodSeconds)",
+        None,
+        _positive,
+        metavar="SECONDS",
+    ),
     Flag("log-level", "least severe level logged", "info", str.lower, _LOG_LEVELS),
-    Flag("log-format", "text (human), json (one object a line) or kv (key=value, logfmt); json and kv add "
-         "controller, key and reconcile_id to the lines of a reconcile", "text", str.lower, ("text", "json", "kv")),
+    Flag(
+        "log-format",
+        "text (human), json (one object a line) or kv (key=value, logfmt); json and kv add "
+        "controller, key and reconcile_id to the lines of a reconcile",
+        "text",
+        str.lower,
+        ("text", "json", "kv"),
+    ),
 )
 
 
@@ -185,22 +244,34 @@ def _env_default(flag: Flag, environ: Mapping[str, str]) -> Any:
     except (argparse.ArgumentTypeError, ValueError) as err:
         raise SystemExit(f"pyinformers: ${flag.env}: {err}") from None
     if flag.choices and value not in flag.choices:
-        raise SystemExit(f"pyinformers: ${flag.env} must be one of {', '.join(flag.choices)}, got {raw!r}")
+        raise SystemExit(
+            f"pyinformers: ${flag.env} must be one of {', '.join(flag.choices)}, got {raw!r}"
+        )
     return value
 
 
 def _help(flag: Flag) -> str:
     default = flag.default
-    shown = "" if default is None else f"; default {str(default).lower() if isinstance(default, bool) else default}"
+    shown = (
+        ""
+        if default is None
+        else f"; default {str(default).lower() if isinstance(default, bool) else default}"
+    )
     return f"{flag.help} [${flag.env}{shown}]"
 
 
-def add_flags(parser: argparse.ArgumentParser, environ: Optional[Mapping[str, str]] = None) -> None:
+def add_flags(parser: argparse.ArgumentParser, environ: Mapping[str, str] | None = None) -> None:
     """Add :data:`FLAGS` to ``parser``, defaults read from ``environ`` (``os.environ`` when None)."""
     environ = os.environ if environ is None else environ
-    group = parser.add_argument_group("operator flags (each also read from the environment variable shown)")
+    group = parser.add_argument_group(
+        "operator flags (each also read from the environment variable shown)"
+    )
     for flag in FLAGS:
-        kwargs: dict[str, Any] = {"dest": flag.dest, "default": _env_default(flag, environ), "help": _help(flag)}
+        kwargs: dict[str, Any] = {
+            "dest": flag.dest,
+            "default": _env_default(flag, environ),
+            "help": _help(flag),
+        }
         if flag.type is not None:
             kwargs["type"] = flag.type
         if flag.choices is not None:
@@ -218,7 +289,9 @@ def _record_fields(formatter: logging.Formatter, record: logging.LogRecord) -> d
     """The fields both structured formats carry, in order: ``ts level logger msg``, then during a
     reconcile ``controller key reconcile_id``, then ``error`` with the formatted exception."""
     fields: dict[str, Any] = {
-        "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(timespec="milliseconds"),
+        "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(
+            timespec="milliseconds"
+        ),
         "level": record.levelname.lower(),
         "logger": record.name,
         "msg": record.getMessage(),
@@ -255,7 +328,9 @@ def _logfmt(value: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def configure_logging(level: str = "info", fmt: str = "text", stream: Any = None) -> logging.Handler:
+def configure_logging(
+    level: str = "info", fmt: str = "text", stream: Any = None
+) -> logging.Handler:
     """Replace the root logger's handlers with one writing ``fmt`` (text|json|kv) at ``level`` to ``stream``.
 
     Returns the handler (tests remove it). ``stream`` defaults to stderr.
@@ -280,7 +355,7 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: Any = None
 
 
 # -- the operator ----------------------------------------------------------------------
-Build = Callable[[Any, Any, argparse.Namespace], Union[Any, Iterable[Any]]]
+Build = Callable[[Any, Any, argparse.Namespace], Any | Iterable[Any]]
 
 
 def pod_namespace(default: str = "default") -> str:
@@ -312,11 +387,11 @@ class Operator:
         name: str,
         build: Build,
         *,
-        event_component: Optional[str] = None,
-        description: Optional[str] = None,
-        prog: Optional[str] = None,
-        add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None,
-        setup: Optional[Callable[[Any, argparse.Namespace], None]] = None,
+        event_component: str | None = None,
+        description: str | None = None,
+        prog: str | None = None,
+        add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+        setup: Callable[[Any, argparse.Namespace], None] | None = None,
     ) -> None:
         self.name = name
         self.build = build
@@ -327,7 +402,7 @@ class Operator:
         self._setup = setup
 
     # -- flags ----------------------------------------------------------------------------
-    def parser(self, environ: Optional[Mapping[str, str]] = None) -> argparse.ArgumentParser:
+    def parser(self, environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(
             prog=self.prog,
             description=self.description,
@@ -339,7 +414,9 @@ class Operator:
             self._add_arguments(parser)
         return parser
 
-    def parse(self, argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None) -> argparse.Namespace:
+    def parse(
+        self, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+    ) -> argparse.Namespace:
         """Parse ``argv`` (``sys.argv[1:]`` when None) over the env vars in ``environ``."""
         parser = self.parser(environ)
         options = parser.parse_args(argv)
@@ -348,13 +425,17 @@ class Operator:
         if options.metrics_cert_file and not options.metrics_secure:
             parser.error("--metrics-cert-file needs --metrics-secure")
         if options.leader_elect and options.shards:
-            parser.error("--leader-elect and --shards exclude each other: a sharded replica already owns its keys alone")
+            parser.error(
+                "--leader-elect and --shards exclude each other: a sharded replica already owns its keys alone"
+            )
         if options.leader_election_id is None:
             options.leader_election_id = self.name
         return options
 
     # -- permissions ----------------------------------------------------------------------
-    def grants(self, options: argparse.Namespace, *, lease_namespace: Optional[str] = None) -> list[Grant]:
+    def grants(
+        self, options: argparse.Namespace, *, lease_namespace: str | None = None
+    ) -> list[Grant]:
         """What the operator needs, by building its controllers offline with ``options``.
 
         Informers and declared clients (recorded by the factory), Events when
@@ -372,7 +453,9 @@ class Operator:
         from pyinformers.resources import EVENTS, LEASES
 
         offline = k8s_client.ApiClient(k8s_client.Configuration(host="https://offline.invalid"))
-        factory = SharedInformerFactory(offline, namespace=options.namespace, metrics_registry=False)
+        factory = SharedInformerFactory(
+            offline, namespace=options.namespace, metrics_registry=False
+        )
         recorder = _OfflineRecorder() if self.event_component else None
         self.build(factory, recorder, options)
         undeclared = factory.permissions().undeclared()
@@ -390,7 +473,9 @@ class Operator:
             extra.grant(LEASES, ("get", "create", "update"), namespace=namespace)
         if options.shards:
             namespace = options.sharding_namespace or lease_namespace or pod_namespace()
-            extra.grant(LEASES, ("get", "list", "watch", "create", "update", "delete"), namespace=namespace)
+            extra.grant(
+                LEASES, ("get", "list", "watch", "create", "update", "delete"), namespace=namespace
+            )
         if options.metrics_secure and options.metrics_bind_address is not None:
             extra.grant_all(
                 [
@@ -402,7 +487,7 @@ class Operator:
 
     # -- running --------------------------------------------------------------------------
     def manager_options(self, options: argparse.Namespace) -> dict:
-        """Keyword arguments for :class:`~pyinformers.controller.Manager` from the parsed flags.
+        """Keyword arguments for :class:`~pyinformers.manager.Manager` from the parsed flags.
 
         ``--leader-elect`` maps to ``leader_election`` with the Lease's name
         and namespace, ``--shards N`` to ``sharding`` with N shards in a group
@@ -428,31 +513,45 @@ class Operator:
         if options.leader_elect:
             kwargs["leader_election"] = True
             kwargs["leader_election_id"] = options.leader_election_id
-            kwargs["leader_election_namespace"] = options.leader_election_namespace  # None: the Pod's namespace
+            kwargs["leader_election_namespace"] = (
+                options.leader_election_namespace
+            )  # None: the Pod's namespace
         if options.shards:
-            kwargs["sharding"] = ShardingConfig(self.name, shards=options.shards, namespace=options.sharding_namespace)
+            kwargs["sharding"] = ShardingConfig(
+                self.name, shards=options.shards, namespace=options.sharding_namespace
+            )
         return kwargs
 
-    def main(self, argv: Optional[Sequence[str]] = None) -> int:
+    def main(self, argv: Sequence[str] | None = None) -> int:
         """Parse flags, log, run the Manager with the built controllers until SIGTERM; 0 on a clean exit."""
         from pyinformers.api._config import ConfigurationError
-        from pyinformers.controller import Manager
+        from pyinformers.manager import Manager
         from pyinformers.record import EventRecorder
 
         options = self.parse(argv)
         configure_logging(options.log_level, options.log_format)
-        if options.metrics_secure and options.metrics_bind_address and not options.metrics_cert_file:
+        if (
+            options.metrics_secure
+            and options.metrics_bind_address
+            and not options.metrics_cert_file
+        ):
             logging.getLogger("pyinformers.manager._operator").warning(
                 "/metrics is authenticated but served over plain HTTP: scrapers' tokens cross the network in "
                 "clear; give --metrics-cert-file and --metrics-key-file"
             )
         try:
             manager = Manager(**self.manager_options(options))
-        except ConfigurationError as err:  # no or bad kubeconfig, no Lease namespace outside a Pod: one line
+        except (
+            ConfigurationError
+        ) as err:  # no or bad kubeconfig, no Lease namespace outside a Pod: one line
             raise SystemExit(f"pyinformers: {err}") from None
         if self._setup is not None:
             self._setup(manager, options)
-        recorder = EventRecorder(manager.api_client, self.event_component) if self.event_component else None
+        recorder = (
+            EventRecorder(manager.api_client, self.event_component)
+            if self.event_component
+            else None
+        )
         try:
             built = self.build(manager.factory, recorder, options)
             controllers: list[Any] = list(built) if isinstance(built, (list, tuple)) else [built]

@@ -40,9 +40,10 @@ import os
 import socket
 import ssl
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
@@ -61,7 +62,7 @@ _log = logging.getLogger("pyinformers.manager._probes")
 Route = Callable[[Mapping[str, list]], "tuple[int, str, bytes]"]
 
 #: A guard: ``fn(method, path, headers)`` -> None to let the request through, or ``(status, content_type, body)``.
-Guard = Callable[[str, str, Any], "Optional[tuple[int, str, bytes]]"]
+Guard = Callable[[str, str, Any], "tuple[int, str, bytes] | None"]
 
 #: Pass as a port to bind any free port (tests); read the real one from ``address``.
 ANY_PORT = -1
@@ -77,7 +78,7 @@ _TEXT = "text/plain; charset=utf-8"
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's naming)
@@ -159,8 +160,11 @@ class _ReloadingContext:
                     self._stamp = stamp
                     _log.info("reloaded the TLS certificate from %s", self._files.cert_file)
             except (OSError, ssl.SSLError) as err:  # mid-rotation: keep serving the old pair
-                _log.warning("cannot reload the TLS certificate from %s (keeping the previous one): %s",
-                             self._files.cert_file, err)
+                _log.warning(
+                    "cannot reload the TLS certificate from %s (keeping the previous one): %s",
+                    self._files.cert_file,
+                    err,
+                )
             return self._context
 
 
@@ -168,9 +172,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     routes: Mapping[str, Route]
-    guard: Optional[Guard]
+    guard: Guard | None
     read_timeout: float
-    tls: Optional[_ReloadingContext]
+    tls: _ReloadingContext | None
     slots: threading.BoundedSemaphore
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -195,7 +199,9 @@ class _Server(ThreadingHTTPServer):
         if self.tls is None:
             self.RequestHandlerClass(request, client_address, self)  # type: ignore[arg-type]  # typeshed wants Self
             return
-        secure = self.tls.get().wrap_socket(request, server_side=True)  # handshake under the read timeout
+        secure = self.tls.get().wrap_socket(
+            request, server_side=True
+        )  # handshake under the read timeout
         try:
             self.RequestHandlerClass(secure, client_address, self)  # type: ignore[arg-type]  # typeshed wants Self
         finally:
@@ -230,8 +236,8 @@ class ProbeServer:
         port: int,
         routes: Mapping[str, Route],
         *,
-        guard: Optional[Guard] = None,
-        tls: Optional[TLSFiles] = None,
+        guard: Guard | None = None,
+        tls: TLSFiles | None = None,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
@@ -244,11 +250,11 @@ class ProbeServer:
         self.tls = tls
         self.read_timeout = float(read_timeout)
         self.max_connections = int(max_connections)
-        self._server: Optional[_Server] = None
-        self._thread: Optional[threading.Thread] = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
 
     @property
-    def address(self) -> Optional[tuple[str, int]]:
+    def address(self) -> tuple[str, int] | None:
         """``(host, port)`` actually bound, or None before :meth:`start`."""
         server = self._server
         if server is None:
@@ -276,11 +282,20 @@ class ProbeServer:
         self._server = server
         port = server.server_address[1]
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=f"pyinformers-http-{port}", daemon=True
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name=f"pyinformers-http-{port}",
+            daemon=True,
         )
         self._thread.start()
-        _log.info("serving %s on %s://%s:%d%s", ", ".join(sorted(self.routes)), self.scheme, self.host, port,
-                  " (authenticated)" if self.guard is not None else "")
+        _log.info(
+            "serving %s on %s://%s:%d%s",
+            ", ".join(sorted(self.routes)),
+            self.scheme,
+            self.host,
+            port,
+            " (authenticated)" if self.guard is not None else "",
+        )
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop serving and close the socket; True when the serving thread ended within ``timeout``."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -33,7 +34,11 @@ _TEXT = "text/plain; charset=utf-8"
 
 def validate_port(what: str, port: Any) -> None:
     """Raise ValueError unless ``port`` is a port number, 0 (off) or :data:`ANY_PORT`."""
-    if isinstance(port, bool) or not isinstance(port, int) or not (port == ANY_PORT or 0 <= port <= 65535):
+    if (
+        isinstance(port, bool)
+        or not isinstance(port, int)
+        or not (port == ANY_PORT or 0 <= port <= 65535)
+    ):
         raise ValueError(f"{what} must be a port number (0 turns it off), got {port!r}")
 
 
@@ -72,18 +77,23 @@ class EndpointServers:
         health_checks: Callable[[], list[Check]],
         ready_checks: Callable[[], list[Check]],
         stop_requested: threading.Event,
-        metrics_host: Optional[str] = None,
-        health_host: Optional[str] = None,
-        metrics_guard: Optional[Guard] = None,
-        metrics_tls: Optional[TLSFiles] = None,
+        metrics_host: str | None = None,
+        health_host: str | None = None,
+        metrics_guard: Guard | None = None,
+        metrics_tls: TLSFiles | None = None,
     ) -> None:
         self.metrics_host = bind_address if metrics_host is None else metrics_host
         self.health_host = bind_address if health_host is None else health_host
         self._metrics_guard = metrics_guard
         self._metrics_tls = metrics_tls
         secured = metrics_guard is not None or metrics_tls is not None
-        if secured and metrics_port and metrics_port == health_port and metrics_port != ANY_PORT \
-                and self.metrics_host == self.health_host:
+        if (
+            secured
+            and metrics_port
+            and metrics_port == health_port
+            and metrics_port != ANY_PORT
+            and self.metrics_host == self.health_host
+        ):
             raise ValueError(
                 f"a secured /metrics cannot share port {metrics_port} with the probes (they stay plain HTTP "
                 "for the kubelet): give them different ports"
@@ -97,24 +107,31 @@ class EndpointServers:
         self._stop_requested = stop_requested
         self._lock = threading.Lock()
         self._servers: list[ProbeServer] = []  # every server started; guarded by _lock
-        self.metrics_server: Optional[ProbeServer] = None
-        self.health_server: Optional[ProbeServer] = None
+        self.metrics_server: ProbeServer | None = None
+        self.health_server: ProbeServer | None = None
 
     def _routes(self, *, metrics: bool, health: bool) -> dict:
         routes: dict = {}
         if metrics:
-            routes["/metrics"] = lambda query: (200, CONTENT_TYPE_LATEST, generate_latest(self._registry))
+            routes["/metrics"] = lambda query: (
+                200,
+                CONTENT_TYPE_LATEST,
+                generate_latest(self._registry),
+            )
         if health:
             routes["/healthz"] = lambda query: render_probe("healthz", self._health_checks(), query)
             routes["/readyz"] = lambda query: render_probe("readyz", self._ready_checks(), query)
         return routes
 
-    def _serve(self, host: str, port: int, *, metrics: bool, health: bool) -> Optional[ProbeServer]:
+    def _serve(self, host: str, port: int, *, metrics: bool, health: bool) -> ProbeServer | None:
         """Start one endpoint server, unless a stop was requested (then None)."""
         secure = metrics and not health
         server = ProbeServer(
-            host, port, self._routes(metrics=metrics, health=health),
-            guard=self._metrics_guard if secure else None, tls=self._metrics_tls if secure else None,
+            host,
+            port,
+            self._routes(metrics=metrics, health=health),
+            guard=self._metrics_guard if secure else None,
+            tls=self._metrics_tls if secure else None,
         )
         with self._lock:
             if self._stop_requested.is_set():
@@ -127,14 +144,25 @@ class EndpointServers:
         """Start the servers; :class:`ConfigurationError` when a port cannot be bound."""
         metrics, health = self.metrics_port, self.health_port
         try:
-            if metrics and health and metrics == health and metrics != ANY_PORT and self.metrics_host == self.health_host:
+            if (
+                metrics
+                and health
+                and metrics == health
+                and metrics != ANY_PORT
+                and self.metrics_host == self.health_host
+            ):
                 self.metrics_server = self.health_server = self._serve(
-                    self.metrics_host, metrics, metrics=True, health=True)
+                    self.metrics_host, metrics, metrics=True, health=True
+                )
                 return
             if metrics:
-                self.metrics_server = self._serve(self.metrics_host, metrics, metrics=True, health=False)
+                self.metrics_server = self._serve(
+                    self.metrics_host, metrics, metrics=True, health=False
+                )
             if health:
-                self.health_server = self._serve(self.health_host, health, metrics=False, health=True)
+                self.health_server = self._serve(
+                    self.health_host, health, metrics=False, health=True
+                )
         except OSError as err:
             raise ConfigurationError(
                 f"cannot serve metrics/probes on {self.metrics_host}:{metrics} and {self.health_host}:{health}: "

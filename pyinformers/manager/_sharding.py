@@ -21,8 +21,9 @@ Threading: admission and filter are called from worker and handler threads;
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pyinformers.controller._controller import Controller
 from pyinformers.controller._handlers import EnqueueForObject
@@ -52,8 +53,8 @@ class ShardingConfig:
 
     name: str
     shards: int = 24
-    namespace: Optional[str] = None
-    identity: Optional[str] = None
+    namespace: str | None = None
+    identity: str | None = None
     timing: ElectionTiming = field(default_factory=ElectionTiming)
     exit_on_lost_membership: bool = True
 
@@ -79,7 +80,9 @@ class ShardAdmission:
         self.coordinator.exit(str(key))
 
 
-def requeue_shards(controllers: Iterable[Controller], coordinator: ShardCoordinator, shards: set) -> int:
+def requeue_shards(
+    controllers: Iterable[Controller], coordinator: ShardCoordinator, shards: set
+) -> int:
     """Enqueue every cached key of ``shards`` into each controller's queue; returns how many."""
     count = 0
     for controller in controllers:

@@ -13,7 +13,8 @@ import logging
 import os
 import signal
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["install_shutdown_handlers"]
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 __all__ = [
     "COMBINED_PREFIX",
@@ -141,7 +141,9 @@ class EventCorrelator:
         self._similar.move_to_end(group_key)
         while len(self._similar) > self._cache_size:
             self._similar.popitem(last=False)
-        if len(group.messages) < self._max_similar:  # bounded: later messages need not be told apart
+        if (
+            len(group.messages) < self._max_similar
+        ):  # bounded: later messages need not be told apart
             group.messages.add(key.message)
         if len(group.messages) < self._max_similar:
             return key, key.message
@@ -155,7 +157,7 @@ class EventCorrelator:
         now: float,
         wall: float,
         object_resource_version: str = "",
-    ) -> tuple[EventRecord, Optional[EventRecord]]:
+    ) -> tuple[EventRecord, EventRecord | None]:
         """Record one occurrence of ``key``; return ``(record, previous)``.
 
         ``previous`` is the record's state before this occurrence (a copy), or
@@ -190,7 +192,7 @@ class EventCorrelator:
             self._records.popitem(last=False)
         return record, None
 
-    def undo(self, record: EventRecord, previous: Optional[EventRecord]) -> None:
+    def undo(self, record: EventRecord, previous: EventRecord | None) -> None:
         """Forget the occurrence that ``observe`` just returned (it was dropped)."""
         if previous is None:
             if self._records.get(record.key) is record:

@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Optional, Union
+from typing import Any
 
 from pyinformers.api._errors import AlreadyExists, ApiError, NotFound
 from pyinformers.clock import REAL_CLOCK, Clock
@@ -88,7 +88,9 @@ class RecorderStats:
 
 def rfc3339(epoch_seconds: float) -> str:
     """``2026-01-01T00:00:00Z``: the second-precision time format of core/v1 Events."""
-    return datetime.fromtimestamp(int(epoch_seconds), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(epoch_seconds), tz=timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,10 @@ class EventRecorder:
         api_client: Any,
         component: str,
         *,
-        host: Optional[str] = None,
-        clock: Optional[Clock] = None,
+        host: str | None = None,
+        clock: Clock | None = None,
         buffer_size: int = 1000,
-        sink: Optional[EventSink] = None,
+        sink: EventSink | None = None,
         window: float = DEFAULT_WINDOW,
         cache_size: int = DEFAULT_CACHE_SIZE,
         max_similar: int = DEFAULT_MAX_SIMILAR,
@@ -160,7 +162,10 @@ class EventRecorder:
         self._cond = threading.Condition(threading.Lock())
         self._last_unique = 0
         self._correlator = EventCorrelator(
-            name_func=self._event_name, window=window, cache_size=cache_size, max_similar=max_similar
+            name_func=self._event_name,
+            window=window,
+            cache_size=cache_size,
+            max_similar=max_similar,
         )
         # Events waiting to be written, oldest first, keyed by (namespace, event name).
         # Invariant: len(_pending) <= _buffer_size; a record is in _pending at most once.
@@ -169,14 +174,14 @@ class EventRecorder:
         self._closed = False  # no new events accepted
         self._abandon = threading.Event()  # the writer must stop now, buffered or not
         # The writer's wait before a retry: a clock timer sets it, and so does close().
-        self._retry_wake: Optional[threading.Event] = None
-        self._thread: Optional[threading.Thread] = None
+        self._retry_wake: threading.Event | None = None
+        self._thread: threading.Thread | None = None
         self._recorded = self._aggregated = self._dropped = self._written = self._failed = 0
         self._dropped_unreported = 0
-        self._last_warning: Optional[float] = None
+        self._last_warning: float | None = None
 
     # -- recording --------------------------------------------------------------------
-    def event(self, obj: Mapping, type: Union[str, EventType], reason: str, message: str) -> None:
+    def event(self, obj: Mapping, type: str | EventType, reason: str, message: str) -> None:
         """Record that ``reason``/``message`` happened to ``obj`` (a dict with ``metadata``).
 
         Returns at once. Raises :class:`ValueError` for a type other than
@@ -201,7 +206,15 @@ class EventRecorder:
             reason=reason,
             message=message,
         )
-        logger.debug("event(%s %s/%s): %s %s: %s", key.kind, key.namespace, key.name, key.type, reason, message)
+        logger.debug(
+            "event(%s %s/%s): %s %s: %s",
+            key.kind,
+            key.namespace,
+            key.name,
+            key.type,
+            reason,
+            message,
+        )
         with self._cond:
             if self._closed:
                 self._drop_locked("the recorder is closed")
@@ -231,7 +244,9 @@ class EventRecorder:
                 self._aggregated += 1
             self._ensure_writer_locked()
 
-    def eventf(self, obj: Mapping, type: Union[str, EventType], reason: str, fmt: str, *args: Any) -> None:
+    def eventf(
+        self, obj: Mapping, type: str | EventType, reason: str, fmt: str, *args: Any
+    ) -> None:
         """:meth:`event` with ``message = fmt % args`` (printf style, like Go's ``Eventf``)."""
         if not isinstance(fmt, str):
             raise ValueError(f"an event format must be a string, got {fmt.__class__.__name__}")
@@ -242,7 +257,7 @@ class EventRecorder:
         self.event(obj, type, reason, message)
 
     # -- waiting and stopping ---------------------------------------------------------
-    def flush(self, timeout: Optional[float] = 10.0) -> bool:
+    def flush(self, timeout: float | None = 10.0) -> bool:
         """Block until every buffered Event was written (or given up); False on timeout."""
         deadline = None if timeout is None else _time.monotonic() + timeout
         with self._cond:
@@ -258,7 +273,7 @@ class EventRecorder:
                 self._cond.wait(remaining)
             return True
 
-    def close(self, timeout: Optional[float] = 10.0) -> bool:
+    def close(self, timeout: float | None = 10.0) -> bool:
         """Stop accepting events, write what is buffered within ``timeout``, stop the writer.
 
         Returns True when everything buffered was written (or given up for a
@@ -277,12 +292,14 @@ class EventRecorder:
                 self._retry_wake.set()
             self._cond.notify_all()
         if lost:
-            logger.warning("event recorder %r: closed with %d event(s) not written", self.component, lost)
+            logger.warning(
+                "event recorder %r: closed with %d event(s) not written", self.component, lost
+            )
         if thread is not None:
             thread.join(5.0)
         return drained and not lost
 
-    def __enter__(self) -> "EventRecorder":
+    def __enter__(self) -> EventRecorder:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -327,7 +344,10 @@ class EventRecorder:
         now = self._clock.now()
         if self._last_warning is None or now - self._last_warning >= self._warn_interval:
             logger.warning(
-                "event recorder %r: dropped %d event(s): %s", self.component, self._dropped_unreported, why
+                "event recorder %r: dropped %d event(s): %s",
+                self.component,
+                self._dropped_unreported,
+                why,
             )
             self._dropped_unreported = 0
             self._last_warning = now
@@ -362,7 +382,9 @@ class EventRecorder:
             try:
                 ok = self._write(write)
             except Exception:  # never let the writer die: a bug here must not lose later events
-                logger.exception("event recorder %r: unexpected error writing an event", self.component)
+                logger.exception(
+                    "event recorder %r: unexpected error writing an event", self.component
+                )
             finally:
                 with self._cond:
                     self._in_flight = 0
@@ -380,7 +402,9 @@ class EventRecorder:
             try:
                 if created:
                     try:
-                        self._sink.patch(record.event_name, record.event_namespace, self._patch_body(write))
+                        self._sink.patch(
+                            record.event_name, record.event_namespace, self._patch_body(write)
+                        )
                     except NotFound:
                         # The Event expired on the server: write it again, whole.
                         self._sink.create(self._event_body(write), record.event_namespace)
@@ -389,7 +413,9 @@ class EventRecorder:
                         self._sink.create(self._event_body(write), record.event_namespace)
                     except AlreadyExists:
                         # An earlier create reached the server but its answer was lost.
-                        self._sink.patch(record.event_name, record.event_namespace, self._patch_body(write))
+                        self._sink.patch(
+                            record.event_name, record.event_namespace, self._patch_body(write)
+                        )
                 with self._cond:
                     record.created = True
                 return True
@@ -397,7 +423,10 @@ class EventRecorder:
                 if not (exc.code == 429 or exc.code >= 500):
                     logger.warning(
                         "event recorder %r: server rejected event %s/%s (will not retry): %s",
-                        self.component, record.event_namespace, record.event_name, exc,
+                        self.component,
+                        record.event_namespace,
+                        record.event_name,
+                        exc,
                     )
                     return False
                 error: BaseException = exc
@@ -406,13 +435,22 @@ class EventRecorder:
             if attempt == self._max_attempts:
                 logger.warning(
                     "event recorder %r: giving up on event %s/%s after %d attempts: %s",
-                    self.component, record.event_namespace, record.event_name, attempt, error,
+                    self.component,
+                    record.event_namespace,
+                    record.event_name,
+                    attempt,
+                    error,
                 )
                 return False
             logger.info(
                 "event recorder %r: writing event %s/%s failed (attempt %d of %d), retrying in %ss: %s",
-                self.component, record.event_namespace, record.event_name, attempt,
-                self._max_attempts, self._retry_interval, error,
+                self.component,
+                record.event_namespace,
+                record.event_name,
+                attempt,
+                self._max_attempts,
+                self._retry_interval,
+                error,
             )
             if self._wait_before_retry():
                 return False  # closing: stop retrying
@@ -436,7 +474,11 @@ class EventRecorder:
 
     def _event_body(self, write: _Write) -> dict:
         key = write.record.key
-        involved: dict[str, str] = {"apiVersion": key.api_version, "kind": key.kind, "name": key.name}
+        involved: dict[str, str] = {
+            "apiVersion": key.api_version,
+            "kind": key.kind,
+            "name": key.name,
+        }
         if key.namespace:
             involved["namespace"] = key.namespace
         if key.uid:
@@ -449,7 +491,10 @@ class EventRecorder:
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": write.record.event_name, "namespace": write.record.event_namespace},
+            "metadata": {
+                "name": write.record.event_name,
+                "namespace": write.record.event_namespace,
+            },
             "involvedObject": involved,
             "reason": key.reason,
             "message": write.message,
@@ -471,7 +516,7 @@ class EventRecorder:
         }
 
 
-def _event_type(value: Union[str, EventType]) -> EventType:
+def _event_type(value: str | EventType) -> EventType:
     try:
         return EventType(value)
     except ValueError:
@@ -481,7 +526,9 @@ def _event_type(value: Union[str, EventType]) -> EventType:
 def _object_reference(obj: Any) -> dict:
     """The ``involvedObject`` fields of ``obj``; ValueError when it cannot name an object."""
     if not isinstance(obj, Mapping):
-        raise ValueError(f"events are recorded about objects as dicts, got {obj.__class__.__name__}")
+        raise ValueError(
+            f"events are recorded about objects as dicts, got {obj.__class__.__name__}"
+        )
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         raise ValueError("the object of an event needs metadata.name")

@@ -43,10 +43,23 @@ _LAZY = {
     "DeploymentSimulator": "pyinformers.testing._simulator",
 }
 
-__all__ = sorted(
-    ["Convergence", "FakeClock", "FakeInformer", "FakeListerWatcher", "ScriptedListerWatcher", "ScriptedWatch", "eventually"]
-    + list(_LAZY)
-)
+__all__ = [
+    "ApiServer",
+    "Cluster",
+    "ComponentExited",
+    "ControlPlane",
+    "Convergence",
+    "DeploymentSimulator",
+    "FakeClock",
+    "FakeInformer",
+    "FakeListerWatcher",
+    "Faults",
+    "MissingBinaries",
+    "RequestRecord",
+    "ScriptedListerWatcher",
+    "ScriptedWatch",
+    "eventually",
+]
 
 publish(globals(), __all__)
 __getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

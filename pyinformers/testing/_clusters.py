@@ -21,14 +21,15 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 from pyinformers.api import ResourceClient
 from pyinformers.api._errors import ApiError, NotFound
 from pyinformers.resources import CONFIGMAPS, NAMESPACES, SECRETS
-from pyinformers.testing.apiserver._defaults import ROOT_CA_CONFIGMAP
 from pyinformers.testing._waiting import eventually
+from pyinformers.testing.apiserver._defaults import ROOT_CA_CONFIGMAP
 
 __all__ = ["Cluster", "EMBEDDED", "REAL", "SERVER_KINDS", "selected_servers", "namespace_for"]
 
@@ -39,7 +40,7 @@ ENV = "PYINFORMERS_TEST_SERVER"
 _NAMESPACE_SETTLE_TIMEOUT = 60.0  # real seconds for kube-controller-manager to fill a new namespace
 
 
-def selected_servers(option: Optional[str]) -> tuple[str, ...]:
+def selected_servers(option: str | None) -> tuple[str, ...]:
     """The server kinds a run uses: the option, else ``$PYINFORMERS_TEST_SERVER``, else embedded."""
     value = (option or os.environ.get(ENV) or EMBEDDED).strip().lower()
     if value == "both":
@@ -109,7 +110,7 @@ class Cluster:
         """An admin kubeconfig (dict) whose context's namespace is this test's."""
         return self.server.kubeconfig(namespace=self.namespace)
 
-    def write_kubeconfig(self, path: "str | os.PathLike[str] | None" = None) -> str:
+    def write_kubeconfig(self, path: str | os.PathLike[str] | None = None) -> str:
         """Write :meth:`kubeconfig` to ``path`` (default: in the test's temp dir); returns the path."""
         import yaml
 
@@ -125,7 +126,7 @@ class Cluster:
         *,
         rules: Iterable[Mapping[str, Any]] = (),
         cluster_rules: Iterable[Mapping[str, Any]] = (),
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
     ) -> Any:
         """An ``ApiClient`` for ServiceAccount ``name`` (in this test's namespace) holding only these rules.
 
@@ -133,9 +134,12 @@ class Cluster:
         such a client would prove nothing (raises ``NotImplementedError``).
         """
         if not self.real:
-            raise NotImplementedError("the embedded server has no RBAC: use the real control plane (--k8s-server=real)")
+            raise NotImplementedError(
+                "the embedded server has no RBAC: use the real control plane (--k8s-server=real)"
+            )
         client = self.server.client_for_service_account(
-            namespace or self.namespace, name, rules=rules, cluster_rules=cluster_rules)
+            namespace or self.namespace, name, rules=rules, cluster_rules=cluster_rules
+        )
         self._clients.append(client)
         return client
 
@@ -150,7 +154,11 @@ class Cluster:
         """
         with self.server.api_client() as admin:
             secrets_client = ResourceClient(admin, SECRETS)
-            throwaway = {"apiVersion": "v1", "kind": "Secret", "metadata": {"generateName": "expire-watches-", "namespace": self.namespace}}
+            throwaway = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"generateName": "expire-watches-", "namespace": self.namespace},
+            }
             if self.real:
                 secrets_client.create(throwaway)
                 self.server.restart_apiserver()
@@ -185,7 +193,9 @@ class Cluster:
         unexpected ADDED event or bookmark, or between an informer's list and the test's own).
         """
         with self.server.api_client() as admin:
-            ResourceClient(admin, NAMESPACES).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+            ResourceClient(admin, NAMESPACES).create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+            )
             if self.real:
                 configmaps = ResourceClient(admin, CONFIGMAPS)
 
@@ -195,7 +205,11 @@ class Cluster:
                     except NotFound:
                         return False
 
-                eventually(published, _NAMESPACE_SETTLE_TIMEOUT, what=f"{ROOT_CA_CONFIGMAP} in {self.namespace}")
+                eventually(
+                    published,
+                    _NAMESPACE_SETTLE_TIMEOUT,
+                    what=f"{ROOT_CA_CONFIGMAP} in {self.namespace}",
+                )
 
     def close(self) -> None:
         """Stop simulators, close clients; on a real server delete the namespace (without waiting)."""

@@ -23,7 +23,7 @@ called after it is released, on the caller's thread, in registration order.
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.api import meta
 from pyinformers.api._resource import Resource
@@ -36,14 +36,14 @@ __all__ = ["FakeInformer", "FakeRegistration"]
 class FakeRegistration:
     """A handler's registration on a :class:`FakeInformer`: ``has_synced()`` and ``remove()``, like the real one."""
 
-    def __init__(self, informer: "FakeInformer", handler: Any) -> None:
+    def __init__(self, informer: FakeInformer, handler: Any) -> None:
         self.informer = informer
         self.handler = handler
 
     def has_synced(self) -> bool:
         return self.informer.synced
 
-    def remove(self, timeout: Optional[float] = None) -> bool:
+    def remove(self, timeout: float | None = None) -> bool:
         self.informer._remove(self.handler)
         return True
 
@@ -59,8 +59,12 @@ class FakeInformer:
     """
 
     def __init__(
-        self, resource: Optional[Resource] = None, *, name: Optional[str] = None,
-        synced: bool = True, running: bool = True,
+        self,
+        resource: Resource | None = None,
+        *,
+        name: str | None = None,
+        synced: bool = True,
+        running: bool = True,
     ) -> None:
         self.resource = resource
         self.name = name or (str(resource) if resource is not None else "fake")
@@ -71,10 +75,12 @@ class FakeInformer:
         #: the registered handlers, oldest first
         self.handlers: list[Any] = []
         #: the ``resync_period`` each handler was registered with, in the same order
-        self.resync_periods: list[Optional[float]] = []
+        self.resync_periods: list[float | None] = []
 
     # -- what a controller uses ---------------------------------------------------------
-    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> FakeRegistration:
+    def add_event_handler(
+        self, handler: Any, *, resync_period: float | None = None
+    ) -> FakeRegistration:
         """Register ``handler``; it first receives the objects already cached, as ``on_add(obj, True)``."""
         with self._lock:
             self.handlers.append(handler)
@@ -87,7 +93,7 @@ class FakeInformer:
     def has_synced(self) -> bool:
         return self.synced
 
-    def wait_for_sync(self, timeout: Optional[float] = None) -> bool:
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self.synced
 
     def is_running(self) -> bool:

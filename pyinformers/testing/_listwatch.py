@@ -24,7 +24,8 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import deque
-from typing import Any, Iterable, Iterator, Optional, Union
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pyinformers.api import meta
 from pyinformers.api._client import ListPage
@@ -45,7 +46,11 @@ class ScriptedWatch:
     """
 
     def __init__(
-        self, events: Iterable[WatchEvent] = (), *, error: Optional[BaseException] = None, block: bool = False
+        self,
+        events: Iterable[WatchEvent] = (),
+        *,
+        error: BaseException | None = None,
+        block: bool = False,
     ) -> None:
         self.events = list(events)
         self.error = error
@@ -75,7 +80,13 @@ class ScriptedWatch:
 
     def _ready(self) -> bool:
         """True when the iterator can act: closed, an event, an error, or the end (held by _cond)."""
-        if self.closed.is_set() or self._pending or self.error is not None or self._ended or not self.block:
+        if (
+            self.closed.is_set()
+            or self._pending
+            or self.error is not None
+            or self._ended
+            or not self.block
+        ):
             return True
         self.blocking.set()
         return False
@@ -104,7 +115,7 @@ class ScriptedWatch:
             self._cond.notify_all()
 
 
-Answer = Union[ListPage, ScriptedWatch, BaseException]
+Answer = ListPage | ScriptedWatch | BaseException
 
 
 class ScriptedListerWatcher:
@@ -121,7 +132,11 @@ class ScriptedListerWatcher:
     """
 
     def __init__(
-        self, lists: Iterable[Answer] = (), watches: Iterable[Answer] = (), *, watch_list: bool = False
+        self,
+        lists: Iterable[Answer] = (),
+        watches: Iterable[Answer] = (),
+        *,
+        watch_list: bool = False,
     ) -> None:
         self.lists: deque[Answer] = deque(lists)
         self.watches: deque[Answer] = deque(watches)
@@ -130,7 +145,7 @@ class ScriptedListerWatcher:
         #: every call, in order: ``("list" | "watch", keyword arguments)``
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def _answer(self, queue: "deque[Answer]", what: str, kwargs: dict[str, Any]) -> Any:
+    def _answer(self, queue: deque[Answer], what: str, kwargs: dict[str, Any]) -> Any:
         self.calls.append((what, kwargs))
         if not queue:
             raise AssertionError(f"unscripted {what}({kwargs})")
@@ -178,7 +193,9 @@ class FakeListerWatcher:
         self.supports_watch_list = watch_list
         self._cond = threading.Condition()
         self.objects: dict[str, dict] = {meta.object_key(obj): obj for obj in objects}
-        self.resource_version = max((int(meta.resource_version(o) or 0) for o in self.objects.values()), default=0) + 1
+        self.resource_version = (
+            max((int(meta.resource_version(o) or 0) for o in self.objects.values()), default=0) + 1
+        )
         self.lists = 0
         self.streams: builtins.list[ScriptedWatch] = []
         #: every call, in order: ``("list" | "watch", keyword arguments)``
@@ -188,7 +205,10 @@ class FakeListerWatcher:
         with self._cond:
             self.lists += 1
             self.calls.append(("list", kwargs))
-            return ListPage(items=[dict(o) for o in self.objects.values()], resource_version=str(self.resource_version))
+            return ListPage(
+                items=[dict(o) for o in self.objects.values()],
+                resource_version=str(self.resource_version),
+            )
 
     def watch(self, **kwargs: Any) -> ScriptedWatch:
         with self._cond:
@@ -197,7 +217,10 @@ class FakeListerWatcher:
             if self.supports_watch_list and kwargs.get("send_initial_events"):
                 for obj in self.objects.values():
                     stream.push(WatchEvent("ADDED", dict(obj)))
-                end = {"resourceVersion": str(self.resource_version), "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}}
+                end = {
+                    "resourceVersion": str(self.resource_version),
+                    "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"},
+                }
                 stream.push(WatchEvent("BOOKMARK", {"metadata": end}))
             self.streams.append(stream)
             self._cond.notify_all()
@@ -240,7 +263,10 @@ class FakeListerWatcher:
     def _change(self, event_type: str, obj: dict) -> dict:
         with self._cond:
             self.resource_version += 1
-            stored = dict(obj, metadata={**obj.get("metadata", {}), "resourceVersion": str(self.resource_version)})
+            stored = dict(
+                obj,
+                metadata={**obj.get("metadata", {}), "resourceVersion": str(self.resource_version)},
+            )
             key = meta.object_key(stored)
             if event_type == "DELETED":
                 self.objects.pop(key, None)

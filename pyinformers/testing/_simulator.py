@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -55,7 +55,9 @@ SIMULATED_NODE = "pyinformers-simulated-node"
 def _rfc3339(epoch: float) -> str:
     import datetime
 
-    return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
 
 
 def _ready(pod: dict) -> bool:
@@ -69,28 +71,35 @@ def running_status(pod: dict, timestamp: str) -> dict:
     """The status a kubelet reports for ``pod`` once all its containers run and are ready."""
     status = dict(pod.get("status") or {})
     containers = (pod.get("spec") or {}).get("containers") or ()
-    status.update({
-        "phase": "Running",
-        "hostIP": "127.0.0.1",
-        "podIP": "127.0.0.1",
-        "startTime": status.get("startTime") or timestamp,
-        "conditions": [
-            {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": timestamp}
-            for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-        ],
-        "containerStatuses": [
-            {
-                "name": c.get("name"),
-                "image": c.get("image") or "",
-                "imageID": "",
-                "ready": True,
-                "started": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": timestamp}},
-            }
-            for c in containers
-        ],
-    })
+    status.update(
+        {
+            "phase": "Running",
+            "hostIP": "127.0.0.1",
+            "podIP": "127.0.0.1",
+            "startTime": status.get("startTime") or timestamp,
+            "conditions": [
+                {
+                    "type": kind,
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": timestamp,
+                }
+                for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": c.get("name"),
+                    "image": c.get("image") or "",
+                    "imageID": "",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": timestamp}},
+                }
+                for c in containers
+            ],
+        }
+    )
     return status
 
 
@@ -113,7 +122,7 @@ class _Delayed:
         with self._lock:
             self._first_seen.pop(key, None)
 
-    def postpone(self, key: str, pending: bool) -> Optional[Result]:
+    def postpone(self, key: str, pending: bool) -> Result | None:
         """What a reconcile returns instead of acting on ``key``, or None to act now.
 
         ``pending`` says the object needs work; if not, the key is forgotten and
@@ -144,12 +153,19 @@ class _DeploymentStatus(Controller):
     def _managed_elsewhere(self, deployment: dict) -> bool:
         """True when a ReplicaSet controlled by ``deployment`` exists: a real Deployment controller runs."""
         namespace = deployment["metadata"].get("namespace")
-        return any(meta.is_controlled_by(rs, deployment) for rs in self._replicasets.list(namespace=namespace))
+        return any(
+            meta.is_controlled_by(rs, deployment)
+            for rs in self._replicasets.list(namespace=namespace)
+        )
 
-    def reconcile(self, key: str) -> Optional[Result]:
+    def reconcile(self, key: str) -> Result | None:
         namespace, name = meta.split_key(key)
         deployment = self._deployments.get(name, namespace=namespace)
-        pending = deployment is not None and not deployment["metadata"].get("deletionTimestamp") and not settled(deployment)
+        pending = (
+            deployment is not None
+            and not deployment["metadata"].get("deletionTimestamp")
+            and not settled(deployment)
+        )
         later = self._delayed.postpone(key, pending)
         if later is not None or deployment is None:
             return later
@@ -179,18 +195,27 @@ class _PodReadiness(Controller):
         from kubernetes import client as k8s
 
         md = pod["metadata"]
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": md["name"]},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": SIMULATED_NODE}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": md["name"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": SIMULATED_NODE},
+        }
         # _preload_content=False: the generated client cannot decode the Status this answers.
         response = k8s.CoreV1Api(self._api_client).create_namespaced_pod_binding(
-            md["name"], md["namespace"], body, _preload_content=False)
+            md["name"], md["namespace"], body, _preload_content=False
+        )
         response.release_conn()
 
-    def reconcile(self, key: str) -> Optional[Result]:
+    def reconcile(self, key: str) -> Result | None:
         namespace, name = meta.split_key(key)
         pod = self._pods.get(name, namespace=namespace)
-        pending = (pod is not None and not pod["metadata"].get("deletionTimestamp") and not _ready(pod)
-                   and meta.controller_of(pod) is not None)
+        pending = (
+            pod is not None
+            and not pod["metadata"].get("deletionTimestamp")
+            and not _ready(pod)
+            and meta.controller_of(pod) is not None
+        )
         later = self._delayed.postpone(key, pending)
         if later is not None or pod is None:
             return later
@@ -218,14 +243,16 @@ class DeploymentSimulator:
         self,
         api_client: Any,
         *,
-        namespace: Optional[str] = None,
+        namespace: str | None = None,
         delay: float = 0.5,
-        clock: Optional[Clock] = None,
+        clock: Clock | None = None,
         metrics_registry: Any = None,
     ) -> None:
         clock = clock or REAL_CLOCK
         registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
-        self._factory = SharedInformerFactory(api_client, namespace=namespace, clock=clock, metrics_registry=registry)
+        self._factory = SharedInformerFactory(
+            api_client, namespace=namespace, clock=clock, metrics_registry=registry
+        )
         self._controllers = [
             _DeploymentStatus(self._factory, delay, clock=clock, metrics_registry=registry),
             _PodReadiness(self._factory, delay, clock=clock, metrics_registry=registry),
@@ -234,7 +261,7 @@ class DeploymentSimulator:
     def __repr__(self) -> str:
         return f"<DeploymentSimulator controllers={[c.name for c in self._controllers]}>"
 
-    def start(self) -> "DeploymentSimulator":
+    def start(self) -> DeploymentSimulator:
         self._factory.start()
         for controller in self._controllers:
             controller.start()
@@ -245,7 +272,7 @@ class DeploymentSimulator:
         ok = all([controller.stop(timeout) for controller in self._controllers])
         return self._factory.shutdown(timeout) and ok
 
-    def __enter__(self) -> "DeploymentSimulator":
+    def __enter__(self) -> DeploymentSimulator:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from pyinformers.api import meta
 from pyinformers.cache._processor import EventHandlerFuncs
@@ -29,7 +30,7 @@ __all__ = ["Convergence", "eventually"]
 T = TypeVar("T")
 
 
-def eventually(condition: Callable[[], T], timeout: float = 15.0, *, what: Optional[str] = None) -> T:
+def eventually(condition: Callable[[], T], timeout: float = 15.0, *, what: str | None = None) -> T:
     """Return ``condition()``'s first truthy value; ``AssertionError`` if none within ``timeout`` seconds.
 
     Exceptions from the condition propagate at once (a condition that can fail
@@ -66,7 +67,8 @@ class Convergence:
         self._cond = threading.Condition()
         self._generation = 0
         # (kind, namespace/name) -> resourceVersions seen in events, oldest first (bounded)
-        self._seen: dict[tuple[str, str], "collections.deque[str]"] = {}
+        self._seen: dict[tuple[str, str], collections.deque[str]] = {}
+
         def on_add(obj: Any, is_in_initial_list: bool = False) -> None:
             self._wake(obj)
 
@@ -81,7 +83,9 @@ class Convergence:
         with self._cond:
             if isinstance(obj, dict) and obj.get("metadata"):
                 key = (str(obj.get("kind")), meta.object_key(obj))
-                self._seen.setdefault(key, collections.deque(maxlen=256)).append(meta.resource_version(obj) or "")
+                self._seen.setdefault(key, collections.deque(maxlen=256)).append(
+                    meta.resource_version(obj) or ""
+                )
             self._generation += 1
             self._cond.notify_all()
 
@@ -119,7 +123,7 @@ class Convergence:
         for registration in registrations:
             registration.remove()
 
-    def __enter__(self) -> "Convergence":
+    def __enter__(self) -> Convergence:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -52,31 +52,48 @@ they were looked for.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from pyinformers.testing._clusters import EMBEDDED, REAL, Cluster, namespace_for, selected_servers
+from pyinformers.testing._clusters import REAL, Cluster, namespace_for, selected_servers
 from pyinformers.testing.apiserver._server import ApiServer
 
-__all__ = ["api_server", "api_server_factory", "kubeconfig", "api_client", "k8s", "k8s_control_plane"]
+__all__ = [
+    "api_server",
+    "api_server_factory",
+    "kubeconfig",
+    "api_client",
+    "k8s",
+    "k8s_control_plane",
+]
 
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("pyinformers")
     group.addoption(
-        "--k8s-server", dest="k8s_server", default=None, choices=("embedded", "real", "both"),
+        "--k8s-server",
+        dest="k8s_server",
+        default=None,
+        choices=("embedded", "real", "both"),
         help="the API server tests using the k8s fixture run against (default: $PYINFORMERS_TEST_SERVER or embedded)",
     )
 
 
 def pytest_configure(config: Any) -> None:
-    config.addinivalue_line("markers", "apiserver(**options): options for the api_server fixture's ApiServer")
-    config.addinivalue_line("markers", "k8s_server(*kinds): run this k8s test only on these servers (embedded, real)")
-    config.addinivalue_line("markers", "k8s: uses the k8s fixture (added automatically; `-m k8s` selects them)")
+    config.addinivalue_line(
+        "markers", "apiserver(**options): options for the api_server fixture's ApiServer"
+    )
+    config.addinivalue_line(
+        "markers", "k8s_server(*kinds): run this k8s test only on these servers (embedded, real)"
+    )
+    config.addinivalue_line(
+        "markers", "k8s: uses the k8s fixture (added automatically; `-m k8s` selects them)"
+    )
 
 
-def _kind_of(item: Any) -> Optional[str]:
+def _kind_of(item: Any) -> str | None:
     """The server an item runs on: its k8s parameter, "real" for k8s_control_plane users, else None."""
     callspec = getattr(item, "callspec", None)
     param = callspec.params.get("k8s") if callspec is not None else None
@@ -92,7 +109,7 @@ _UNRUNNABLE = pytest.StashKey[list]()
 
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
     """Mark k8s tests; leave out (in one summary line each) those this run cannot serve."""
-    missing: Optional[str] = None
+    missing: str | None = None
     servers = _servers(config)
     if REAL in servers:
         from pyinformers.testing.envtest._assets import MissingBinaries, find_binaries
@@ -120,8 +137,10 @@ def pytest_collection_modifyitems(config: Any, items: list) -> None:
     if real_skipped:
         lines.append(f"{len(real_skipped)} real-server tests skipped: {missing}")
     if other_server:
-        lines.append(f"{len(other_server)} tests for a server this run does not use (k8s_server(...) marker or "
-                     f"k8s_control_plane fixture; --k8s-server={'/'.join(servers)}) left out")
+        lines.append(
+            f"{len(other_server)} tests for a server this run does not use (k8s_server(...) marker or "
+            f"k8s_control_plane fixture; --k8s-server={'/'.join(servers)}) left out"
+        )
     config.stash[_UNRUNNABLE] = lines
 
 
@@ -134,7 +153,7 @@ def _servers(config: Any) -> tuple[str, ...]:
     return selected_servers(config.getoption("k8s_server", None))
 
 
-def pytest_report_header(config: Any) -> Optional[str]:
+def pytest_report_header(config: Any) -> str | None:
     servers = _servers(config)
     if REAL not in servers:
         return f"k8s fixture server: {', '.join(servers)}"
@@ -158,7 +177,9 @@ def pytest_generate_tests(metafunc: Any) -> None:
         metafunc.parametrize("k8s", kinds, indirect=True, ids=kinds)
     else:
         # skipped by the fixture (one place), so the summary groups them into one line
-        metafunc.parametrize("k8s", [("skip", tuple(allowed))], indirect=True, ids=list(allowed[:1]))
+        metafunc.parametrize(
+            "k8s", [("skip", tuple(allowed))], indirect=True, ids=list(allowed[:1])
+        )
 
 
 class _SessionControlPlane:
@@ -166,11 +187,11 @@ class _SessionControlPlane:
 
     def __init__(self) -> None:
         self.control_plane: Any = None
-        self.failure: Optional[BaseException] = None
+        self.failure: BaseException | None = None
 
     def get(self) -> Any:
-        from pyinformers.testing.envtest._controlplane import ControlPlane, MissingBinaries
         from pyinformers.testing.envtest._assets import find_binaries
+        from pyinformers.testing.envtest._controlplane import ControlPlane, MissingBinaries
 
         if self.failure is not None:
             if isinstance(self.failure, MissingBinaries):
@@ -180,9 +201,14 @@ class _SessionControlPlane:
             try:
                 # setup-envtest assets have no kube-controller-manager: run without one then
                 binaries = find_binaries()
-                cp = ControlPlane(binary_dir=binaries.directory, controller_manager=binaries.kube_controller_manager is not None)
+                cp = ControlPlane(
+                    binary_dir=binaries.directory,
+                    controller_manager=binaries.kube_controller_manager is not None,
+                )
                 cp.start()
-            except BaseException as exc:  # remembered: the next test skips or fails the same way, fast
+            except (
+                BaseException
+            ) as exc:  # remembered: the next test skips or fails the same way, fast
                 self.failure = exc
                 return self.get()
             self.control_plane = cp
@@ -211,12 +237,16 @@ def k8s_control_plane(_k8s_session_control_plane: _SessionControlPlane) -> Any:
 
 
 @pytest.fixture
-def k8s(request: Any, tmp_path: Any, _k8s_session_control_plane: _SessionControlPlane) -> Iterator[Cluster]:
+def k8s(
+    request: Any, tmp_path: Any, _k8s_session_control_plane: _SessionControlPlane
+) -> Iterator[Cluster]:
     """The server this run tests against, with a fresh namespace for this test."""
     kind = getattr(request, "param", None) or _servers(request.config)[0]
     if isinstance(kind, tuple):
-        pytest.skip(f"k8s_server marker: test runs only on other servers than this run's --k8s-server={'/'.join(_servers(request.config))}")
-    embedded: Optional[ApiServer] = None
+        pytest.skip(
+            f"k8s_server marker: test runs only on other servers than this run's --k8s-server={'/'.join(_servers(request.config))}"
+        )
+    embedded: ApiServer | None = None
     if kind == REAL:
         server = _k8s_session_control_plane.get()
     else:

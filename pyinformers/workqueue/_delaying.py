@@ -27,11 +27,11 @@ import heapq
 import itertools
 import threading
 from collections.abc import Hashable
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.clock import Clock, TimerHandle
-from pyinformers.workqueue._time import now_function
 from pyinformers.workqueue._queue import Queue
+from pyinformers.workqueue._time import now_function
 
 __all__ = ["DelayingQueue"]
 
@@ -47,9 +47,9 @@ class DelayingQueue(Queue):
 
     def __init__(
         self,
-        name: Optional[str] = None,
+        name: str | None = None,
         *,
-        clock: Optional[Clock] = None,
+        clock: Clock | None = None,
         metrics_registry: Any = None,
     ) -> None:
         super().__init__(name, clock=clock, metrics_registry=metrics_registry)
@@ -68,9 +68,9 @@ class DelayingQueue(Queue):
         # _waiting_for is not empty and the queue runs, a timer is armed for a
         # time no later than the earliest live ready time. _timer_token tells
         # the armed timer's callback from one that was replaced.
-        self._timer: Optional[TimerHandle] = None
+        self._timer: TimerHandle | None = None
         self._timer_at = 0.0
-        self._timer_token: Optional[object] = None
+        self._timer_token: object | None = None
         # Set once by shutdown: nothing waits, no timer is armed from then on.
         self._delay_stopped = False
 

@@ -58,14 +58,14 @@ import threading
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import Any
 
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
-from pyinformers.clock import Clock
 from pyinformers._metrics import collector_for
+from pyinformers.clock import Clock
 from pyinformers.workqueue._time import now_function
 
 __all__ = ["QueueMetrics", "new_queue_metrics", "DURATION_BUCKETS", "FOLD_AT"]
@@ -121,7 +121,7 @@ class _Histogram:
         """How many values were observed (folded ones; call :meth:`fold` first)."""
         return sum(self.counts)
 
-    def merge(self, other: "_Histogram") -> None:
+    def merge(self, other: _Histogram) -> None:
         other.fold()
         for i, count in enumerate(other.counts):
             self.counts[i] += count
@@ -144,7 +144,7 @@ class _Counts:
         self.queue_duration = _Histogram()
         self.work_duration = _Histogram()
 
-    def merge(self, other: "_Counts") -> None:
+    def merge(self, other: _Counts) -> None:
         self.adds += other.adds
         self.retries += other.retries
         self.queue_duration.merge(other.queue_duration)
@@ -165,7 +165,9 @@ class _Cell:
 
     __slots__ = ("name", "lock", "dirty", "processing", "counts", "now")
 
-    def __init__(self, name: str, lock: threading.Lock, dirty: dict, processing: dict, now: Any) -> None:
+    def __init__(
+        self, name: str, lock: threading.Lock, dirty: dict, processing: dict, now: Any
+    ) -> None:
         self.name = name
         self.lock = lock  # the queue's lock: guards dirty, processing and counts
         self.dirty = dirty
@@ -265,7 +267,9 @@ class _Collector:
 
     def _families(self) -> dict[str, Any]:
         return {
-            "depth": GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=_LABELS),
+            "depth": GaugeMetricFamily(
+                "workqueue_depth", "Current depth of workqueue", labels=_LABELS
+            ),
             "adds": CounterMetricFamily(
                 "workqueue_adds_total", "Total number of adds handled by workqueue", labels=_LABELS
             ),
@@ -291,7 +295,9 @@ class _Collector:
                 labels=_LABELS,
             ),
             "retries": CounterMetricFamily(
-                "workqueue_retries_total", "Total number of retries handled by workqueue", labels=_LABELS
+                "workqueue_retries_total",
+                "Total number of retries handled by workqueue",
+                labels=_LABELS,
             ),
         }
 
@@ -343,7 +349,7 @@ def new_queue_metrics(
     dirty: dict,
     processing: dict,
     clock: Clock,
-    registry: Optional[Any] = None,
+    registry: Any | None = None,
 ) -> QueueMetrics:
     """The recorder for a queue called ``name`` reporting to ``registry`` (default: the global one).
 

@@ -36,10 +36,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Hashable
-from typing import Any, Optional
+from typing import Any
 
-from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers._locking import acquire_contended
+from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.workqueue._metrics import FOLD_AT as _FOLD_AT
 from pyinformers.workqueue._metrics import QueueMetrics, new_queue_metrics
 
@@ -75,9 +75,9 @@ class Queue:
 
     def __init__(
         self,
-        name: Optional[str] = None,
+        name: str | None = None,
         *,
-        clock: Optional[Clock] = None,
+        clock: Clock | None = None,
         metrics_registry: Any = None,
     ) -> None:
         self._name = name
@@ -99,11 +99,11 @@ class Queue:
         # Values: the clock time the item was added in a queue with metrics
         # (its queue duration starts there), None otherwise. Items leave
         # _dirty only through get().
-        self._dirty: dict[Hashable, Optional[float]] = {}
+        self._dirty: dict[Hashable, float | None] = {}
         # Items a worker holds between get() and done(). Invariant: an item is
         # in _processing at most once, so no item is processed concurrently.
         # Values: the clock time get() handed the item out (with metrics), or None.
-        self._processing: dict[Hashable, Optional[float]] = {}
+        self._processing: dict[Hashable, float | None] = {}
 
         # Once True, never False again: adds are ignored and get() stops
         # blocking.
@@ -113,7 +113,7 @@ class Queue:
         self._drain = False
 
         # The metrics recorder of a named queue; None (and free) for unnamed queues.
-        self._metrics: Optional[QueueMetrics] = None
+        self._metrics: QueueMetrics | None = None
         if name is not None and metrics_registry is not False:
             self._metrics = new_queue_metrics(
                 name,
@@ -151,7 +151,7 @@ class Queue:
         finally:
             lock.release()
 
-    def get(self, timeout: Optional[float] = None) -> tuple[Any, bool]:
+    def get(self, timeout: float | None = None) -> tuple[Any, bool]:
         """Take the next item for processing: ``(item, False)``.
 
         Blocks until an item is queued, for at most ``timeout`` seconds of the
@@ -213,7 +213,7 @@ class Queue:
         finally:
             lock.release()
 
-    def _wait_for_item(self, timeout: Optional[float]) -> None:
+    def _wait_for_item(self, timeout: float | None) -> None:
         """Block (holding the lock) until an item is queued or shutdown starts.
 
         Raises TimeoutError when ``timeout`` elapses first.
@@ -240,7 +240,7 @@ class Queue:
         return len(self._queue)
 
     @property
-    def name(self) -> Optional[str]:
+    def name(self) -> str | None:
         """The queue's name (its metrics label), or None."""
         return self._name
 
@@ -272,7 +272,7 @@ class Queue:
             self._drained.notify_all()
         self._stop_background()
 
-    def shutdown_with_drain(self, timeout: Optional[float] = None) -> bool:
+    def shutdown_with_drain(self, timeout: float | None = None) -> bool:
         """Shut down like :meth:`shutdown`, then wait until no item is being processed.
 
         Returns True once processing is empty, False if ``timeout`` (seconds

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Hashable
-from typing import Optional, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.workqueue._time import now_function
@@ -113,7 +113,9 @@ class ItemExponentialFailureRateLimiter(_PerItemFailures):
         self._base = _check_delay("base_delay", base_delay)
         self._max = _check_delay("max_delay", max_delay)
         if self._base > self._max:
-            raise ValueError(f"base_delay ({base_delay!r} s) must not exceed max_delay ({max_delay!r} s)")
+            raise ValueError(
+                f"base_delay ({base_delay!r} s) must not exceed max_delay ({max_delay!r} s)"
+            )
         super().__init__()
 
     def when(self, item: Hashable) -> float:
@@ -130,9 +132,7 @@ class ItemExponentialFailureRateLimiter(_PerItemFailures):
 
 
 class ItemFastSlowRateLimiter(_PerItemFailures):
-    """Per item: ``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``.
-
-    """
+    """Per item: ``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``."""
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
         self._fast = _check_delay("fast_delay", fast_delay)
@@ -171,8 +171,13 @@ class BucketRateLimiter:
     at most ``burst``; it is negative when tokens were reserved ahead.
     """
 
-    def __init__(self, qps: float = 10.0, burst: int = 100, *, clock: Optional[Clock] = None) -> None:
-        if isinstance(qps, bool) or not isinstance(qps, (int, float)) or math.isnan(qps) or qps <= 0:
+    def __init__(self, qps: float = 10.0, burst: int = 100, *, clock: Clock | None = None) -> None:
+        if (
+            isinstance(qps, bool)
+            or not isinstance(qps, (int, float))
+            or math.isnan(qps)
+            or qps <= 0
+        ):
             raise ValueError(f"qps must be a positive number, got {qps!r}")
         if math.isinf(qps):
             raise ValueError("qps must be finite (use no bucket for an unlimited rate)")
@@ -226,12 +231,16 @@ class MaxOfRateLimiter:
             raise ValueError("MaxOfRateLimiter needs at least one rate limiter")
         for limiter in limiters:
             if not isinstance(limiter, RateLimiter):
-                raise ValueError(f"not a rate limiter (needs when, forget, num_requeues): {limiter!r}")
+                raise ValueError(
+                    f"not a rate limiter (needs when, forget, num_requeues): {limiter!r}"
+                )
         self._limiters: tuple[RateLimiter, ...] = limiters
         # Bound once: when() and forget() run for every retry and every success. A bucket
         # tracks no item, so forgetting in it is skipped.
         self._whens = tuple(limiter.when for limiter in limiters)
-        self._forgets = tuple(limiter.forget for limiter in limiters if not isinstance(limiter, BucketRateLimiter))
+        self._forgets = tuple(
+            limiter.forget for limiter in limiters if not isinstance(limiter, BucketRateLimiter)
+        )
         if len(self._forgets) == 1:  # the default limiter: forget is the one per-item limiter's
             self.forget = self._forgets[0]  # type: ignore[method-assign]
 
@@ -258,7 +267,7 @@ class MaxOfRateLimiter:
         return f"<MaxOfRateLimiter {', '.join(map(repr, self._limiters))}>"
 
 
-def default_controller_rate_limiter(*, clock: Optional[Clock] = None) -> MaxOfRateLimiter:
+def default_controller_rate_limiter(*, clock: Clock | None = None) -> MaxOfRateLimiter:
     """client-go's default: per-item exponential backoff from 5 ms to 1000 s, and an
     overall 10 qps bucket with a burst of 100, whichever delays longer."""
     return MaxOfRateLimiter(

@@ -15,7 +15,7 @@ Threading: as :class:`DelayingQueue`; the rate limiter has its own lock.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.clock import Clock
 from pyinformers.workqueue._delaying import DelayingQueue
@@ -35,17 +35,21 @@ class RateLimitingQueue(DelayingQueue):
 
     def __init__(
         self,
-        rate_limiter: Optional[RateLimiter] = None,
-        name: Optional[str] = None,
+        rate_limiter: RateLimiter | None = None,
+        name: str | None = None,
         *,
-        clock: Optional[Clock] = None,
+        clock: Clock | None = None,
         metrics_registry: Any = None,
     ) -> None:
         if rate_limiter is not None and not isinstance(rate_limiter, RateLimiter):
-            raise ValueError(f"not a rate limiter (needs when, forget, num_requeues): {rate_limiter!r}")
+            raise ValueError(
+                f"not a rate limiter (needs when, forget, num_requeues): {rate_limiter!r}"
+            )
         super().__init__(name, clock=clock, metrics_registry=metrics_registry)
         self._rate_limiter: RateLimiter = (
-            rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock=self._clock)
+            rate_limiter
+            if rate_limiter is not None
+            else default_controller_rate_limiter(clock=self._clock)
         )
         if type(self).forget is RateLimitingQueue.forget:
             # A worker forgets every key it finished: skip this method's own call.

@@ -1,6 +1,6 @@
 """``python -m samples.mydeployment``: run the MyDeployment operator against a cluster.
 
-The flags are the library's (:mod:`pyinformers.manager._operator`, ``--help`` lists them);
+The flags are the library's (:mod:`pyinformers.manager`, ``--help`` lists them);
 ``OPERATOR`` is also what ``python -m pyinformers rbac samples.mydeployment``
 reads to print the operator's RBAC.
 """
@@ -8,7 +8,7 @@ reads to print the operator's RBAC.
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from samples._support import sample_operator
 from samples.mydeployment.controller import ARTIFACTS, COMPONENT, MyDeploymentController
@@ -19,11 +19,13 @@ OPERATOR = sample_operator(
     description="Keeps each MyDeployment's Deployment and Service as its spec says.",
     crd_path=ARTIFACTS / "crd.yaml",
     component=COMPONENT,
-    build=lambda factory, recorder, options: MyDeploymentController(factory, recorder, workers=options.workers),
+    build=lambda factory, recorder, options: MyDeploymentController(
+        factory, recorder, workers=options.workers
+    ),
 )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     return OPERATOR.main(argv)
 
 

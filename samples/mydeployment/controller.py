@@ -39,15 +39,19 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
-from pyinformers.api import meta
-from pyinformers.api._errors import Conflict
-from pyinformers.api._resource import Resource
-from pyinformers.controller import Controller, EnqueueForOwner, Result
-from pyinformers.controller._predicates import generation_changed, resource_version_changed
+from pyinformers.api import Conflict, Resource, meta
+from pyinformers.controller import (
+    Controller,
+    EnqueueForOwner,
+    Result,
+    generation_changed,
+    resource_version_changed,
+)
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS, SERVICES
 
@@ -83,7 +87,9 @@ class MyDeploymentController(Controller):
     change costs a bounded number of reconciles).
     """
 
-    def __init__(self, factory: Any, recorder: EventRecorder, *, workers: int = 2, **options: Any) -> None:
+    def __init__(
+        self, factory: Any, recorder: EventRecorder, *, workers: int = 2, **options: Any
+    ) -> None:
         super().__init__(name="mydeployments", workers=workers, **options)
         self.recorder = recorder
         # The writes each client makes (the RBAC generator reads these; see docs/deploying.rst).
@@ -109,13 +115,13 @@ class MyDeploymentController(Controller):
         self._count_lock = threading.Lock()
         self._reconciles: collections.Counter[str] = collections.Counter()
 
-    def reconciles(self, key: Optional[str] = None) -> int:
+    def reconciles(self, key: str | None = None) -> int:
         """How many reconciles ran for ``key`` (all keys when None)."""
         with self._count_lock:
             return self._reconciles[key] if key is not None else sum(self._reconciles.values())
 
     # -- reconcile --------------------------------------------------------------------
-    def reconcile(self, key: str) -> Optional[Result]:
+    def reconcile(self, key: str) -> Result | None:
         with self._count_lock:
             self._reconciles[key] += 1
         namespace, name = meta.split_key(key)
@@ -143,7 +149,7 @@ class MyDeploymentController(Controller):
 
     def _ensure_deployment(
         self, owner: Mapping[str, Any]
-    ) -> tuple[Optional[Mapping[str, Any]], Optional[tuple[str, str]]]:
+    ) -> tuple[Mapping[str, Any] | None, tuple[str, str] | None]:
         """Create or repair the Deployment; return it and, when it belongs to someone else, (reason, message)."""
         namespace, name = meta.namespace(owner), meta.name(owner)
         desired = desired_deployment(owner)
@@ -158,10 +164,12 @@ class MyDeploymentController(Controller):
         if repaired is None:
             return actual, None
         updated = self.deployments_client.replace(repaired)
-        self.recorder.eventf(owner, EventType.NORMAL, "Repaired", "Reverted drift of Deployment %s", name)
+        self.recorder.eventf(
+            owner, EventType.NORMAL, "Repaired", "Reverted drift of Deployment %s", name
+        )
         return updated, None
 
-    def _ensure_service(self, owner: Mapping[str, Any]) -> Optional[tuple[str, str]]:
+    def _ensure_service(self, owner: Mapping[str, Any]) -> tuple[str, str] | None:
         namespace, name = meta.namespace(owner), meta.name(owner)
         desired = desired_service(owner)
         actual = self.services.namespace(namespace).get(name)
@@ -174,7 +182,9 @@ class MyDeploymentController(Controller):
         repaired = _repair_service(actual, desired)
         if repaired is not None:
             self.services_client.replace(repaired)
-            self.recorder.eventf(owner, EventType.NORMAL, "Repaired", "Reverted drift of Service %s", name)
+            self.recorder.eventf(
+                owner, EventType.NORMAL, "Repaired", "Reverted drift of Service %s", name
+            )
         return None
 
     def _not_ours(self, owner: Mapping[str, Any], kind: str, name: str) -> tuple[str, str]:
@@ -185,8 +195,8 @@ class MyDeploymentController(Controller):
     def _update_status(
         self,
         owner: Mapping[str, Any],
-        deployment: Optional[Mapping[str, Any]],
-        blocked_by: Optional[tuple[str, str]],
+        deployment: Mapping[str, Any] | None,
+        blocked_by: tuple[str, str] | None,
     ) -> None:
         """Write observedGeneration, availableReplicas and the Ready condition, if any of them changed.
 
@@ -201,7 +211,11 @@ class MyDeploymentController(Controller):
         elif available >= wanted and _rolled_out(deployment):
             ready, reason, message = "True", "Available", f"{available}/{wanted} replicas available"
         else:
-            ready, reason, message = "False", "Progressing", f"{available}/{wanted} replicas available"
+            ready, reason, message = (
+                "False",
+                "Progressing",
+                f"{available}/{wanted} replicas available",
+            )
         generation = (owner.get("metadata") or {}).get("generation")
         status = dict(owner.get("status") or {})
         old_conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
@@ -214,7 +228,9 @@ class MyDeploymentController(Controller):
             "observedGeneration": generation,
             "lastTransitionTime": (
                 old_ready["lastTransitionTime"]
-                if old_ready and old_ready.get("status") == ready and old_ready.get("lastTransitionTime")
+                if old_ready
+                and old_ready.get("status") == ready
+                and old_ready.get("lastTransitionTime")
                 else _now()
             ),
         }
@@ -229,12 +245,20 @@ class MyDeploymentController(Controller):
         updated = meta.deep_copy(owner)
         updated["status"] = new_status
         self.owners_client.replace_status(updated)
-        if old_ready is None or old_ready.get("status") != ready or old_ready.get("reason") != reason:
-            event_type = EventType.NORMAL if ready == "True" or reason == "Progressing" else EventType.WARNING
+        if (
+            old_ready is None
+            or old_ready.get("status") != ready
+            or old_ready.get("reason") != reason
+        ):
+            event_type = (
+                EventType.NORMAL
+                if ready == "True" or reason == "Progressing"
+                else EventType.WARNING
+            )
             self.recorder.event(owner, event_type, "Ready" if ready == "True" else reason, message)
 
 
-def _rolled_out(deployment: Optional[Mapping[str, Any]]) -> bool:
+def _rolled_out(deployment: Mapping[str, Any] | None) -> bool:
     """True when the Deployment runs only its current template, all of it available (``kubectl rollout status``).
 
     Counting available replicas alone is not enough: in the middle of a rolling update the old
@@ -246,7 +270,8 @@ def _rolled_out(deployment: Optional[Mapping[str, Any]]) -> bool:
     want = _int(spec.get("replicas"), 1)
     updated = int(status.get("updatedReplicas") or 0)
     return (
-        int(status.get("observedGeneration") or 0) >= int((deployment.get("metadata") or {}).get("generation") or 0)
+        int(status.get("observedGeneration") or 0)
+        >= int((deployment.get("metadata") or {}).get("generation") or 0)
         and updated >= want
         and int(status.get("replicas") or 0) == updated
         and int(status.get("availableReplicas") or 0) >= updated
@@ -257,7 +282,7 @@ def _int(value: Any, default: int) -> int:
     return default if value is None else int(value)
 
 
-def _spec_problem(owner: Mapping[str, Any]) -> Optional[str]:
+def _spec_problem(owner: Mapping[str, Any]) -> str | None:
     """Why the spec cannot be acted on, or None. (The CRD's schema says the same to a real API server.)"""
     spec = owner.get("spec")
     if not isinstance(spec, Mapping):
@@ -285,7 +310,11 @@ def desired_deployment(owner: Mapping[str, Any]) -> dict:
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": meta.name(owner), "namespace": meta.namespace(owner), "labels": dict(labels)},
+        "metadata": {
+            "name": meta.name(owner),
+            "namespace": meta.namespace(owner),
+            "labels": dict(labels),
+        },
         "spec": {
             "replicas": _int(spec.get("replicas"), DEFAULT_REPLICAS),
             "selector": {"matchLabels": {INSTANCE_LABEL: labels[INSTANCE_LABEL]}},
@@ -314,7 +343,11 @@ def desired_service(owner: Mapping[str, Any]) -> dict:
     service: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": meta.name(owner), "namespace": meta.namespace(owner), "labels": _labels(owner)},
+        "metadata": {
+            "name": meta.name(owner),
+            "namespace": meta.namespace(owner),
+            "labels": _labels(owner),
+        },
         "spec": {
             "type": "ClusterIP",
             "selector": {INSTANCE_LABEL: meta.name(owner) or ""},
@@ -326,7 +359,7 @@ def desired_service(owner: Mapping[str, Any]) -> dict:
 
 
 # -- drift: compare only what we manage; return a repaired copy or None -----------------
-def _merge_labels(actual: Optional[Mapping[str, str]], desired: Mapping[str, str]) -> Optional[dict]:
+def _merge_labels(actual: Mapping[str, str] | None, desired: Mapping[str, str]) -> dict | None:
     """``actual`` with ``desired`` labels enforced, or None when nothing differs."""
     actual = dict(actual or {})
     if all(actual.get(k) == v for k, v in desired.items()):
@@ -335,7 +368,7 @@ def _merge_labels(actual: Optional[Mapping[str, str]], desired: Mapping[str, str
     return actual
 
 
-def _repair_deployment(actual: Mapping[str, Any], desired: Mapping[str, Any]) -> Optional[dict]:
+def _repair_deployment(actual: Mapping[str, Any], desired: Mapping[str, Any]) -> dict | None:
     """A copy of ``actual`` with the managed fields of ``desired``, or None when none drifted."""
     repaired = meta.deep_copy(actual)
     changed = False
@@ -364,7 +397,9 @@ def _repair_deployment(actual: Mapping[str, Any], desired: Mapping[str, Any]) ->
         if container.get("image") != want_container["image"]:
             container["image"] = want_container["image"]
             changed = True
-        have_ports = [(p.get("containerPort"), p.get("protocol", "TCP")) for p in container.get("ports") or []]
+        have_ports = [
+            (p.get("containerPort"), p.get("protocol", "TCP")) for p in container.get("ports") or []
+        ]
         want_ports = [(p["containerPort"], p["protocol"]) for p in want_container["ports"]]
         if have_ports != want_ports:
             container["ports"] = meta.deep_copy(want_container["ports"])
@@ -372,7 +407,7 @@ def _repair_deployment(actual: Mapping[str, Any], desired: Mapping[str, Any]) ->
     return repaired if changed else None
 
 
-def _repair_service(actual: Mapping[str, Any], desired: Mapping[str, Any]) -> Optional[dict]:
+def _repair_service(actual: Mapping[str, Any], desired: Mapping[str, Any]) -> dict | None:
     """A copy of ``actual`` with the managed fields of ``desired``, or None when none drifted.
 
     Server-filled fields (``clusterIP``, ``nodePort`` ...) are kept, since the
@@ -391,7 +426,12 @@ def _repair_service(actual: Mapping[str, Any], desired: Mapping[str, Any]) -> Op
 
     def managed(ports: Any) -> list[tuple]:
         return [
-            (p.get("name"), p.get("port"), p.get("targetPort", p.get("port")), p.get("protocol", "TCP"))
+            (
+                p.get("name"),
+                p.get("port"),
+                p.get("targetPort", p.get("port")),
+                p.get("protocol", "TCP"),
+            )
             for p in ports or []
         ]
 

@@ -2,7 +2,7 @@
 
 The Go sample's ``main.go``: build a client from a kubeconfig (or the
 in-cluster config), start the informers, run the controller with two workers
-until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.manager._operator`,
+until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.manager`,
 ``--help`` lists them); ``OPERATOR`` is also what ``python -m pyinformers rbac
 samples.sample_controller`` reads to print the controller's RBAC.
 """
@@ -10,7 +10,7 @@ samples.sample_controller`` reads to print the controller's RBAC.
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from samples._support import sample_operator
 from samples.sample_controller.controller import ARTIFACTS, CONTROLLER_AGENT_NAME, FooController
@@ -21,11 +21,13 @@ OPERATOR = sample_operator(
     description="The sample-controller port: every Foo gets an nginx Deployment at its replicas.",
     crd_path=ARTIFACTS / "crd.yaml",
     component=CONTROLLER_AGENT_NAME,
-    build=lambda factory, recorder, options: FooController(factory, recorder, workers=options.workers),
+    build=lambda factory, recorder, options: FooController(
+        factory, recorder, workers=options.workers
+    ),
 )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     return OPERATOR.main(argv)
 
 

@@ -37,14 +37,12 @@ cached objects) and writes through thread-safe clients.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
-from pyinformers.api import meta
-from pyinformers.api._errors import Conflict
-from pyinformers.api._resource import Resource
-from pyinformers.controller import Controller, EnqueueForOwner, Result
-from pyinformers.controller._predicates import resource_version_changed
+from pyinformers.api import Conflict, Resource, meta
+from pyinformers.controller import Controller, EnqueueForOwner, Result, resource_version_changed
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS
 
@@ -96,11 +94,13 @@ class FooController(Controller):
     ``factory`` is the :class:`~pyinformers.cache.SharedInformerFactory` whose
     informers (Foos and Deployments) and clients the controller uses;
     ``recorder`` receives the Events. The factory must be started (and its
-    caches synced) before workers run; :class:`~pyinformers.controller.Manager`
+    caches synced) before workers run; :class:`~pyinformers.manager.Manager`
     does that, and so does :func:`samples.demo.run_in_process`.
     """
 
-    def __init__(self, factory: Any, recorder: EventRecorder, *, workers: int = 2, **options: Any) -> None:
+    def __init__(
+        self, factory: Any, recorder: EventRecorder, *, workers: int = 2, **options: Any
+    ) -> None:
         super().__init__(name="foos", workers=workers, **options)
         self.recorder = recorder
         # clients: the Go code's kubeclientset and sampleclientset, with the writes they make
@@ -122,7 +122,7 @@ class FooController(Controller):
             predicates=[resource_version_changed],
         )
 
-    def reconcile(self, key: str) -> Optional[Result]:
+    def reconcile(self, key: str) -> Result | None:
         """Make the world match Foo ``key`` (the Go ``syncHandler``). Raising means retry."""
         namespace, name = meta.split_key(key)
         foo = self.foos.namespace(namespace).get(name)
@@ -201,6 +201,6 @@ def new_deployment(foo: Mapping[str, Any]) -> dict:
     return deployment
 
 
-def _replicas(value: Optional[int]) -> int:
+def _replicas(value: int | None) -> int:
     # Go's *int32 left nil lets the API server default it to 1; say so explicitly.
     return 1 if value is None else int(value)

@@ -12,7 +12,8 @@ from pyinformers._exports import publish
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.cache.reflector._reflector import Reflector
 from pyinformers.cache.reflector._states import ReflectorStats
+from pyinformers.cache.reflector._watchlist import StreamingListUnsupported
 
-__all__ = ["Reflector", "ReflectorOptions", "ReflectorStats"]
+__all__ = ["Reflector", "ReflectorOptions", "ReflectorStats", "StreamingListUnsupported"]
 
 publish(globals(), __all__)

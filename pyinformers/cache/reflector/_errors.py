@@ -12,7 +12,7 @@ Thread-safety: pure functions and an exception type.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.api._errors import BadRequest, Forbidden, Invalid, NotFound
 from pyinformers.api._permissions import MissingPermission, permission_advice
@@ -31,7 +31,9 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def hint(error: BaseException, resource: Any, *, verb: str = "", namespace: Optional[str] = None) -> str:
+def hint(
+    error: BaseException, resource: Any, *, verb: str = "", namespace: str | None = None
+) -> str:
     """What to check when retrying alone cannot fix ``error`` ("" when there is nothing to add).
 
     A 403 means the RBAC lacks ``verb`` on ``resource`` in ``namespace``

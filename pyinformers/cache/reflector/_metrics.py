@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyinformers.cache.reflector._reflector import Reflector
@@ -29,10 +30,10 @@ class ReflectorCollector:
     """
 
     def __init__(self) -> None:
-        self._reflectors: "weakref.WeakSet[Reflector]" = weakref.WeakSet()
+        self._reflectors: weakref.WeakSet[Reflector] = weakref.WeakSet()
         self._lock = threading.Lock()
 
-    def add(self, reflector: "Reflector") -> None:
+    def add(self, reflector: Reflector) -> None:
         with self._lock:
             self._reflectors.add(reflector)
 
@@ -66,7 +67,9 @@ class ReflectorCollector:
             age = reflector.last_activity_age()
             if age is not None:
                 ages[reflector.name] = min(age, ages.get(reflector.name, age))
-            healthy[reflector.name] = min(healthy.get(reflector.name, 1.0), 1.0 if reflector.healthy() else 0.0)
+            healthy[reflector.name] = min(
+                healthy.get(reflector.name, 1.0), 1.0 if reflector.healthy() else 0.0
+            )
         for key, doc in counters.items():
             family = CounterMetricFamily(f"pyinformers_reflector_{key}", doc, labels=["name"])
             for name, value in sorted(sums[key].items()):
@@ -81,7 +84,9 @@ class ReflectorCollector:
             gauge.add_metric([name], value)
         yield gauge
         gauge = GaugeMetricFamily(
-            "pyinformers_reflector_healthy", "1 when the reflector is not stuck in repeated failures.", labels=["name"]
+            "pyinformers_reflector_healthy",
+            "1 when the reflector is not stuck in repeated failures.",
+            labels=["name"],
         )
         for name, value in sorted(healthy.items()):
             gauge.add_metric([name], value)

@@ -15,8 +15,9 @@ Values are immutable: share one instance between many informers freely.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any
 
 __all__ = ["ReflectorOptions", "DEFAULT_STALL_TIMEOUT", "DEFAULT_INITIAL_EVENTS_TIMEOUT"]
 
@@ -72,24 +73,28 @@ class ReflectorOptions:
         watch error (it must not raise; if it does, the error is logged).
     """
 
-    page_size: Optional[int] = 500
+    page_size: int | None = 500
     use_watch_list: bool = True
     initial_events_timeout: float = DEFAULT_INITIAL_EVENTS_TIMEOUT
     min_watch_timeout: float = 300
     max_watch_timeout: float = 600
     backoff_initial: float = 0.8
     backoff_max: float = 30.0
-    stall_timeout: Optional[float] = DEFAULT_STALL_TIMEOUT
-    on_watch_error: Optional[Callable[[BaseException], None]] = None
+    stall_timeout: float | None = DEFAULT_STALL_TIMEOUT
+    on_watch_error: Callable[[BaseException], None] | None = None
 
     def __post_init__(self) -> None:
         if self.page_size is not None:
             if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
-                raise TypeError(f"ReflectorOptions.page_size must be an int or None, got {self.page_size!r}")
+                raise TypeError(
+                    f"ReflectorOptions.page_size must be an int or None, got {self.page_size!r}"
+                )
             if self.page_size < 0:
                 raise ValueError(f"ReflectorOptions.page_size must be >= 0, got {self.page_size}")
         if not isinstance(self.use_watch_list, bool):
-            raise TypeError(f"ReflectorOptions.use_watch_list must be a bool, got {self.use_watch_list!r}")
+            raise TypeError(
+                f"ReflectorOptions.use_watch_list must be a bool, got {self.use_watch_list!r}"
+            )
         _number("initial_events_timeout", self.initial_events_timeout)
         _number("min_watch_timeout", self.min_watch_timeout)
         _number("max_watch_timeout", self.max_watch_timeout)
@@ -107,10 +112,12 @@ class ReflectorOptions:
         if self.stall_timeout is not None:
             _number("stall_timeout", self.stall_timeout)
         if self.on_watch_error is not None and not callable(self.on_watch_error):
-            raise TypeError(f"ReflectorOptions.on_watch_error must be callable, got {self.on_watch_error!r}")
+            raise TypeError(
+                f"ReflectorOptions.on_watch_error must be callable, got {self.on_watch_error!r}"
+            )
 
     @classmethod
-    def of(cls, value: Union["ReflectorOptions", Mapping[str, Any], None]) -> "ReflectorOptions":
+    def of(cls, value: ReflectorOptions | Mapping[str, Any] | None) -> ReflectorOptions:
         """``value`` as options: an instance as is, a mapping by keyword (unknown keys fail), None the defaults."""
         if value is None:
             return cls()
@@ -125,9 +132,11 @@ class ReflectorOptions:
                     f"the options are: {', '.join(sorted(known))}"
                 )
             return cls(**value)
-        raise TypeError(f"reflector_options must be a ReflectorOptions (or a mapping), got {value!r}")
+        raise TypeError(
+            f"reflector_options must be a ReflectorOptions (or a mapping), got {value!r}"
+        )
 
-    def replace(self, **changes: Any) -> "ReflectorOptions":
+    def replace(self, **changes: Any) -> ReflectorOptions:
         """A copy with ``changes`` applied (validated like a new instance)."""
         return dataclasses.replace(self, **changes)
 

@@ -98,12 +98,15 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
+from pyinformers._gc_policy import gc_paused
+from pyinformers._metrics import collector_for, resolve_registry
 from pyinformers.api._errors import ApiError, Gone, TooManyRequests
 from pyinformers.api._listwatch import ListerWatcher
-from pyinformers.api.meta import describe
 from pyinformers.api._watch import WatchStream
+from pyinformers.api.meta import describe
 from pyinformers.cache._backoff import Backoff
 from pyinformers.cache.reflector._errors import MalformedEvent, describe_error, hint
 from pyinformers.cache.reflector._metrics import ReflectorCollector
@@ -120,8 +123,8 @@ from pyinformers.cache.reflector._states import (
     ReflectorStore,
     State,
     Stopped,
-    WatchListing,
     Watching,
+    WatchListing,
 )
 from pyinformers.cache.reflector._timers import PeriodicResync, SilenceTimer, StopPoll
 from pyinformers.cache.reflector._watchlist import (
@@ -134,8 +137,6 @@ from pyinformers.cache.reflector._watchlist import (
     review_list_permission,
 )
 from pyinformers.clock import REAL_CLOCK, Clock
-from pyinformers._gc_policy import gc_paused
-from pyinformers._metrics import collector_for, resolve_registry
 
 __all__ = [
     "Reflector",
@@ -209,21 +210,21 @@ class Reflector:
         store: ReflectorStore,
         *,
         name: str,
-        clock: Optional[Clock] = None,
-        page_size: Optional[int] = 500,
+        clock: Clock | None = None,
+        page_size: int | None = 500,
         resync_period: float = 0,
-        should_resync: Optional[Callable[[], bool]] = None,
+        should_resync: Callable[[], bool] | None = None,
         use_watch_list: bool = True,
         initial_events_timeout: float = DEFAULT_INITIAL_EVENTS_TIMEOUT,
         min_watch_timeout: float = 300,
         max_watch_timeout: float = 600,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
-        stall_timeout: Optional[float] = DEFAULT_STALL_TIMEOUT,
-        on_watch_error: Optional[Callable[[BaseException], None]] = None,
+        stall_timeout: float | None = DEFAULT_STALL_TIMEOUT,
+        on_watch_error: Callable[[BaseException], None] | None = None,
         metrics_registry: Any = None,
-        rng: Optional[random.Random] = None,
-        list_transform: Optional[Callable[[Any], Any]] = None,
+        rng: random.Random | None = None,
+        list_transform: Callable[[Any], Any] | None = None,
     ) -> None:
         if not name:
             raise ValueError("a reflector needs a name (it labels its thread and metrics)")
@@ -231,10 +232,15 @@ class Reflector:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
         # One validator for the tunables, whether they came as keywords or as ReflectorOptions.
         ReflectorOptions(
-            page_size=page_size, use_watch_list=use_watch_list, initial_events_timeout=initial_events_timeout,
+            page_size=page_size,
+            use_watch_list=use_watch_list,
+            initial_events_timeout=initial_events_timeout,
             min_watch_timeout=min_watch_timeout,
-            max_watch_timeout=max_watch_timeout, backoff_initial=backoff_initial, backoff_max=backoff_max,
-            stall_timeout=stall_timeout, on_watch_error=on_watch_error,
+            max_watch_timeout=max_watch_timeout,
+            backoff_initial=backoff_initial,
+            backoff_max=backoff_max,
+            stall_timeout=stall_timeout,
+            on_watch_error=on_watch_error,
         )
         self.name = name
         self._lw = lister_watcher
@@ -245,7 +251,9 @@ class Reflector:
         self.resync_period = float(resync_period)
         self._should_resync = should_resync
         # A lister-watcher that cannot serve streaming lists says so (client-go's fakes do the same).
-        self.use_watch_list = use_watch_list and getattr(lister_watcher, "supports_watch_list", True) is not False
+        self.use_watch_list = (
+            use_watch_list and getattr(lister_watcher, "supports_watch_list", True) is not False
+        )
         self.initial_events_timeout = initial_events_timeout
         self.min_watch_timeout = min_watch_timeout
         self.max_watch_timeout = max_watch_timeout
@@ -253,25 +261,31 @@ class Reflector:
         self._on_watch_error = on_watch_error
         # Applied to each listed object as soon as its page is decoded (see the class doc).
         self._list_transform = list_transform
-        self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng)
+        self._backoff = Backoff(
+            initial=backoff_initial, maximum=backoff_max, clock=self._clock, rng=self._rng
+        )
 
         # _lock guards: _state, _stream, _stopping, _running, _stall_timer (and is _cond's lock).
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._state: State = WatchListing() if self.use_watch_list else NeedList()
-        self._stream: Optional[WatchStream] = None  # the open watch, closed by stop() / a stall
+        self._stream: WatchStream | None = None  # the open watch, closed by stop() / a stall
         self._stopping = False  # set once by stop(); the next step goes to Stopped
         self._running = False
         # Invariant: set exactly while _stream is set (and stall_timeout is not None).
-        self._stall_timer: Optional[SilenceTimer] = None
+        self._stall_timer: SilenceTimer | None = None
         # The run() timers: armed while run() runs.
-        self._resync: Optional[PeriodicResync] = None
+        self._resync: PeriodicResync | None = None
         if self.resync_period > 0:
             self._resync = PeriodicResync(
-                name=name, clock=self._clock, period=self.resync_period, resync=self._resync_store,
-                should_resync=should_resync, ready=self.has_synced_once,
+                name=name,
+                clock=self._clock,
+                period=self.resync_period,
+                resync=self._resync_store,
+                should_resync=should_resync,
+                ready=self.has_synced_once,
             )
-        self._stop_poll: Optional[StopPoll] = None
+        self._stop_poll: StopPoll | None = None
 
         # Written only by the stepping thread.
         self._pending: list = []  # items of the list pages fetched so far
@@ -292,7 +306,7 @@ class Reflector:
         # Counters: written by the stepping thread (resyncs by the timer), read anywhere.
         self._lists = self._watches = self._events = self._bookmarks = 0
         self._errors = self._restarts = self._relists = self._stalls = 0
-        self._last_activity: Optional[float] = None  # clock.now() of the last word from the server
+        self._last_activity: float | None = None  # clock.now() of the last word from the server
 
         registry = resolve_registry(metrics_registry)
         if registry is not None:  # False: no metrics (the counters in stats still count)
@@ -333,7 +347,7 @@ class Reflector:
         """
         return self._synced
 
-    def last_activity_age(self) -> Optional[float]:
+    def last_activity_age(self) -> float | None:
         """Seconds since the server last sent anything (None before the first answer)."""
         last = self._last_activity
         return None if last is None else max(0.0, self._clock.now() - last)
@@ -368,7 +382,7 @@ class Reflector:
         if stream is not None:
             stream.close()
 
-    def run(self, stop: Optional[threading.Event] = None) -> None:
+    def run(self, stop: threading.Event | None = None) -> None:
         """Step until stopped (by :meth:`stop` or by ``stop`` being set), with the timers armed.
 
         Returns when the reflector is stopped; its timers are cancelled by then
@@ -401,7 +415,7 @@ class Reflector:
                 self._running = False
 
     # -- timers (see the module doc) ----------------------------------------------------
-    def _arm_run_timers(self, stop: Optional[threading.Event]) -> None:
+    def _arm_run_timers(self, stop: threading.Event | None) -> None:
         if self._resync is not None:
             self._resync.start()
         if stop is not None:
@@ -418,14 +432,18 @@ class Reflector:
         """Arm the stall timer of the watch just published (``_lock`` held)."""
         if self.stall_timeout is not None:
             self._stall_timer = SilenceTimer(
-                self._clock, self.stall_timeout, stream, self._read_last_activity, on_silence=self._log_stall,
+                self._clock,
+                self.stall_timeout,
+                stream,
+                self._read_last_activity,
+                on_silence=self._log_stall,
             )
             self._stall_timer.start()
 
     def _resync_store(self) -> None:
         self._store.resync()  # looked up at each period, as before the timers had a module of their own
 
-    def _read_last_activity(self) -> Optional[float]:
+    def _read_last_activity(self) -> float | None:
         return self._last_activity
 
     def _log_stall(self) -> None:
@@ -437,7 +455,7 @@ class Reflector:
             timer.cancel()
 
     # -- the state machine ------------------------------------------------------------
-    def step(self, stop: Optional[threading.Event] = None) -> State:
+    def step(self, stop: threading.Event | None = None) -> State:
         """Advance one transition and return the new state (see the module doc)."""
         with self._lock:
             state = self._state
@@ -452,11 +470,17 @@ class Reflector:
             new = self._list_page(state)
         elif isinstance(state, NeedList):
             self._pending = []
-            new = Listing(None, paged=state.paged, resource_version=None if state.consistent else "0")
+            new = Listing(
+                None, paged=state.paged, resource_version=None if state.consistent else "0"
+            )
         elif isinstance(state, WatchListing):
             if not self._list_permission_reviewed:
                 self._review_list_permission()
-            new = self._watch(None, initial=InitialEvents()) if not self._watch_list_rejected else NeedList()
+            new = (
+                self._watch(None, initial=InitialEvents())
+                if not self._watch_list_rejected
+                else NeedList()
+            )
         elif isinstance(state, BackingOff):
             new = state.then if self._wait_until(state.until, stop) else Stopped()
         else:  # pragma: no cover - exhaustive
@@ -467,7 +491,7 @@ class Reflector:
             self._state = new
         return new
 
-    def _wait_until(self, until: float, stop: Optional[threading.Event]) -> bool:
+    def _wait_until(self, until: float, stop: threading.Event | None) -> bool:
         """Wait on the clock until ``until``; False if stopped first."""
         with self._cond:
             while True:
@@ -490,7 +514,15 @@ class Reflector:
         advice = hint(error, self._resource, verb=verb, namespace=self._namespace)
         reason = f"{what} failed ({describe_error(error)}){advice}"
         self._last_error = reason
-        log.log(level, "%s: %s failed (%s)%s; retrying in %.2fs", self.name, what, describe_error(error), advice, delay)
+        log.log(
+            level,
+            "%s: %s failed (%s)%s; retrying in %.2fs",
+            self.name,
+            what,
+            describe_error(error),
+            advice,
+            delay,
+        )
         self._notify_error(error)
         return BackingOff(self._clock.now() + delay, then, delay, reason)
 
@@ -553,7 +585,9 @@ class Reflector:
         else:  # per page: what the transform drops is freed before the next page is decoded
             self._pending.extend([self._transform_listed(obj) for obj in page.items])
         if page.continue_:
-            return Listing(page.continue_, paged=state.paged, resource_version=state.resource_version)
+            return Listing(
+                page.continue_, paged=state.paged, resource_version=state.resource_version
+            )
         items, self._pending = self._pending, []
         rv = page.resource_version
         self._record_list(rv)
@@ -576,7 +610,7 @@ class Reflector:
         self._synced = True
 
     # -- watch -------------------------------------------------------------------------
-    def _watch(self, resource_version: Optional[str], *, initial: Optional[InitialEvents]) -> State:
+    def _watch(self, resource_version: str | None, *, initial: InitialEvents | None) -> State:
         """Open one watch and consume it; ``initial`` holds a streaming list's initial events."""
         retry: State = Watching(resource_version or "") if initial is None else WatchListing()
         timeout = self._rng.randint(int(self.min_watch_timeout), int(self.max_watch_timeout))
@@ -588,8 +622,12 @@ class Reflector:
                 send_initial_events=initial is not None,
             )
         except Gone as error:
-            if initial is not None:  # a 410 to a request with no resourceVersion: not a streaming server
-                return self._streaming_list_failed(f"the server answered 410 ({describe_error(error)})")
+            if (
+                initial is not None
+            ):  # a 410 to a request with no resourceVersion: not a streaming server
+                return self._streaming_list_failed(
+                    f"the server answered 410 ({describe_error(error)})"
+                )
             return self._relist(error)
         except ApiError as error:
             if initial is not None and rejects_watch_list(error):
@@ -601,11 +639,15 @@ class Reflector:
         with self._lock:
             stopped = self._stopping
             if not stopped:
-                self._last_activity = started  # before publishing the stream: the stall timer reads both
+                self._last_activity = (
+                    started  # before publishing the stream: the stall timer reads both
+                )
                 self._stream = stream
                 self._arm_stall_timer_locked(stream)
                 if initial is not None:
-                    initial.watch(stream, self._clock, self.initial_events_timeout, self._read_last_activity)
+                    initial.watch(
+                        stream, self._clock, self.initial_events_timeout, self._read_last_activity
+                    )
         if stopped:
             stream.close()
             return Stopped()
@@ -625,7 +667,7 @@ class Reflector:
             stream.close()
 
     # -- streaming lists ---------------------------------------------------------------
-    def _finish_streaming_list(self, initial: Optional[InitialEvents], rv: str) -> None:
+    def _finish_streaming_list(self, initial: InitialEvents | None, rv: str) -> None:
         """The initial-events-end bookmark: hand the collected objects to the store at ``rv``."""
         assert initial is not None
         with self._lock:
@@ -652,11 +694,15 @@ class Reflector:
         self._notify_error(StreamingListUnsupported(reason))
         log.warning(
             "%s: streaming list: %s; listing instead this time (a lister-watcher that cannot stream says "
-            "so with supports_watch_list = False)", self.name, reason,
+            "so with supports_watch_list = False)",
+            self.name,
+            reason,
         )
         return NeedList()
 
-    def _consume(self, stream: WatchStream, rv: str, initial: Optional[InitialEvents], started: float) -> State:
+    def _consume(
+        self, stream: WatchStream, rv: str, initial: InitialEvents | None, started: float
+    ) -> State:
         store = self._store
         collected = initial.objects if initial is not None else None
         now = self._clock.now
@@ -672,7 +718,11 @@ class Reflector:
             except Exception as error:  # an ERROR event, a broken connection, a garbled line
                 if self._stopping:
                     return Stopped()
-                if initial is not None and isinstance(error, ApiError) and rejects_watch_list(error):
+                if (
+                    initial is not None
+                    and isinstance(error, ApiError)
+                    and rejects_watch_list(error)
+                ):
                     return self._reject_watch_list(error)
                 if received:
                     self._succeeded()  # it made progress: this failure starts a fresh backoff sequence
@@ -706,7 +756,9 @@ class Reflector:
                 if new_rv:
                     rv = new_rv
                 if etype == "ADDED" or etype == "MODIFIED":
-                    collected[_object_key(obj)] = obj if self._list_transform is None else self._transform_listed(obj)
+                    collected[_object_key(obj)] = (
+                        obj if self._list_transform is None else self._transform_listed(obj)
+                    )
                 elif etype == "DELETED":
                     collected.pop(_object_key(obj), None)
                 elif etype == "BOOKMARK":
@@ -715,7 +767,8 @@ class Reflector:
                         # A server that streams lists sends the end bookmark before any other.
                         return self._streaming_list_failed(
                             "a bookmark came before the initial-events-end bookmark (the server ignores "
-                            "sendInitialEvents)")
+                            "sendInitialEvents)"
+                        )
                     self._finish_streaming_list(initial, rv)
                     initial = collected = None
                 continue
@@ -746,20 +799,27 @@ class Reflector:
         if initial is not None:
             if initial.silent:
                 return self._streaming_list_failed(
-                    f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence")
-            return self._streaming_list_failed("the watch ended before the initial-events-end bookmark")
+                    f"no initial-events-end bookmark after {self.initial_events_timeout:g}s of silence"
+                )
+            return self._streaming_list_failed(
+                "the watch ended before the initial-events-end bookmark"
+            )
         if stalled:
             self._stalls += 1
             self._restarts += 1
-            return self._fail(TimeoutError(f"no event for {self.stall_timeout}s"), Watching(rv), "watch")
+            return self._fail(
+                TimeoutError(f"no event for {self.stall_timeout}s"), Watching(rv), "watch"
+            )
         self._restarts += 1
         if received == 0 and self._clock.now() - started < _SHORT_WATCH:
-            return self._fail(ConnectionError("watch closed at once with no event"), Watching(rv), "watch")
+            return self._fail(
+                ConnectionError("watch closed at once with no event"), Watching(rv), "watch"
+            )
         self._succeeded()
         return Watching(rv)
 
     def _malformed(
-        self, etype: str, obj: Any, rv: str, initial: Optional[InitialEvents], *, progressed: bool
+        self, etype: str, obj: Any, rv: str, initial: InitialEvents | None, *, progressed: bool
     ) -> State:
         """A watch event whose object has no ``metadata.name``: handled like a broken stream.
 
@@ -773,13 +833,17 @@ class Reflector:
         self._restarts += 1
         if progressed:
             self._succeeded()  # the stream made progress first: start a fresh backoff sequence
-        error = MalformedEvent(f"a {etype} event carries {describe(obj)}, which has no metadata.name")
+        error = MalformedEvent(
+            f"a {etype} event carries {describe(obj)}, which has no metadata.name"
+        )
         if initial is not None:
             return self._fail(error, WatchListing(), "streaming list")
         if self._malformed_streak >= 2:
             self._relists += 1
             self._malformed_streak = 0
-            return self._fail(error, NeedList(consistent=True), "watch (a malformed event again; relisting)")
+            return self._fail(
+                error, NeedList(consistent=True), "watch (a malformed event again; relisting)"
+            )
         return self._fail(error, Watching(rv), "watch")
 
     def _transform_listed(self, obj: Any) -> Any:
@@ -798,13 +862,20 @@ class Reflector:
         self._relists += 1
         self._gone_streak += 1
         then: State = (
-            WatchListing() if self.use_watch_list and not self._watch_list_rejected else NeedList(consistent=True)
+            WatchListing()
+            if self.use_watch_list and not self._watch_list_rejected
+            else NeedList(consistent=True)
         )
         if self._gone_streak > 1:
             return self._fail(error, then, "watch (410 again right after a relist)")
         self._errors += 1
         self._notify_error(error)
-        log.info("%s: resourceVersion %s is too old (%s); relisting", self.name, self._last_rv, describe_error(error))
+        log.info(
+            "%s: resourceVersion %s is too old (%s); relisting",
+            self.name,
+            self._last_rv,
+            describe_error(error),
+        )
         return then
 
     def _reject_watch_list(self, error: ApiError) -> State:
@@ -816,9 +887,17 @@ class Reflector:
         does not hear of this first refusal).
         """
         if not refuses_for_good(error):
-            log.info("%s: streaming list refused (%s); listing this time", self.name, describe_error(error))
+            log.info(
+                "%s: streaming list refused (%s); listing this time",
+                self.name,
+                describe_error(error),
+            )
             return NeedList()
         self._watch_list_rejected = True
         self._notify_error(error)
-        log.info("%s: the server refuses streaming lists (%s); listing from now on", self.name, describe_error(error))
+        log.info(
+            "%s: the server refuses streaming lists (%s); listing from now on",
+            self.name,
+            describe_error(error),
+        )
         return NeedList()

@@ -12,7 +12,7 @@ Thread-safety: every value here is immutable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Protocol, Union
+from typing import Protocol
 
 __all__ = [
     "ReflectorStats",
@@ -64,9 +64,9 @@ class Listing:
     a consistent read); later pages carry the snapshot in their continue token.
     """
 
-    continue_: Optional[str] = None
+    continue_: str | None = None
     paged: bool = True
-    resource_version: Optional[str] = None
+    resource_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class BackingOff:
     """Wait until clock time ``until`` (``delay`` seconds after the failure), then go to ``then``."""
 
     until: float
-    then: "State"
+    then: State
     delay: float
     reason: str = ""
 
@@ -96,7 +96,7 @@ class Stopped:
     """Terminal: the reflector was stopped."""
 
 
-State = Union[NeedList, Listing, WatchListing, Watching, BackingOff, Stopped]
+State = NeedList | Listing | WatchListing | Watching | BackingOff | Stopped
 
 
 @dataclass(frozen=True)

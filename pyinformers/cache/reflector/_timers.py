@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from pyinformers.clock import REAL_CLOCK, Clock, TimerHandle
 
@@ -70,9 +71,9 @@ class SilenceTimer:
         clock: Clock,
         timeout: float,
         stream: Closable,
-        last_activity: Callable[[], Optional[float]],
+        last_activity: Callable[[], float | None],
         *,
-        on_silence: Optional[Callable[[], None]] = None,
+        on_silence: Callable[[], None] | None = None,
     ) -> None:
         self._clock = clock
         self.timeout = timeout
@@ -80,7 +81,7 @@ class SilenceTimer:
         self._last_activity = last_activity
         self._on_silence = on_silence
         self._lock = threading.Lock()
-        self._handle: Optional[TimerHandle] = None  # set exactly while armed; under _lock
+        self._handle: TimerHandle | None = None  # set exactly while armed; under _lock
         self._fired = False
 
     @property
@@ -140,7 +141,7 @@ class PeriodicResync:
         clock: Clock,
         period: float,
         resync: Callable[[], None],
-        should_resync: Optional[Callable[[], bool]],
+        should_resync: Callable[[], bool] | None,
         ready: Callable[[], bool],
     ) -> None:
         self._name = name
@@ -150,8 +151,8 @@ class PeriodicResync:
         self._should_resync = should_resync
         self._ready = ready
         self._lock = threading.Lock()
-        self._timer: Optional[TimerHandle] = None
-        self._thread: Optional[threading.Thread] = None
+        self._timer: TimerHandle | None = None
+        self._thread: threading.Thread | None = None
         self._again = False
         self.count = 0  # finished resyncs; written by the resync thread
 
@@ -212,7 +213,9 @@ class StopPoll:
         self._event = event
         self._on_set = on_set
         self._lock = threading.Lock()
-        self._timer: Optional[TimerHandle] = None  # set exactly between start() and cancel(); under _lock
+        self._timer: TimerHandle | None = (
+            None  # set exactly between start() and cancel(); under _lock
+        )
 
     def start(self) -> None:
         with self._lock:

@@ -45,10 +45,18 @@ thread, its timer runs on the clock's timer thread and only closes the stream.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Optional
+from typing import Any
 
-from pyinformers.api._errors import ApiError, BadRequest, Forbidden, Invalid, MethodNotAllowed, NotFound
+from pyinformers.api._errors import (
+    ApiError,
+    BadRequest,
+    Forbidden,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+)
 from pyinformers.api._permissions import MissingPermission, review_access
 from pyinformers.api._resource import Resource
 from pyinformers.cache.reflector._timers import Closable, SilenceTimer
@@ -104,11 +112,16 @@ class InitialEvents:
 
     def __init__(self) -> None:
         self.objects: dict[str, Any] = {}
-        self._timer: Optional[SilenceTimer] = None
-        self._gc_pause: Optional[AbstractContextManager[Any]] = None
+        self._timer: SilenceTimer | None = None
+        self._gc_pause: AbstractContextManager[Any] | None = None
 
-    def watch(self, stream: Closable, clock: Clock, timeout: float,
-              last_activity: Callable[[], Optional[float]]) -> None:
+    def watch(
+        self,
+        stream: Closable,
+        clock: Clock,
+        timeout: float,
+        last_activity: Callable[[], float | None],
+    ) -> None:
         """The stream is open: close it after ``timeout`` seconds of silence before the end bookmark."""
         self._timer = SilenceTimer(clock, timeout, stream, last_activity)
         self._timer.start()
@@ -168,7 +181,7 @@ def refuses_for_good(error: ApiError) -> bool:
     return not isinstance(error, (Forbidden, NotFound))
 
 
-def review_list_permission(lister_watcher: Any) -> Optional[MissingPermission]:
+def review_list_permission(lister_watcher: Any) -> MissingPermission | None:
     """A :class:`MissingPermission` if the server says this client may not list what it streams, else None.
 
     ``lister_watcher`` is a :class:`~pyinformers.api._listwatch.ListWatch`
@@ -185,7 +198,10 @@ def review_list_permission(lister_watcher: Any) -> Optional[MissingPermission]:
     namespace = getattr(lister_watcher, "namespace", None)
     try:
         allowed = review_access(
-            api_client, resource, "list", namespace,
+            api_client,
+            resource,
+            "list",
+            namespace,
             label_selector=getattr(lister_watcher, "label_selector", None) or None,
             field_selector=getattr(lister_watcher, "field_selector", None) or None,
         )
@@ -195,7 +211,11 @@ def review_list_permission(lister_watcher: Any) -> Optional[MissingPermission]:
     if allowed is not False:
         return None
     return MissingPermission(
-        resource, "list", namespace,
-        why=("the streaming list only needs \"watch\", so the cache syncs, but a fallback to a list "
-             "(after 410 Gone, or when a server refuses streaming lists) will be refused"),
+        resource,
+        "list",
+        namespace,
+        why=(
+            'the streaming list only needs "watch", so the cache syncs, but a fallback to a list '
+            "(after 410 Gone, or when a server refuses streaming lists) will be refused"
+        ),
     )

@@ -23,7 +23,8 @@ from pyinformers._exports import publish
 from pyinformers.testing.apiserver._faults import Faults
 from pyinformers.testing.apiserver._httpd import RequestRecord
 from pyinformers.testing.apiserver._server import ApiServer
+from pyinformers.testing.apiserver._tls import TlsUnavailable, self_signed_certificate
 
-__all__ = ["ApiServer", "Faults", "RequestRecord"]
+__all__ = ["ApiServer", "Faults", "RequestRecord", "TlsUnavailable", "self_signed_certificate"]
 
 publish(globals(), __all__)

@@ -25,7 +25,6 @@ import json
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import Optional
 
 from pyinformers.testing.apiserver._status import StatusError
 
@@ -57,7 +56,7 @@ def _unauthorized() -> StatusError:
 class Authenticator:
     """Who a request is and what it may do (see the module docstring)."""
 
-    def __init__(self, token: Optional[str]) -> None:
+    def __init__(self, token: str | None) -> None:
         self._token = token
         self._lock = threading.Lock()
         self._issued: dict[str, User] = {}
@@ -66,7 +65,7 @@ class Authenticator:
     def enabled(self) -> bool:
         return self._token is not None
 
-    def authenticate(self, header: Optional[str]) -> User:
+    def authenticate(self, header: str | None) -> User:
         """The user an ``Authorization`` header names; raises 401 for credentials nobody issued."""
         if not self.enabled:
             return ADMIN
@@ -86,6 +85,7 @@ class Authenticator:
 
     def issue_service_account_token(self, namespace: str, name: str) -> str:
         """A bearer token for ``system:serviceaccount:<namespace>:<name>`` (shaped like a JWT)."""
+
         def part(data: dict) -> str:
             return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
 
@@ -101,10 +101,22 @@ class Authenticator:
             return
         if user.authenticated and method == "GET" and path.startswith(_DISCOVERY_PREFIXES):
             return
-        raise StatusError(403, "Forbidden", f'forbidden: User "{user.name}" cannot {method.lower()} path "{path}"', details={})
+        raise StatusError(
+            403,
+            "Forbidden",
+            f'forbidden: User "{user.name}" cannot {method.lower()} path "{path}"',
+            details={},
+        )
 
     def authorize_resource(
-        self, user: User, verb: str, plural: str, group: str, namespace: Optional[str], name: Optional[str], subresource: Optional[str] = None
+        self,
+        user: User,
+        verb: str,
+        plural: str,
+        group: str,
+        namespace: str | None,
+        name: str | None,
+        subresource: str | None = None,
     ) -> None:
         """Resource requests: only the admin holds any RBAC binding."""
         if user.admin:

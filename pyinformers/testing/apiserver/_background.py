@@ -14,7 +14,7 @@ queue, never write) and ``_run()`` (the thread's loop, which returns once
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["StoreListenerThread"]
 
@@ -27,7 +27,7 @@ class StoreListenerThread:
         self._thread_name = thread_name
         self._cond = threading.Condition(threading.Lock())
         self._stopped = False  # guarded by _cond; once True, _run returns
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         rest.store.add_listener(self._on_change)
 
     def _on_change(self, change: Any) -> None:

@@ -19,7 +19,7 @@ import base64
 import json
 import posixpath
 import string
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -81,14 +81,19 @@ def _syntax_error(data: bytes) -> str:
     return "unexpected end of JSON input"
 
 
-def _field_error(name: str, raw: Any) -> Optional[str]:
+def _field_error(name: str, raw: Any) -> str | None:
     """Why a field of the token cannot be read into its Go type, or None (null leaves a field unset)."""
     expected = _FIELDS[name]
     if raw is None:
         return None
     if expected == "string" and isinstance(raw, str):
         return None
-    if expected == "int64" and isinstance(raw, int) and not isinstance(raw, bool) and -(2**63) <= raw < 2**63:
+    if (
+        expected == "int64"
+        and isinstance(raw, int)
+        and not isinstance(raw, bool)
+        and -(2**63) <= raw < 2**63
+    ):
         return None
     what = _kind(raw)
     if what == "number":

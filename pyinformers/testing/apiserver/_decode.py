@@ -27,7 +27,8 @@ def _unsupported() -> StatusError:
     return StatusError(
         415,
         "UnsupportedMediaType",
-        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(JSON_MEDIA_TYPES),
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(JSON_MEDIA_TYPES),
     )
 
 
@@ -49,9 +50,15 @@ def decode_body(body: bytes, content_type: str, kind: str) -> Any:
     except orjson.JSONDecodeError as exc:
         text = body.decode("utf-8", "replace")
         snippet = text if len(text) <= 30 else text[:30] + " ..."
-        reason = "unexpected end of JSON input" if exc.pos >= len(body.rstrip()) else f"invalid character at offset {exc.pos}"
+        reason = (
+            "unexpected end of JSON input"
+            if exc.pos >= len(body.rstrip())
+            else f"invalid character at offset {exc.pos}"
+        )
         raise bad_request(f"{prefix}{reason} ({snippet})") from None
     if not isinstance(document, dict):
         kind_of = "array" if isinstance(document, list) else type(document).__name__
-        raise bad_request(f"{prefix}json: cannot unmarshal {kind_of} into Go value of type {_GO_TYPE_META} ({body.hex()})")
+        raise bad_request(
+            f"{prefix}json: cannot unmarshal {kind_of} into Go value of type {_GO_TYPE_META} ({body.hex()})"
+        )
     return document

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from pyinformers.testing.apiserver._crd import initial_status
 from pyinformers.testing.apiserver._objects import NAMESPACE_FINALIZER
 from pyinformers.testing.apiserver._registry import Registry, ResourceType
 from pyinformers.testing.apiserver._status import invalid
 
-__all__ = ["defaults_on_create", "create_defaults", "apply_defaults", "namespace_contents", "ROOT_CA_CONFIGMAP"]
+__all__ = [
+    "defaults_on_create",
+    "create_defaults",
+    "apply_defaults",
+    "namespace_contents",
+    "ROOT_CA_CONFIGMAP",
+]
 
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 _ROOT_CA_DESCRIPTION = (
@@ -43,7 +49,10 @@ def namespace_contents() -> list[tuple[str, dict]]:
         (
             "configmaps",
             {
-                "metadata": {"name": ROOT_CA_CONFIGMAP, "annotations": {"kubernetes.io/description": _ROOT_CA_DESCRIPTION}},
+                "metadata": {
+                    "name": ROOT_CA_CONFIGMAP,
+                    "annotations": {"kubernetes.io/description": _ROOT_CA_DESCRIPTION},
+                },
                 "data": {"ca.crt": _ROOT_CA_PEM},
             },
         ),
@@ -59,7 +68,9 @@ def defaults_on_create(registry: Registry, rt: ResourceType, obj: dict, timestam
     if rt.storage_key == "/namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", [NAMESPACE_FINALIZER])
         obj["status"] = {"phase": "Active"}
-        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"][
+            "name"
+        ]
     elif rt.storage_key == "apiextensions.k8s.io/customresourcedefinitions":
         spec = obj["spec"]  # validated before: a dict with names and versions
         names = spec["names"]
@@ -69,7 +80,12 @@ def defaults_on_create(registry: Registry, rt: ResourceType, obj: dict, timestam
         try:
             registry.install_crd(obj)
         except ValueError as exc:
-            raise invalid(rt.kind, rt.group, obj["metadata"]["name"], [("FieldValueInvalid", "spec", str(exc))]) from None
+            raise invalid(
+                rt.kind,
+                rt.group,
+                obj["metadata"]["name"],
+                [("FieldValueInvalid", "spec", str(exc))],
+            ) from None
         obj["status"] = initial_status(obj)
 
 
@@ -90,7 +106,10 @@ _CONTAINER_DEFAULTS = {
 _WORKLOAD_DEFAULTS: dict[str, dict[str, object]] = {
     "apps/deployments": {
         "replicas": 1,
-        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+        "strategy": {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+        },
         "revisionHistoryLimit": 10,
         "progressDeadlineSeconds": 600,
     },
@@ -102,7 +121,10 @@ _WORKLOAD_DEFAULTS: dict[str, dict[str, object]] = {
         "revisionHistoryLimit": 10,
     },
     "apps/daemonsets": {
-        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+        "updateStrategy": {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+        },
         "revisionHistoryLimit": 10,
     },
 }
@@ -138,7 +160,12 @@ def _default_pod_spec(spec: object, *, job: bool = False) -> None:
 
 
 _DEFAULT_TOLERATIONS = [
-    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    {
+        "key": f"node.kubernetes.io/{taint}",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    }
     for taint in ("not-ready", "unreachable")
 ]
 _QOS_RESOURCES = ("cpu", "memory")
@@ -146,14 +173,29 @@ _QOS_RESOURCES = ("cpu", "memory")
 
 def _qos_class(spec: dict) -> str:
     """The Pod's QoS class from its containers' cpu and memory requests and limits."""
-    containers = [c for f in ("containers", "initContainers") for c in spec.get(f) or () if isinstance(c, dict)]
+    containers = [
+        c
+        for f in ("containers", "initContainers")
+        for c in spec.get(f) or ()
+        if isinstance(c, dict)
+    ]
     any_set, guaranteed = False, True
     for container in containers:
         resources = container.get("resources") or {}
-        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in _QOS_RESOURCES and str(v) not in ("0", "")}
-        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in _QOS_RESOURCES and str(v) not in ("0", "")}
+        requests = {
+            k: v
+            for k, v in (resources.get("requests") or {}).items()
+            if k in _QOS_RESOURCES and str(v) not in ("0", "")
+        }
+        limits = {
+            k: v
+            for k, v in (resources.get("limits") or {}).items()
+            if k in _QOS_RESOURCES and str(v) not in ("0", "")
+        }
         any_set = any_set or bool(requests or limits)
-        if set(limits) != set(_QOS_RESOURCES) or any(str(requests.get(k)) != str(v) for k, v in limits.items()):
+        if set(limits) != set(_QOS_RESOURCES) or any(
+            str(requests.get(k)) != str(v) for k, v in limits.items()
+        ):
             guaranteed = False
     if not any_set:
         return "BestEffort"
@@ -169,9 +211,18 @@ def _pod_on_create(pod: dict) -> None:
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     tolerations = spec.setdefault("tolerations", [])
     if isinstance(tolerations, list):
-        present = {t.get("key") for t in tolerations if isinstance(t, dict) and t.get("effect") in ("NoExecute", None)}
+        present = {
+            t.get("key")
+            for t in tolerations
+            if isinstance(t, dict) and t.get("effect") in ("NoExecute", None)
+        }
         tolerations.extend(dict(t) for t in _DEFAULT_TOLERATIONS if t["key"] not in present)
-    for container in [c for f in ("containers", "initContainers") for c in spec.get(f) or () if isinstance(c, dict)]:
+    for container in [
+        c
+        for f in ("containers", "initContainers")
+        for c in spec.get(f) or ()
+        if isinstance(c, dict)
+    ]:
         resources = container.get("resources")
         if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
             requests = resources.setdefault("requests", {})
@@ -210,7 +261,7 @@ def _service_defaults(service: dict) -> None:
                 port.setdefault("targetPort", port["port"])
 
 
-def create_defaults(rt: ResourceType, obj: dict, cluster_ip: "Callable[[], str]") -> None:
+def create_defaults(rt: ResourceType, obj: dict, cluster_ip: Callable[[], str]) -> None:
     """What a create fills in beyond :func:`apply_defaults` (dry runs included).
 
     A Pod's status (``Pending`` and its QoS class) and what admission adds to
@@ -222,7 +273,11 @@ def create_defaults(rt: ResourceType, obj: dict, cluster_ip: "Callable[[], str]"
     elif rt.storage_key == "/services":
         _service_on_create(obj)
         spec = obj.get("spec")
-        if isinstance(spec, dict) and spec.get("type") != "ExternalName" and not spec.get("clusterIP"):
+        if (
+            isinstance(spec, dict)
+            and spec.get("type") != "ExternalName"
+            and not spec.get("clusterIP")
+        ):
             spec["clusterIP"] = cluster_ip()
             spec["clusterIPs"] = [spec["clusterIP"]]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 __all__ = ["Faults"]
 
@@ -32,10 +32,10 @@ __all__ = ["Faults"]
 class Faults:
     """The server's fault knobs (see the module docstring)."""
 
-    def __init__(self, *, seed: Optional[int] = None) -> None:
+    def __init__(self, *, seed: int | None = None) -> None:
         self._lock = threading.Lock()
         self._random = random.Random(seed)
-        self._drop_all: Optional[Callable[[], int]] = None
+        self._drop_all: Callable[[], int] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -67,7 +67,11 @@ class Faults:
 
     def active(self) -> bool:
         return bool(
-            self.error_rate or self.throttle_rate or self.latency or self.stall_watches or self.drop_watch_probability
+            self.error_rate
+            or self.throttle_rate
+            or self.latency
+            or self.stall_watches
+            or self.drop_watch_probability
         )
 
     def _bind(self, drop_all: Callable[[], int]) -> None:

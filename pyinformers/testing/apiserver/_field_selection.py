@@ -23,7 +23,8 @@ _OBJECT_FIELDS = ("metadata.name", "metadata.namespace")
 #: namespace (cluster-scoped namespaces and nodes do not take metadata.namespace at all)
 _SELECTABLE_FIELDS = {
     "/secrets": _OBJECT_FIELDS + ("type",),
-    "/pods": _OBJECT_FIELDS + (
+    "/pods": _OBJECT_FIELDS
+    + (
         "spec.nodeName",
         "spec.restartPolicy",
         "spec.schedulerName",
@@ -37,7 +38,8 @@ _SELECTABLE_FIELDS = {
     "/services": _OBJECT_FIELDS + ("spec.clusterIP", "spec.type"),
     "/namespaces": ("metadata.name", "status.phase"),
     "/nodes": ("metadata.name", "spec.unschedulable"),
-    "/events": _OBJECT_FIELDS + (
+    "/events": _OBJECT_FIELDS
+    + (
         "involvedObject.kind",
         "involvedObject.namespace",
         "involvedObject.name",
@@ -50,7 +52,8 @@ _SELECTABLE_FIELDS = {
         "source",
         "type",
     ),
-    "events.k8s.io/events": _OBJECT_FIELDS + (
+    "events.k8s.io/events": _OBJECT_FIELDS
+    + (
         "regarding.kind",
         "regarding.name",
         "regarding.namespace",
@@ -66,7 +69,18 @@ _SELECTABLE_FIELDS = {
 }
 #: how each resource words an unsupported field (the others list what they support)
 _FIELD_ERRORS = {
-    **dict.fromkeys(("/secrets", "/pods", "/services", "/namespaces", "/nodes", "/events", "events.k8s.io/events"), "field label not supported: {field}"),
+    **dict.fromkeys(
+        (
+            "/secrets",
+            "/pods",
+            "/services",
+            "/namespaces",
+            "/nodes",
+            "/events",
+            "events.k8s.io/events",
+        ),
+        "field label not supported: {field}",
+    ),
     "batch/jobs": 'field label "{field}" not supported for Job',
 }
 

@@ -28,11 +28,14 @@ is a normal write with a resourceVersion and watch events.
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional
 
 from pyinformers.testing.apiserver._background import StoreListenerThread
+from pyinformers.testing.apiserver._objects import (
+    FOREGROUND_FINALIZER,
+    NAMESPACE_FINALIZER,
+    ORPHAN_FINALIZER,
+)
 from pyinformers.testing.apiserver._registry import ResourceType
-from pyinformers.testing.apiserver._objects import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER
 from pyinformers.testing.apiserver._rest import RestApi
 from pyinformers.testing.apiserver._status import StatusError
 from pyinformers.testing.apiserver._storage import Change, ChangeType
@@ -86,7 +89,7 @@ class GarbageCollector(StoreListenerThread):
 
     # -- the rules ---------------------------------------------------------------------------
 
-    def _type(self, storage_key: str) -> Optional[ResourceType]:
+    def _type(self, storage_key: str) -> ResourceType | None:
         types = self._rest.registry.types_for_storage_key(storage_key)
         return types[0] if types else None
 
@@ -109,7 +112,11 @@ class GarbageCollector(StoreListenerThread):
         if ORPHAN_FINALIZER in finalizers:
             for (key, ns, name), dep in self._rest.store.dependents(uid):
                 dep_rt = self._type(key)
-                refs = [r for r in (dep.get("metadata") or {}).get("ownerReferences") or () if r.get("uid") != uid]
+                refs = [
+                    r
+                    for r in (dep.get("metadata") or {}).get("ownerReferences") or ()
+                    if r.get("uid") != uid
+                ]
                 if dep_rt is not None:
                     self._rest.set_owner_references(dep_rt, ns, name, refs)
             self._rest.remove_finalizer(rt, change.namespace, change.name, ORPHAN_FINALIZER)
@@ -141,9 +148,15 @@ class GarbageCollector(StoreListenerThread):
             if dep_rt is None:
                 continue
             refs = (dep.get("metadata") or {}).get("ownerReferences") or ()
-            alive = [r for r in refs if r.get("uid") != owner_uid and store.get_by_uid(r.get("uid", "")) is not None]
+            alive = [
+                r
+                for r in refs
+                if r.get("uid") != owner_uid and store.get_by_uid(r.get("uid", "")) is not None
+            ]
             if alive:
-                self._rest.set_owner_references(dep_rt, ns, name, [r for r in refs if r.get("uid") != owner_uid])
+                self._rest.set_owner_references(
+                    dep_rt, ns, name, [r for r in refs if r.get("uid") != owner_uid]
+                )
             elif not (dep.get("metadata") or {}).get("deletionTimestamp"):
                 self._delete(dep_rt, ns, name, "Background")
 
@@ -160,7 +173,11 @@ class GarbageCollector(StoreListenerThread):
         current = store.get(change.storage_key, change.namespace, change.name)
         rt = self._type(change.storage_key)
         uid = (change.obj.get("metadata") or {}).get("uid")
-        if rt is not None and current is not None and (current.get("metadata") or {}).get("uid") == uid:
+        if (
+            rt is not None
+            and current is not None
+            and (current.get("metadata") or {}).get("uid") == uid
+        ):
             self._delete(rt, change.namespace, change.name, "Background")
 
     def _recheck_owners(self, deleted: dict) -> None:
@@ -171,7 +188,9 @@ class GarbageCollector(StoreListenerThread):
                 continue
             (key, ns, name), owner = found
             meta = owner.get("metadata") or {}
-            if FOREGROUND_FINALIZER in (meta.get("finalizers") or ()) and not self._rest.store.dependents(meta.get("uid", "")):
+            if FOREGROUND_FINALIZER in (
+                meta.get("finalizers") or ()
+            ) and not self._rest.store.dependents(meta.get("uid", "")):
                 rt = self._type(key)
                 if rt is not None:
                     self._rest.remove_finalizer(rt, ns, name, FOREGROUND_FINALIZER)
@@ -185,7 +204,11 @@ class GarbageCollector(StoreListenerThread):
         for key, ns, name in remaining:
             rt = self._type(key)
             obj = store.get(key, ns, name)
-            if rt is not None and obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if (
+                rt is not None
+                and obj is not None
+                and not (obj.get("metadata") or {}).get("deletionTimestamp")
+            ):
                 self._delete(rt, ns, name, "Background")
         left = store.keys_in_namespace(namespace)
         ns_rt = self._type("/namespaces")
@@ -197,7 +220,9 @@ class GarbageCollector(StoreListenerThread):
         # Content held by finalizers: report it in the namespace's conditions, as the namespace controller does.
         current = store.get("/namespaces", "", namespace)
         if current is not None:
-            status = dict(current.get("status") or {}, conditions=self._namespace_conditions(left, current))
+            status = dict(
+                current.get("status") or {}, conditions=self._namespace_conditions(left, current)
+            )
             self._rest.write_status(ns_rt, "", namespace, status)
 
     def _namespace_conditions(self, left: list, namespace: dict) -> list[dict]:
@@ -213,22 +238,52 @@ class GarbageCollector(StoreListenerThread):
             counts[resource] = counts.get(resource, 0) + 1
             for finalizer in (obj.get("metadata") or {}).get("finalizers") or ():
                 finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
-        previous = {c.get("type"): c for c in (namespace.get("status") or {}).get("conditions") or () if isinstance(c, dict)}
+        previous = {
+            c.get("type"): c
+            for c in (namespace.get("status") or {}).get("conditions") or ()
+            if isinstance(c, dict)
+        }
         now = self._rest.timestamp()
 
         def condition(kind: str, status: str, reason: str, message: str) -> dict:
             old = previous.get(kind)
             same = old is not None and old.get("status") == status
             when = old.get("lastTransitionTime") if same and old is not None else now
-            return {"type": kind, "status": status, "lastTransitionTime": when, "reason": reason, "message": message}
+            return {
+                "type": kind,
+                "status": status,
+                "lastTransitionTime": when,
+                "reason": reason,
+                "message": message,
+            }
 
         remaining = ", ".join(f"{r} has {n} resource instances" for r, n in sorted(counts.items()))
         held = ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items()))
         conditions = [
-            condition("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered", "All resources successfully discovered"),
-            condition("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
-            condition("NamespaceDeletionContentFailure", "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization"),
-            condition("NamespaceContentRemaining", "True", "SomeResourcesRemain", f"Some resources are remaining: {remaining}"),
+            condition(
+                "NamespaceDeletionDiscoveryFailure",
+                "False",
+                "ResourcesDiscovered",
+                "All resources successfully discovered",
+            ),
+            condition(
+                "NamespaceDeletionGroupVersionParsingFailure",
+                "False",
+                "ParsedGroupVersions",
+                "All legacy kube types successfully parsed",
+            ),
+            condition(
+                "NamespaceDeletionContentFailure",
+                "False",
+                "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization",
+            ),
+            condition(
+                "NamespaceContentRemaining",
+                "True",
+                "SomeResourcesRemain",
+                f"Some resources are remaining: {remaining}",
+            ),
         ]
         if finalizers:
             conditions.append(

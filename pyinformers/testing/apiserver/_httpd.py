@@ -42,21 +42,32 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
 from pyinformers.clock import REAL_CLOCK, Clock
-from pyinformers.testing.apiserver._openapi import v2_document, v3_document, v3_index
 from pyinformers.testing.apiserver._auth import Authenticator, User
-from pyinformers.testing.apiserver._faults import Faults
-from pyinformers.testing.apiserver._registry import Registry, ResourceType
-from pyinformers.testing.apiserver._options import for_one_object, go_bool, parse_list_options, parse_watch_options
 from pyinformers.testing.apiserver._decode import decode_body
-from pyinformers.testing.apiserver._scale import SCALABLE, scale_of
+from pyinformers.testing.apiserver._faults import Faults
+from pyinformers.testing.apiserver._openapi import v2_document, v3_document, v3_index
+from pyinformers.testing.apiserver._options import (
+    for_one_object,
+    go_bool,
+    parse_list_options,
+    parse_watch_options,
+)
+from pyinformers.testing.apiserver._registry import Registry, ResourceType
 from pyinformers.testing.apiserver._rest import RestApi
-from pyinformers.testing.apiserver._status import StatusError, bad_request, method_not_allowed, not_found, status_object
+from pyinformers.testing.apiserver._scale import SCALABLE, scale_of
+from pyinformers.testing.apiserver._status import (
+    StatusError,
+    bad_request,
+    method_not_allowed,
+    not_found,
+    status_object,
+)
 from pyinformers.testing.apiserver._watch import Watcher, WatchHub
 
 __all__ = ["RequestRecord", "Dispatcher", "HttpServer"]
@@ -64,15 +75,29 @@ __all__ = ["RequestRecord", "Dispatcher", "HttpServer"]
 _JSON = "application/json"
 _LIVENESS_CHECK = 0.25  # how often an idle watch checks that its client is still there
 _CHUNK_LINES = 256  # most event lines per chunk
-_BOOKMARK_BEFORE_TIMEOUT = 2.0  # the real server's first bookmark comes about 2 s before timeoutSeconds
-_CLEAN_ENDS = ("overflow", "restart", "removed")  # watcher close reasons that end the stream properly
+_BOOKMARK_BEFORE_TIMEOUT = (
+    2.0  # the real server's first bookmark comes about 2 s before timeoutSeconds
+)
+_CLEAN_ENDS = (
+    "overflow",
+    "restart",
+    "removed",
+)  # watcher close reasons that end the stream properly
 _MAX_TRAILERS = 100
 _AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _DISCARD_SLACK = 1024 * 1024  # how far past the body limit a refused body is still read
 _DISCARD_PAUSE = 0.2  # ... as long as the client does not pause longer than this
 #: the real server's limit on request bodies (3 MiB)
 MAX_REQUEST_BODY = 3 * 1024 * 1024
-_ACCEPTABLE = frozenset({"*/*", "application/*", "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"})
+_ACCEPTABLE = frozenset(
+    {
+        "*/*",
+        "application/*",
+        "application/json",
+        "application/yaml",
+        "application/vnd.kubernetes.protobuf",
+    }
+)
 _log = logging.getLogger("pyinformers.testing.apiserver._httpd")
 
 
@@ -89,9 +114,9 @@ class RequestRecord:
 @dataclass(frozen=True)
 class _Route:
     resource: ResourceType
-    namespace: Optional[str]
-    name: Optional[str]
-    subresource: Optional[str]
+    namespace: str | None
+    name: str | None
+    subresource: str | None
     watch_prefix: bool = False  # came by the deprecated /watch/ path
 
 
@@ -117,14 +142,14 @@ class _PathInfo:
 
     group: str
     version: str
-    namespace: Optional[str]
+    namespace: str | None
     plural: str
-    name: Optional[str]
-    subresource: Optional[str]
+    name: str | None
+    subresource: str | None
     watch_prefix: bool
 
 
-def _parse_path(raw_path: str) -> Optional[_PathInfo]:
+def _parse_path(raw_path: str) -> _PathInfo | None:
     """Parse ``/api/v1/...`` and ``/apis/{group}/{version}/...`` resource paths; None for anything else.
 
     Segments are split before percent-decoding, so an encoded slash stays
@@ -147,7 +172,15 @@ def _parse_path(raw_path: str) -> Optional[_PathInfo]:
         pass
     if not rest or len(rest) > 3:
         return None
-    return _PathInfo(group, version, namespace, rest[0], rest[1] if len(rest) >= 2 else None, rest[2] if len(rest) == 3 else None, watch_prefix)
+    return _PathInfo(
+        group,
+        version,
+        namespace,
+        rest[0],
+        rest[1] if len(rest) >= 2 else None,
+        rest[2] if len(rest) == 3 else None,
+        watch_prefix,
+    )
 
 
 class _Cut(Exception):
@@ -164,12 +197,12 @@ class Dispatcher:
         hub: WatchHub,
         faults: Faults,
         *,
-        token: Optional[str],
+        token: str | None,
         bookmark_interval: float,
         max_watch_queue: int,
         stopping: threading.Event,
         request_log_size: int = 100_000,
-        version_info: Optional[dict] = None,
+        version_info: dict | None = None,
         clock: Clock = REAL_CLOCK,
         max_body: int = MAX_REQUEST_BODY,
     ) -> None:
@@ -246,18 +279,24 @@ class Dispatcher:
             info = _parse_path(split.path)
             if info is None:
                 self.auth.authorize_path(user, method, path)
-                document = self._aggregated(path, method, h.headers.get("Accept", "")) or self._non_resource(path, method)
+                document = self._aggregated(
+                    path, method, h.headers.get("Accept", "")
+                ) or self._non_resource(path, method)
                 if document is not None:
                     self._record(method, path, query, 200, "discovery")
                     self._send_document(h, document)
                     return
                 raise _PageNotFound()
             verb = self._verb(method, info, query)
-            self.auth.authorize_resource(user, verb, info.plural, info.group, info.namespace, info.name, info.subresource)
+            self.auth.authorize_resource(
+                user, verb, info.plural, info.group, info.namespace, info.name, info.subresource
+            )
             route = self._route(info, path)
             self._check_accept(h)
             if query.get("dryRun") not in (None, "All"):
-                raise bad_request(f"unsupported dry run value {query['dryRun']!r}: only \"All\" is supported")
+                raise bad_request(
+                    f'unsupported dry run value {query["dryRun"]!r}: only "All" is supported'
+                )
             self._inject_faults()
             if verb == "watch":
                 self._watch(h, route, query, method, path)
@@ -265,15 +304,25 @@ class Dispatcher:
             body = self._read_body(h)
             body_pending = False
             warnings: list[str] = []
-            code, result = self._call(verb, route, query, body, h.headers.get("Content-Type", ""), user, warnings)
-            self._record(method, path, query, code, verb)  # before the answer: a client that got it finds it logged
+            code, result = self._call(
+                verb, route, query, body, h.headers.get("Content-Type", ""), user, warnings
+            )
+            self._record(
+                method, path, query, code, verb
+            )  # before the answer: a client that got it finds it logged
             self._send_json(h, code, result, warnings=warnings)
         except StatusError as exc:
             if body_pending:
                 h.close_connection = True  # the unread body would be taken for the next request
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
             if exc.code >= 500 and exc.reason == "InternalError":
-                _log.error("pyinformers.testing: %s %s answered %d: %s", method, path, exc.code, exc.message)
+                _log.error(
+                    "pyinformers.testing: %s %s answered %d: %s",
+                    method,
+                    path,
+                    exc.code,
+                    exc.message,
+                )
             self._record(method, path, query, exc.code, verb)
             self._send_json(h, exc.code, exc.status, headers=headers)
         except _PageNotFound:
@@ -283,18 +332,28 @@ class Dispatcher:
             self._send_text(h, 404, "404 page not found\n")
         except _Cut:
             h.close_connection = True
-        except (BrokenPipeError, ConnectionError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionError):
             h.close_connection = True
-        except Exception as exc:  # a bug in the server must still produce an answer, and a traceback in the log
+        except (
+            Exception
+        ) as exc:  # a bug in the server must still produce an answer, and a traceback in the log
             _log.exception("pyinformers.testing: internal error answering %s %s", method, path)
             h.close_connection = True
             self._record(method, path, query, 500, verb)
-            self._send_json(h, 500, status_object(500, "InternalError", f"pyinformers.testing: internal error: {exc!r}"))
+            self._send_json(
+                h,
+                500,
+                status_object(
+                    500, "InternalError", f"pyinformers.testing: internal error: {exc!r}"
+                ),
+            )
 
     @staticmethod
     def _announces_body(h: BaseHTTPRequestHandler) -> bool:
         length = h.headers.get("Content-Length")
-        return h.headers.get("Transfer-Encoding", "").lower() == "chunked" or (length is not None and length.strip() not in ("", "0"))
+        return h.headers.get("Transfer-Encoding", "").lower() == "chunked" or (
+            length is not None and length.strip() not in ("", "0")
+        )
 
     def _read_body(self, h: BaseHTTPRequestHandler) -> bytes:
         """The request body, at most :attr:`max_body` bytes (413 beyond, 400 when malformed).
@@ -405,23 +464,35 @@ class Dispatcher:
             )
         if faults.roll(faults.error_rate):
             self.count("faults:errors")
-            raise StatusError(500, "InternalError", "pyinformers.testing: internal error (injected fault)")
+            raise StatusError(
+                500, "InternalError", "pyinformers.testing: internal error (injected fault)"
+            )
 
     # -- routing -----------------------------------------------------------------------------
 
-    def _aggregated(self, path: str, method: str, accept: str) -> Optional[Any]:
+    def _aggregated(self, path: str, method: str, accept: str) -> Any | None:
         """``/api`` and ``/apis`` as aggregated discovery when the client asks for it (as kubectl does first)."""
         path = path.rstrip("/") or "/"
-        if method != "GET" or path not in ("/api", "/apis") or "as=APIGroupDiscoveryList" not in accept:
+        if (
+            method != "GET"
+            or path not in ("/api", "/apis")
+            or "as=APIGroupDiscoveryList" not in accept
+        ):
             return None
         for item in accept.split(","):
-            params = {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in item.split(";")[1:])}
-            if params.get("as") == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io" and params.get("v") == "v2":
+            params = {
+                k.strip(): v.strip() for k, _, v in (p.partition("=") for p in item.split(";")[1:])
+            }
+            if (
+                params.get("as") == "APIGroupDiscoveryList"
+                and params.get("g") == "apidiscovery.k8s.io"
+                and params.get("v") == "v2"
+            ):
                 document = self.registry.aggregated_discovery(core=path == "/api")
                 return _Text(orjson.dumps(document).decode(), _AGGREGATED_DISCOVERY)
         return None
 
-    def _non_resource(self, path: str, method: str) -> Optional[Any]:
+    def _non_resource(self, path: str, method: str) -> Any | None:
         path = path.rstrip("/") or "/"
         if method != "GET":
             return None
@@ -437,7 +508,9 @@ class Dispatcher:
             return v2_document(self.registry)
         if path == "/openapi/v3":
             # The real server sends this JSON index as text/plain.
-            return _Text(orjson.dumps(v3_index(self.registry)).decode(), "text/plain; charset=utf-8")
+            return _Text(
+                orjson.dumps(v3_index(self.registry)).decode(), "text/plain; charset=utf-8"
+            )
         if path.startswith("/openapi/v3/"):
             gv = path[len("/openapi/v3/") :].split("/")
             if len(gv) == 2 and gv[0] == "api":
@@ -468,7 +541,7 @@ class Dispatcher:
             raise not_found("", "", None)  # the core API group exists: a JSON 404
         return None
 
-    def _route(self, info: "_PathInfo", path: str) -> _Route:
+    def _route(self, info: _PathInfo, path: str) -> _Route:
         """The served resource a parsed path names (404 when none)."""
         rt = self.registry.lookup(info.group, info.version, info.plural)
         if rt is None:
@@ -481,7 +554,7 @@ class Dispatcher:
             raise not_found("", "", None)  # an encoded slash: no such path (not "object not found")
         for what, value in (("Name", info.name), ("Namespace", info.namespace)):
             if value in (".", ".."):
-                raise bad_request(f'{what} parameter invalid: "{value}": may not be \'{value}\'')
+                raise bad_request(f"{what} parameter invalid: \"{value}\": may not be '{value}'")
         sub = info.subresource
         if sub == "status" and not rt.has_status and info.name:
             raise not_found(rt.plural, rt.group, info.name)  # the real server names the object
@@ -503,12 +576,21 @@ class Dispatcher:
         return subs
 
     @staticmethod
-    def _verb(method: str, info: "_PathInfo", query: dict) -> str:
+    def _verb(method: str, info: _PathInfo, query: dict) -> str:
         watching = info.watch_prefix or bool(go_bool(query.get("watch")))
         if info.name is None:
-            verbs = {"GET": "watch" if watching else "list", "POST": "create", "DELETE": "deletecollection"}
+            verbs = {
+                "GET": "watch" if watching else "list",
+                "POST": "create",
+                "DELETE": "deletecollection",
+            }
         else:
-            verbs = {"GET": "watch" if info.watch_prefix else "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+            verbs = {
+                "GET": "watch" if info.watch_prefix else "get",
+                "PUT": "update",
+                "PATCH": "patch",
+                "DELETE": "delete",
+            }
             if info.subresource:
                 verbs = {"GET": "get", "PUT": "update", "PATCH": "patch"}
                 if info.subresource == "token":
@@ -528,7 +610,14 @@ class Dispatcher:
             raise bad_request(f"the request body is not valid JSON: {exc}") from None
 
     def _call(
-        self, verb: str, route: _Route, query: dict, body: bytes, content_type: str, user: User, warnings: list
+        self,
+        verb: str,
+        route: _Route,
+        query: dict,
+        body: bytes,
+        content_type: str,
+        user: User,
+        warnings: list,
     ) -> tuple[int, Any]:
         rest, rt, ns, sub = self.rest, route.resource, route.namespace, route.subresource
         name = route.name or ""  # the verbs on one object were routed with a name
@@ -539,20 +628,39 @@ class Dispatcher:
         if sub == "scale":
             return 200, self._scale(verb, route, body, content_type, dry_run)
         if sub == "token":
-            return 201, rest.token_request(rt, ns, name, decode_body(body, content_type, "TokenRequest"), self.auth)
+            return 201, rest.token_request(
+                rt, ns, name, decode_body(body, content_type, "TokenRequest"), self.auth
+            )
         if verb == "get":
             return 200, rest.get(rt, ns, name)
         if verb == "create":
             document = decode_body(body, content_type, rt.kind)
-            return 201, rest.create(rt, ns, document, dry_run=dry_run, field_validation=validation, warnings=warnings)
+            return 201, rest.create(
+                rt, ns, document, dry_run=dry_run, field_validation=validation, warnings=warnings
+            )
         if verb == "update":
             document = decode_body(body, content_type, rt.kind)
             return 200, rest.update(
-                rt, ns, name, document, subresource=sub, dry_run=dry_run, field_validation=validation, warnings=warnings
+                rt,
+                ns,
+                name,
+                document,
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
             )
         if verb == "patch":
             return 200, rest.patch(
-                rt, ns, name, body, content_type, subresource=sub, dry_run=dry_run, field_validation=validation, warnings=warnings
+                rt,
+                ns,
+                name,
+                body,
+                content_type,
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
             )
         if verb in ("delete", "deletecollection"):
             options = self._delete_options(body, query)
@@ -562,7 +670,9 @@ class Dispatcher:
             return 200, rest.delete_collection(rt, ns, parse_list_options(selectors), options)
         raise method_not_allowed()
 
-    def _scale(self, verb: str, route: _Route, body: bytes, content_type: str, dry_run: bool) -> dict:
+    def _scale(
+        self, verb: str, route: _Route, body: bytes, content_type: str, dry_run: bool
+    ) -> dict:
         rest, rt, ns, name = self.rest, route.resource, route.namespace, route.name or ""
         if verb == "get":
             return scale_of(rest.get(rt, ns, name))
@@ -587,13 +697,17 @@ class Dispatcher:
 
     # -- watch ---------------------------------------------------------------------------------
 
-    def _watch(self, h: BaseHTTPRequestHandler, route: _Route, query: dict, method: str, path: str) -> None:
+    def _watch(
+        self, h: BaseHTTPRequestHandler, route: _Route, query: dict, method: str, path: str
+    ) -> None:
         options = parse_watch_options(query, legacy_path=route.watch_prefix)
         if route.name is not None:  # /watch/.../{name}: that one object
             options = for_one_object(options, route.name)
         rt = route.resource
         try:
-            watcher, initial, start_rv, initial_end = self.rest.open_watch(rt, route.namespace, options, max_queue=self.max_watch_queue)
+            watcher, initial, start_rv, initial_end = self.rest.open_watch(
+                rt, route.namespace, options, max_queue=self.max_watch_queue
+            )
         except StatusError as exc:
             if exc.code not in (410, 504):
                 raise
@@ -693,7 +807,9 @@ class Dispatcher:
             if batch is None:
                 reason = watcher.close_reason
                 if reason in _CLEAN_ENDS:
-                    self.count("watches:overflowed" if reason == "overflow" else f"watches:{reason}")
+                    self.count(
+                        "watches:overflowed" if reason == "overflow" else f"watches:{reason}"
+                    )
                     break
                 self.count(f"watches:{reason}")
                 raise _Cut()
@@ -751,7 +867,12 @@ class Dispatcher:
             self._send_json(h, 200, document)
 
     @staticmethod
-    def _send_text(h: BaseHTTPRequestHandler, code: int, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+    def _send_text(
+        h: BaseHTTPRequestHandler,
+        code: int,
+        text: str,
+        content_type: str = "text/plain; charset=utf-8",
+    ) -> None:
         body = text.encode()
         h.send_response(code)
         h.send_header("Content-Type", content_type)
@@ -764,7 +885,12 @@ class Dispatcher:
 
     @staticmethod
     def _send_json(
-        h: BaseHTTPRequestHandler, code: int, document: Any, *, headers: Optional[dict] = None, warnings: Optional[list] = None
+        h: BaseHTTPRequestHandler,
+        code: int,
+        document: Any,
+        *,
+        headers: dict | None = None,
+        warnings: list | None = None,
     ) -> None:
         body = orjson.dumps(document)
         h.send_response(code)
@@ -775,7 +901,9 @@ class Dispatcher:
         for key, value in (headers or {}).items():
             h.send_header(key, value)
         for warning in warnings or ():
-            h.send_header("Warning", '299 - "' + warning.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            h.send_header(
+                "Warning", '299 - "' + warning.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            )
         h.end_headers()
         h.wfile.write(body)
 
@@ -801,7 +929,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pyinformers-apiserver"
     sys_version = ""
-    server: "HttpServer"
+    server: HttpServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         pass
@@ -827,7 +955,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not words:
             return False
         if len(words) != 3 or words[2] not in ("HTTP/1.0", "HTTP/1.1"):
-            self.send_error(400, f"Bad request line ({line[:100]!r}): only HTTP/1.0 and HTTP/1.1 are served")
+            self.send_error(
+                400, f"Bad request line ({line[:100]!r}): only HTTP/1.0 and HTTP/1.1 are served"
+            )
             return False
         self.command, self.path, self.request_version = words
         self.close_connection = self.request_version == "HTTP/1.0"
@@ -853,7 +983,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif connection == "keep-alive":
             self.close_connection = False
-        if headers.get("expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
+        if (
+            headers.get("expect", "").lower() == "100-continue"
+            and self.request_version == "HTTP/1.1"
+        ):
             return self.handle_expect_100()
         return True
 
@@ -886,12 +1019,12 @@ class HttpServer(ThreadingHTTPServer):
         address: tuple[str, int],
         dispatcher: Dispatcher,
         *,
-        idle_timeout: Optional[float] = 60.0,
-        tls: Optional[tuple[str, str]] = None,
+        idle_timeout: float | None = 60.0,
+        tls: tuple[str, str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.idle_timeout = idle_timeout
-        self._ssl: Optional[ssl.SSLContext] = None
+        self._ssl: ssl.SSLContext | None = None
         if tls is not None:
             self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._ssl.load_cert_chain(*tls)

@@ -35,11 +35,19 @@ FOREGROUND_FINALIZER = "foregroundDeletion"
 NAMESPACE_FINALIZER = "kubernetes"
 PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
 #: metadata fields a client cannot set: create drops them, update keeps the stored values
-SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+SERVER_OWNED = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+)
 
 
 def now_rfc3339(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
 
 
 def copy_json(obj: Any) -> Any:
@@ -76,4 +84,6 @@ def same_content(a: dict, b: dict) -> bool:
     for m in (ma, mb):
         m.pop("resourceVersion", None)
         m.pop("managedFields", None)
-    return ma == mb and {k: v for k, v in a.items() if k != "metadata"} == {k: v for k, v in b.items() if k != "metadata"}
+    return ma == mb and {k: v for k, v in a.items() if k != "metadata"} == {
+        k: v for k, v in b.items() if k != "metadata"
+    }

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Optional
 
 from pyinformers.testing.apiserver._registry import Registry, ResourceType
 
@@ -40,7 +39,7 @@ def _group_versions(registry: Registry) -> list[tuple[str, str]]:
     return sorted(seen)
 
 
-def v3_document(registry: Registry, group: str, version: str) -> Optional[dict]:
+def v3_document(registry: Registry, group: str, version: str) -> dict | None:
     """The OpenAPI v3 document of one group-version (None when it is not served)."""
     types = [rt for rt in registry.all() if rt.group == group and rt.version == version]
     if not types:
@@ -59,16 +58,27 @@ def v3_document(registry: Registry, group: str, version: str) -> Optional[dict]:
 def _operation(rt: ResourceType, action: str, verb: str) -> dict:
     return {
         "operationId": f"{verb}{rt.kind}",
-        "parameters": [{"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}} for name in _QUERY_PARAMETERS],
+        "parameters": [
+            {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+            for name in _QUERY_PARAMETERS
+        ],
         "responses": {"200": {"description": "OK"}},
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "x-kubernetes-group-version-kind": {
+            "group": rt.group,
+            "version": rt.version,
+            "kind": rt.kind,
+        },
     }
 
 
 def _paths(rt: ResourceType) -> dict:
     prefix = "/" + _gv_path(rt.group, rt.version)
-    scope = f"{prefix}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{prefix}/{rt.plural}"
+    scope = (
+        f"{prefix}/namespaces/{{namespace}}/{rt.plural}"
+        if rt.namespaced
+        else f"{prefix}/{rt.plural}"
+    )
     paths = {
         scope: {
             "get": _operation(rt, "list", "list"),
@@ -96,7 +106,9 @@ def v3_index(registry: Registry) -> dict:
     paths = {}
     for group, version in _group_versions(registry):
         document = v3_document(registry, group, version)
-        digest = hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest()[:128].upper()
+        digest = (
+            hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest()[:128].upper()
+        )
         gv = _gv_path(group, version)
         paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
     return {"paths": paths}
@@ -108,4 +120,9 @@ def v2_document(registry: Registry) -> dict:
     for group, version in _group_versions(registry):
         document = v3_document(registry, group, version) or {}
         paths.update(document.get("paths", {}))
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "pyinformers.testing"}, "paths": paths, "definitions": {}}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": "pyinformers.testing"},
+        "paths": paths,
+        "definitions": {},
+    }

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.api import _selectors as selectors
 from pyinformers.testing.apiserver._continue_tokens import decode_continue, encode_continue
 from pyinformers.testing.apiserver._field_selection import check_field_selector
-from pyinformers.testing.apiserver._selector_errors import field_selector_error, field_terms, label_selector_error
+from pyinformers.testing.apiserver._selector_errors import (
+    field_selector_error,
+    field_terms,
+    label_selector_error,
+)
 from pyinformers.testing.apiserver._status import bad_request, go_quote, invalid
 
 __all__ = [
@@ -41,26 +45,25 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class ListOptions:
     label_selector: Any = None
     field_selector: Any = None
     limit: int = 0
-    continue_: Optional[str] = None
-    resource_version: Optional[str] = None
-    resource_version_match: Optional[str] = None
+    continue_: str | None = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
 
 
 @dataclass(frozen=True)
 class WatchOptions:
     label_selector: Any = None
     field_selector: Any = None
-    resource_version: Optional[str] = None
-    resource_version_match: Optional[str] = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
     allow_bookmarks: bool = False
-    send_initial_events: Optional[bool] = None
-    timeout_seconds: Optional[float] = None
+    send_initial_events: bool | None = None
+    timeout_seconds: float | None = None
     #: the deprecated ``/watch/`` path without ``?watch=true``: checked as a list, and a watch
     #: without resourceVersion gets its initial ADDED events but no end marker
     legacy_path: bool = False
@@ -71,7 +74,7 @@ _GO_INT = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"\+?[0-9]+\.[0-9]+\Z")
 
 
-def go_bool(value: Optional[str]) -> Optional[bool]:
+def go_bool(value: str | None) -> bool | None:
     """A boolean query parameter as kube-apiserver reads it: None when absent; else false only for ``0`` and ``false`` (any case).
 
     So ``allowWatchBookmarks=yes``, ``watch=`` and ``sendInitialEvents=no`` all mean true.
@@ -93,7 +96,10 @@ def go_int(value: str) -> int:
 
 def parse_selectors(query: dict[str, str]) -> tuple[Any, Any]:
     """(label selector, field selector), None for each one absent or empty; 400 in the real server's words."""
-    for name, why in (("labelSelector", label_selector_error), ("fieldSelector", field_selector_error)):
+    for name, why in (
+        ("labelSelector", label_selector_error),
+        ("fieldSelector", field_selector_error),
+    ):
         problem = why(query[name]) if query.get(name) else None
         if problem:
             raise bad_request(problem)
@@ -112,14 +118,20 @@ def parse_selectors(query: dict[str, str]) -> tuple[Any, Any]:
             # Well formed for the real server, not for the client-side parser (an empty field name):
             # built from the server's terms, the resource check later refuses it as the server does.
             terms, _ = field_terms(query["fieldSelector"])
-            ops = {"=": selectors.FieldOperator.EQUALS, "==": selectors.FieldOperator.EQUALS, "!=": selectors.FieldOperator.NOT_EQUALS}
-            field = selectors.FieldSelector(selectors.FieldRequirement(name, ops[op], value) for name, op, value in terms)
+            ops = {
+                "=": selectors.FieldOperator.EQUALS,
+                "==": selectors.FieldOperator.EQUALS,
+                "!=": selectors.FieldOperator.NOT_EQUALS,
+            }
+            field = selectors.FieldSelector(
+                selectors.FieldRequirement(name, ops[op], value) for name, op, value in terms
+            )
         if not str(field):
             field = None
     return label, field
 
 
-def rv_param(value: Optional[str], name: str = "resourceVersion") -> Optional[int]:
+def rv_param(value: str | None, name: str = "resourceVersion") -> int | None:
     """A resourceVersion query value: a plain unsigned integer (400 otherwise, in the real server's words)."""
     if value is None or value == "":
         return None
@@ -140,7 +152,7 @@ def _timeout_seconds(value: str) -> float:
     return float(go_int(value))
 
 
-def _numbers(query: dict[str, str]) -> tuple[Optional[float], int]:
+def _numbers(query: dict[str, str]) -> tuple[float | None, int]:
     """(timeoutSeconds, limit), read first, as the real server converts them before anything else."""
     timeout = _timeout_seconds(query["timeoutSeconds"]) if "timeoutSeconds" in query else None
     limit = go_int(query["limit"]) if "limit" in query else 0
@@ -153,7 +165,11 @@ def _forbidden(field: str, detail: str) -> tuple[str, str, str]:
 
 def _not_supported(value: str, supported: tuple[str, ...]) -> tuple[str, str, str]:
     listed = ", ".join(f'"{v}"' for v in supported)
-    return ("FieldValueNotSupported", "resourceVersionMatch", f"Unsupported value: {go_quote(value)}: supported values: {listed}")
+    return (
+        "FieldValueNotSupported",
+        "resourceVersionMatch",
+        f"Unsupported value: {go_quote(value)}: supported values: {listed}",
+    )
 
 
 def _check(problems: list) -> None:
@@ -167,31 +183,61 @@ def _list_problems(query: dict[str, str]) -> list:
     problems = []
     if match is not None:
         if not rv:
-            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+            problems.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
         if query.get("continue"):
-            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+            problems.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
         if match not in ("Exact", "NotOlderThan"):
             problems.append(_not_supported(match, ("Exact", "NotOlderThan", "")))
         if match == "Exact" and rv == "0":
-            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
+            problems.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
     if "sendInitialEvents" in query:
         problems.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     return problems
 
 
-def _watch_problems(query: dict[str, str], send_initial: Optional[bool]) -> list:
+def _watch_problems(query: dict[str, str], send_initial: bool | None) -> list:
     match = query.get("resourceVersionMatch") or None
     problems = []
     # allowWatchBookmarks is not required with sendInitialEvents: without it the stream just has no end marker.
     if send_initial is not None and match != "NotOlderThan":
-        problems.append(_forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        problems.append(
+            _forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            )
+        )
     if match is not None:
         if send_initial is None:
-            problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+            problems.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                )
+            )
         if match != "NotOlderThan":
             problems.append(_not_supported(match, ("NotOlderThan",)))
     if query.get("continue"):
-        problems.append(_forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        problems.append(
+            _forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            )
+        )
     return problems
 
 
@@ -205,7 +251,11 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
     label, field = parse_selectors(query)
     _check(_list_problems(query))
     return ListOptions(
-        label, field, limit, query.get("continue") or None, query.get("resourceVersion") or None,
+        label,
+        field,
+        limit,
+        query.get("continue") or None,
+        query.get("resourceVersion") or None,
         query.get("resourceVersionMatch") or None,
     )
 
@@ -240,7 +290,12 @@ def for_one_object(options: WatchOptions, name: str) -> WatchOptions:
     """``options`` narrowed to the object ``name`` (a watch by a named path); 400 if its field selector names another."""
     field = options.field_selector
     requirements = list(field.requirements) if field is not None else []
-    if any(r.field == "metadata.name" and r.operator.value == "=" and r.value != name for r in requirements):
+    if any(
+        r.field == "metadata.name" and r.operator.value == "=" and r.value != name
+        for r in requirements
+    ):
         raise bad_request("fieldSelector metadata.name doesn't match requested name")
-    requirements.append(selectors.FieldRequirement("metadata.name", selectors.FieldOperator.EQUALS, name))
+    requirements.append(
+        selectors.FieldRequirement("metadata.name", selectors.FieldOperator.EQUALS, name)
+    )
     return replace(options, field_selector=selectors.FieldSelector(requirements))

@@ -19,9 +19,16 @@ Pure functions; thread-safe.
 from __future__ import annotations
 
 import copy
-from typing import Any, Optional
+from typing import Any
 
-__all__ = ["PatchError", "UnknownDirective", "merge_patch", "json_patch", "strategic_merge_patch", "MERGE_KEYS"]
+__all__ = [
+    "PatchError",
+    "UnknownDirective",
+    "merge_patch",
+    "json_patch",
+    "strategic_merge_patch",
+    "MERGE_KEYS",
+]
 
 
 class PatchError(ValueError):
@@ -46,7 +53,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 #: Merge keys of the lists that strategic merge patch merges instead of replacing, by field
 #: name (the built-in types' ``patchMergeKey`` tags; the same name means the same key in
 #: every built-in type pyinformers.testing serves). ``None``: a list of scalars merged as a set.
-MERGE_KEYS: dict[str, Optional[str]] = {
+MERGE_KEYS: dict[str, str | None] = {
     "containers": "name",
     "initContainers": "name",
     "ephemeralContainers": "name",
@@ -70,7 +77,7 @@ class UnknownDirective(PatchError):
     """A ``$patch`` directive the server does not know (the real server answers 500)."""
 
 
-def strategic_merge_patch(target: Any, patch: Any, merge_keys: Optional[dict] = None) -> Any:
+def strategic_merge_patch(target: Any, patch: Any, merge_keys: dict | None = None) -> Any:
     """Apply a Kubernetes strategic merge patch.
 
     Maps merge as in a merge patch; lists named in ``merge_keys`` (default
@@ -95,7 +102,7 @@ def _go_map(value: Any) -> str:
     return "<nil>" if value is None else str(value)
 
 
-def _directive(patch: dict) -> Optional[str]:
+def _directive(patch: dict) -> str | None:
     directive = patch.get("$patch")
     if directive is not None and directive not in ("replace", "delete", "merge"):
         raise UnknownDirective(f"unknown patch type: {directive} in map: {_go_map(patch)}")
@@ -131,7 +138,9 @@ def _smp_map(target: dict, patch: Any, keys: dict) -> Any:
                 result[key] = merged
         elif isinstance(value, list) and key in keys:
             existing = result.get(key)
-            result[key] = _smp_list(existing if isinstance(existing, list) else [], value, keys[key], keys)
+            result[key] = _smp_list(
+                existing if isinstance(existing, list) else [], value, keys[key], keys
+            )
         else:
             result[key] = copy.deepcopy(value)
     for field, order in orders.items():
@@ -142,7 +151,7 @@ def _smp_map(target: dict, patch: Any, keys: dict) -> Any:
     return result
 
 
-def _smp_list(target: list, patch: list, merge_key: Optional[str], keys: dict) -> list:
+def _smp_list(target: list, patch: list, merge_key: str | None, keys: dict) -> list:
     for item in patch:
         if isinstance(item, dict) and _directive(item) == "replace" and len(item) == 1:
             return [copy.deepcopy(i) for i in patch if i is not item]
@@ -157,7 +166,14 @@ def _smp_list(target: list, patch: list, merge_key: Optional[str], keys: dict) -
     for item in patch:
         if not isinstance(item, dict) or merge_key not in item:
             raise PatchError(f"map: {item!r} does not contain declared merge key: {merge_key}")
-        index = next((i for i, old in enumerate(result) if isinstance(old, dict) and old.get(merge_key) == item[merge_key]), None)
+        index = next(
+            (
+                i
+                for i, old in enumerate(result)
+                if isinstance(old, dict) and old.get(merge_key) == item[merge_key]
+            ),
+            None,
+        )
         if _directive(item) == "delete":
             if index is not None:
                 del result[index]
@@ -169,7 +185,7 @@ def _smp_list(target: list, patch: list, merge_key: Optional[str], keys: dict) -
     return added + result
 
 
-def _apply_order(items: list, order: list, merge_key: Optional[str]) -> list:
+def _apply_order(items: list, order: list, merge_key: str | None) -> list:
     """``items`` sorted by their position in ``order`` (items it does not name keep theirs, after)."""
 
     def ident(item: Any) -> Any:
@@ -178,7 +194,9 @@ def _apply_order(items: list, order: list, merge_key: Optional[str]) -> list:
     position: dict[str, int] = {}
     for i, entry in enumerate(order):
         position.setdefault(repr(ident(entry)), i)
-    named = sorted((i for i in items if repr(ident(i)) in position), key=lambda i: position[repr(ident(i))])
+    named = sorted(
+        (i for i in items if repr(ident(i)) in position), key=lambda i: position[repr(ident(i))]
+    )
     return named + [i for i in items if repr(ident(i)) not in position]
 
 
@@ -288,7 +306,11 @@ def json_patch(target: Any, operations: Any) -> Any:
             if source is None:
                 raise PatchError(f"operation {number} ({kind}): needs 'from'")
             if kind == "move":
-                if isinstance(path, str) and isinstance(source, str) and path.startswith(source + "/"):
+                if (
+                    isinstance(path, str)
+                    and isinstance(source, str)
+                    and path.startswith(source + "/")
+                ):
                     raise PatchError(f"operation {number}: cannot move {source} into itself")
                 doc, value = _remove(doc, source)
             else:

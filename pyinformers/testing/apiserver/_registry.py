@@ -21,14 +21,23 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 __all__ = ["ResourceType", "Registry", "BUILTIN_RESOURCES", "resource_types_from_crd"]
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 _STATUS_VERBS = ("get", "patch", "update")
-_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")  # as the real server lists them
+_CUSTOM_VERBS = (
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+)  # as the real server lists them
 _SCALABLE = frozenset({"apps/deployments", "apps/replicasets", "apps/statefulsets"})
 
 
@@ -54,7 +63,7 @@ class ResourceType:
     singular: str = ""
     short_names: tuple[str, ...] = ()
     has_status: bool = False
-    crd_name: Optional[str] = field(default=None, compare=False)
+    crd_name: str | None = field(default=None, compare=False)
     #: whether objects carry ``metadata.generation`` (kinds with a spec do; ConfigMaps,
     #: Secrets, Namespaces, Leases, ... do not, on a real server either)
     has_generation: bool = False
@@ -106,7 +115,11 @@ class ResourceType:
         entry["storageVersionHash"] = storage_version_hash(self.group, self.version, self.kind)
         entries = [entry]
         for sub, kind_info, sub_verbs in self._subresources():
-            sub_entry: dict = {"name": f"{self.plural}/{sub}", "singularName": "", "namespaced": self.namespaced}
+            sub_entry: dict = {
+                "name": f"{self.plural}/{sub}",
+                "singularName": "",
+                "namespaced": self.namespaced,
+            }
             sub_entry.update(kind_info)
             sub_entry["verbs"] = list(sub_verbs)
             entries.append(sub_entry)
@@ -127,7 +140,11 @@ class ResourceType:
                 entry[key] = main[key]
         subresources = []
         for sub, kind_info, verbs in self._subresources():
-            kind = {"group": kind_info.get("group", ""), "version": kind_info.get("version", ""), "kind": kind_info["kind"]}
+            kind = {
+                "group": kind_info.get("group", ""),
+                "version": kind_info.get("version", ""),
+                "kind": kind_info["kind"],
+            }
             subresources.append({"subresource": sub, "responseKind": kind, "verbs": list(verbs)})
         if subresources:
             entry["subresources"] = subresources
@@ -139,11 +156,19 @@ class ResourceType:
         if self.storage_key == "/namespaces":
             subs.append(("finalize", {"kind": self.kind}, ("update",)))
         if self.storage_key in _SCALABLE:
-            subs.append(("scale", {"group": "autoscaling", "version": "v1", "kind": "Scale"}, _STATUS_VERBS))
+            subs.append(
+                ("scale", {"group": "autoscaling", "version": "v1", "kind": "Scale"}, _STATUS_VERBS)
+            )
         if self.has_status:
             subs.append(("status", {"kind": self.kind}, _STATUS_VERBS))
         if self.storage_key == "/serviceaccounts":
-            subs.append(("token", {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, ("create",)))
+            subs.append(
+                (
+                    "token",
+                    {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+                    ("create",),
+                )
+            )
         return sorted(subs, key=lambda s: s[0])
 
 
@@ -182,10 +207,46 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("", "v1", "events", "Event", short=("ev",)),
     _rt("", "v1", "nodes", "Node", namespaced=False, short=("no",), status=True),
     _rt("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
-    _rt("apps", "v1", "deployments", "Deployment", short=("deploy",), status=True, generation=True, all_category=True),
-    _rt("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), status=True, generation=True, all_category=True),
-    _rt("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), status=True, generation=True, all_category=True),
-    _rt("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True, generation=True, all_category=True),
+    _rt(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        short=("deploy",),
+        status=True,
+        generation=True,
+        all_category=True,
+    ),
+    _rt(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        short=("rs",),
+        status=True,
+        generation=True,
+        all_category=True,
+    ),
+    _rt(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        short=("sts",),
+        status=True,
+        generation=True,
+        all_category=True,
+    ),
+    _rt(
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        short=("ds",),
+        status=True,
+        generation=True,
+        all_category=True,
+    ),
     _rt("batch", "v1", "jobs", "Job", status=True, generation=True, all_category=True),
     _rt("coordination.k8s.io", "v1", "leases", "Lease"),
     _rt("events.k8s.io", "v1", "events", "Event", short=("ev",)),
@@ -264,11 +325,11 @@ class Registry:
         with self._lock:
             return f"<Registry resources={len(self._by_gvr)} crds={len(self._crds)}>"
 
-    def lookup(self, group: str, version: str, plural: str) -> Optional[ResourceType]:
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         with self._lock:
             return self._by_gvr.get((group, version, plural))
 
-    def find(self, plural: str, group: str = "") -> Optional[ResourceType]:
+    def find(self, plural: str, group: str = "") -> ResourceType | None:
         """Any served version of ``group/plural`` (the preferred one for built-ins)."""
         with self._lock:
             for (g, _v, p), rt in self._by_gvr.items():
@@ -287,7 +348,7 @@ class Registry:
     def group_versions(self, group: str) -> list[str]:
         with self._lock:
             seen: list[str] = []
-            for (g, v, _p) in self._by_gvr:
+            for g, v, _p in self._by_gvr:
                 if g == group and v not in seen:
                     seen.append(v)
             return seen
@@ -309,7 +370,9 @@ class Registry:
             for rt in types:
                 existing = self._by_gvr.get((rt.group, rt.version, rt.plural))
                 if existing is not None and existing.crd_name != rt.crd_name:
-                    raise ValueError(f"{rt} is already served by {existing.crd_name or 'a built-in resource'}")
+                    raise ValueError(
+                        f"{rt} is already served by {existing.crd_name or 'a built-in resource'}"
+                    )
             for rt in self._crds.pop(name, []):
                 self._by_gvr.pop((rt.group, rt.version, rt.plural), None)
             for rt in types:
@@ -329,7 +392,7 @@ class Registry:
     def core_versions(self) -> dict:
         return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
 
-    def resource_list(self, group: str, version: str) -> Optional[dict]:
+    def resource_list(self, group: str, version: str) -> dict | None:
         with self._lock:
             types = [rt for (g, v, _p), rt in self._by_gvr.items() if g == group and v == version]
         if not types:
@@ -339,9 +402,14 @@ class Registry:
             resources.extend(rt.discovery_entries())
         if not group:  # the core group's list carries no apiVersion on a real server
             return {"kind": "APIResourceList", "groupVersion": version, "resources": resources}
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}", "resources": resources}
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}",
+            "resources": resources,
+        }
 
-    def api_group(self, group: str) -> Optional[dict]:
+    def api_group(self, group: str) -> dict | None:
         versions = self.group_versions(group)
         if not group or not versions:
             return None
@@ -368,17 +436,28 @@ class Registry:
                 {
                     "metadata": {"name": group} if group else {},
                     "versions": [
-                        {"version": version, "resources": [rt.aggregated_entry() for rt in sorted(rts, key=lambda r: r.plural)], "freshness": "Current"}
+                        {
+                            "version": version,
+                            "resources": [
+                                rt.aggregated_entry() for rt in sorted(rts, key=lambda r: r.plural)
+                            ],
+                            "freshness": "Current",
+                        }
                         for version, rts in versions.items()
                     ],
                 }
             )
-        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+        return {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {},
+            "items": items,
+        }
 
     def api_group_list(self) -> dict:
         with self._lock:
             groups: list[str] = []
-            for (g, _v, _p) in self._by_gvr:
+            for g, _v, _p in self._by_gvr:
                 if g and g not in groups:
                     groups.append(g)
         items = []

@@ -43,7 +43,8 @@ import builtins
 import random
 import threading
 import uuid
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -56,7 +57,13 @@ from pyinformers.testing.apiserver._crd import (
     terminating_status,
     validate_crd,
 )
-from pyinformers.testing.apiserver._defaults import apply_defaults, create_defaults, defaults_on_create, namespace_contents
+from pyinformers.testing.apiserver._defaults import (
+    apply_defaults,
+    create_defaults,
+    defaults_on_create,
+    namespace_contents,
+)
+from pyinformers.testing.apiserver._field_selection import selectable
 from pyinformers.testing.apiserver._objects import (
     FOREGROUND_FINALIZER,
     NAMESPACE_FINALIZER,
@@ -69,7 +76,6 @@ from pyinformers.testing.apiserver._objects import (
     same_content,
     spec_part,
 )
-from pyinformers.testing.apiserver._field_selection import selectable
 from pyinformers.testing.apiserver._options import (
     ListOptions,
     WatchOptions,
@@ -79,7 +85,13 @@ from pyinformers.testing.apiserver._options import (
     rv_param,
     rv_syntax_error,
 )
-from pyinformers.testing.apiserver._patch import PatchError, UnknownDirective, json_patch, merge_patch, strategic_merge_patch
+from pyinformers.testing.apiserver._patch import (
+    PatchError,
+    UnknownDirective,
+    json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
 from pyinformers.testing.apiserver._registry import Registry, ResourceType
 from pyinformers.testing.apiserver._scale import replicas_from_scale, scale_of
 from pyinformers.testing.apiserver._status import (
@@ -100,7 +112,9 @@ from pyinformers.testing.apiserver._watch import Watcher, WatchHub
 __all__ = ["RestApi", "FOREGROUND_FINALIZER", "NAMESPACE_FINALIZER", "ORPHAN_FINALIZER"]
 
 CRD_STORAGE_KEY = "apiextensions.k8s.io/customresourcedefinitions"
-_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what the real server uses for generateName suffixes
+_NAME_ALPHABET = (
+    "bcdfghjklmnpqrstvwxz2456789"  # what the real server uses for generateName suffixes
+)
 
 
 def _json_kind(value: Any) -> str:
@@ -141,24 +155,34 @@ class RestApi:
         """The server's current time as an RFC 3339 timestamp (for its background writers)."""
         return self._timestamp()
 
-    def _ns(self, rt: ResourceType, namespace: Optional[str]) -> str:
+    def _ns(self, rt: ResourceType, namespace: str | None) -> str:
         return (namespace or "") if rt.namespaced else ""
 
-    def _require_namespace(self, rt: ResourceType, namespace: Optional[str], *, for_create: bool, name: str = "") -> None:
+    def _require_namespace(
+        self, rt: ResourceType, namespace: str | None, *, for_create: bool, name: str = ""
+    ) -> None:
         if not rt.namespaced:
             return
         if not namespace:
-            raise bad_request(f"{rt.plural} is namespaced: a namespace is required in the request path")
+            raise bad_request(
+                f"{rt.plural} is namespaced: a namespace is required in the request path"
+            )
         ns = self.store.get("/namespaces", "", namespace)
         if ns is None:
             raise not_found("namespaces", "", namespace)
         if for_create and meta_of(ns).get("deletionTimestamp"):
             subject = f'{rt.plural} "{name}"' if name else rt.plural
-            details: dict[str, Any] = {"name": name, "kind": rt.plural} if name else {"kind": rt.plural}
+            details: dict[str, Any] = (
+                {"name": name, "kind": rt.plural} if name else {"kind": rt.plural}
+            )
             if rt.group:
                 details["group"] = rt.group
             details["causes"] = [
-                {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated", "field": "metadata.namespace"}
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
             ]
             raise StatusError(
                 403,
@@ -189,7 +213,10 @@ class RestApi:
                 if self.store.get(rt.storage_key, namespace, candidate) is None:
                     return candidate
         raise StatusError(
-            500, "AlreadyExists", f"could not generate a unique name from generateName {prefix!r}; try again", retry_after=1
+            500,
+            "AlreadyExists",
+            f"could not generate a unique name from generateName {prefix!r}; try again",
+            retry_after=1,
         )
 
     # -- create --------------------------------------------------------------------------
@@ -197,12 +224,12 @@ class RestApi:
     def create(
         self,
         rt: ResourceType,
-        namespace: Optional[str],
+        namespace: str | None,
         body: Any,
         *,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[builtins.list] = None,
+        warnings: builtins.list | None = None,
     ) -> dict:
         """Create an object from ``body`` (which is consumed: completed and stored as is); returns it.
 
@@ -220,7 +247,9 @@ class RestApi:
         if rt.has_status and rt.storage_key not in ("/namespaces", "/nodes"):
             obj.pop("status", None)
             if not rt.is_custom:
-                obj["status"] = {}  # built-in kinds always carry a status, empty until a controller writes it
+                obj[
+                    "status"
+                ] = {}  # built-in kinds always carry a status, empty until a controller writes it
         with self.store.lock:
             self._require_namespace(rt, ns, for_create=True, name=str(meta.get("name") or ""))
             if not meta.get("name") and meta.get("generateName"):
@@ -247,7 +276,9 @@ class RestApi:
                 self._populate_namespace(name)
             if rt.storage_key == CRD_STORAGE_KEY:
                 spec = obj.get("spec") or {}
-                self.hub.start_cache(f"{spec.get('group')}/{(spec.get('names') or {}).get('plural')}")
+                self.hub.start_cache(
+                    f"{spec.get('group')}/{(spec.get('names') or {}).get('plural')}"
+                )
                 # The answer shows the CRD as created; the CRD controllers accept its names and
                 # establish it a moment later (here: at once, in a second write).
                 established = copy_json(stored)
@@ -262,16 +293,26 @@ class RestApi:
                 raise invalid(rt.kind, rt.group, str(meta_of(obj).get("name") or ""), causes)
 
     def _check_schema(
-        self, rt: ResourceType, obj: dict, field_validation: str, warnings: Optional[builtins.list], *, status_only: bool = False
+        self,
+        rt: ResourceType,
+        obj: dict,
+        field_validation: str,
+        warnings: builtins.list | None,
+        *,
+        status_only: bool = False,
     ) -> dict:
         """A custom resource checked against its schema and pruned of unknown fields (422, or 400 if Strict)."""
         if not rt.is_custom:
             return obj
         crd = self.store.get(CRD_STORAGE_KEY, "", rt.crd_name or "")
-        pruned, causes, unknown = check_custom_object(schema_for(crd, rt.version), obj, status_only=status_only)
+        pruned, causes, unknown = check_custom_object(
+            schema_for(crd, rt.version), obj, status_only=status_only
+        )
         if unknown and field_validation == "Strict":
             listed = ", ".join(f'unknown field "{field}"' for field in unknown)
-            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {listed}')
+            raise bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {listed}'
+            )
         if unknown and field_validation != "Ignore" and warnings is not None:
             warnings.extend(f'unknown field "{field}"' for field in unknown)
         if causes:
@@ -285,7 +326,11 @@ class RestApi:
         for host in range(2, 255):
             if f"10.0.0.{host}" not in taken:
                 return f"10.0.0.{host}"
-        raise StatusError(500, "InternalError", "Internal error occurred: failed to allocate a serviceIP: range is full")
+        raise StatusError(
+            500,
+            "InternalError",
+            "Internal error occurred: failed to allocate a serviceIP: range is full",
+        )
 
     def _populate_namespace(self, namespace: str) -> None:
         """What kube-controller-manager puts in every new namespace (store lock held)."""
@@ -296,15 +341,15 @@ class RestApi:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def get(self, rt: ResourceType, namespace: Optional[str], name: str) -> dict:
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> dict:
         return self._out(rt, self._get_existing(rt, self._ns(rt, namespace), name))
 
-    def list(self, rt: ResourceType, namespace: Optional[str], options: ListOptions) -> dict:
+    def list(self, rt: ResourceType, namespace: str | None, options: ListOptions) -> dict:
         """A List object (one page of it when ``options.limit`` is set)."""
         ns = self._ns(rt, namespace) if namespace else None
         check_field_selector(rt.storage_key, options.field_selector)
         start = ""
-        at_rv: Optional[int]
+        at_rv: int | None
         if options.continue_:
             at_rv, start = decode_continue(options.continue_)
             if options.resource_version not in (None, "0"):
@@ -323,8 +368,14 @@ class RestApi:
         else:
             requested = rv_param(options.resource_version)
             at_rv = requested if options.resource_version_match == "Exact" else None
-            if requested and options.resource_version_match != "Exact" and requested > self.store.current_rv:
-                self.store.snapshot(rt.storage_key, ns, at_rv=requested)  # raises "Too large resource version"
+            if (
+                requested
+                and options.resource_version_match != "Exact"
+                and requested > self.store.current_rv
+            ):
+                self.store.snapshot(
+                    rt.storage_key, ns, at_rv=requested
+                )  # raises "Too large resource version"
         snap = self.store.list_snapshot(rt.storage_key, ns, at_rv=at_rv)
         keys, objects, list_rv = snap.keys, snap.objects, snap.rv
         first = bisect.bisect_right(keys, start) if start else 0
@@ -348,31 +399,45 @@ class RestApi:
                     continue
                 page.append(obj)
                 if limit and len(page) == limit:
-                    if i < len(objects) - 1 and not self._reads_one_key(rt, ns, options.field_selector):
+                    if i < len(objects) - 1 and not self._reads_one_key(
+                        rt, ns, options.field_selector
+                    ):
                         metadata["continue"] = encode_continue(list_rv, keys[i])
                     break
         return self._list_object(rt, metadata, page)
 
-    def _list_object(self, rt: ResourceType, metadata: dict, objects: "builtins.list[dict]") -> dict:
+    def _list_object(self, rt: ResourceType, metadata: dict, objects: builtins.list[dict]) -> dict:
         if rt.is_custom:
             # Custom resource lists keep each item's kind and apiVersion and always say continue.
             metadata.setdefault("continue", "")
             items = [self._out(rt, o) for o in objects]
         else:
             # Built-in lists carry kind and apiVersion once, on the list, not on the items.
-            items = [{k: v for k, v in o.items() if k != "kind" and k != "apiVersion"} for o in objects]
-        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata, "items": items}
+            items = [
+                {k: v for k, v in o.items() if k != "kind" and k != "apiVersion"} for o in objects
+            ]
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": metadata,
+            "items": items,
+        }
 
     @staticmethod
-    def _reads_one_key(rt: ResourceType, namespace: Optional[str], field_selector: Any) -> bool:
+    def _reads_one_key(rt: ResourceType, namespace: str | None, field_selector: Any) -> bool:
         """Whether the real server reads just one object's key for this list (``metadata.name=X`` where the key is known)."""
         if field_selector is None or (rt.namespaced and namespace is None):
             return False
-        return any(r.field == "metadata.name" and r.operator.value == "=" for r in field_selector.requirements)
+        return any(
+            r.field == "metadata.name" and r.operator.value == "="
+            for r in field_selector.requirements
+        )
 
     @staticmethod
     def _matches(obj: dict, options: Any, storage_key: str) -> bool:
-        if options.label_selector is not None and not options.label_selector.matches(meta_of(obj).get("labels")):
+        if options.label_selector is not None and not options.label_selector.matches(
+            meta_of(obj).get("labels")
+        ):
             return False
         field = options.field_selector
         if field is not None and not field.matches(selectable(storage_key, obj, field)):
@@ -380,8 +445,8 @@ class RestApi:
         return True
 
     def open_watch(
-        self, rt: ResourceType, namespace: Optional[str], options: WatchOptions, *, max_queue: int
-    ) -> "tuple[Watcher, builtins.list[dict], int, bool]":
+        self, rt: ResourceType, namespace: str | None, options: WatchOptions, *, max_queue: int
+    ) -> tuple[Watcher, builtins.list[dict], int, bool]:
         """Register a watcher; returns (watcher, initial objects, start rv, send initial-events-end bookmark).
 
         Where a watch starts, as kube-apiserver 1.36 decides it: ``sendInitialEvents``
@@ -394,21 +459,33 @@ class RestApi:
         """
         ns = self._ns(rt, namespace) if namespace else None
         check_field_selector(rt.storage_key, options.field_selector)
-        watcher = Watcher(rt, ns, label_selector=options.label_selector, field_selector=options.field_selector, max_queue=max_queue)
+        watcher = Watcher(
+            rt,
+            ns,
+            label_selector=options.label_selector,
+            field_selector=options.field_selector,
+            max_queue=max_queue,
+        )
         try:
             rv = rv_param(options.resource_version)
-        except StatusError:  # a watch's bad resourceVersion is a 500 without a reason on the real server
+        except (
+            StatusError
+        ):  # a watch's bad resourceVersion is a 500 without a reason on the real server
             raise StatusError(500, "", rv_syntax_error(options.resource_version or "")) from None
         initial_events = options.send_initial_events
         end_marker = options.allow_bookmarks
         if initial_events is None:
             initial_events = not rv
-            end_marker = end_marker and not options.legacy_path  # sendInitialEvents is defaulted only for ?watch=true
+            end_marker = (
+                end_marker and not options.legacy_path
+            )  # sendInitialEvents is defaulted only for ?watch=true
         if initial_events:
             objects, start = self.hub.open(watcher, since_rv=None, initial_state=True)
             if rv and rv > start:
                 self.hub.close(watcher)
-                self.store.snapshot(rt.storage_key, ns, at_rv=rv)  # raises "Too large resource version"
+                self.store.snapshot(
+                    rt.storage_key, ns, at_rv=rv
+                )  # raises "Too large resource version"
             # The end marker is a bookmark: only a watch that allows bookmarks gets it.
             return watcher, objects, start, end_marker
         _, start = self.hub.open(watcher, since_rv=rv or None, initial_state=False)
@@ -419,14 +496,14 @@ class RestApi:
     def update(
         self,
         rt: ResourceType,
-        namespace: Optional[str],
+        namespace: str | None,
         name: str,
         body: Any,
         *,
-        subresource: Optional[str] = None,
+        subresource: str | None = None,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[builtins.list] = None,
+        warnings: builtins.list | None = None,
     ) -> dict:
         """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
@@ -437,7 +514,15 @@ class RestApi:
             return self._out(
                 rt,
                 self._apply_update(
-                    rt, ns, name, old, obj, subresource=subresource, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+                    rt,
+                    ns,
+                    name,
+                    old,
+                    obj,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    warnings=warnings,
                 ),
             )
 
@@ -449,19 +534,26 @@ class RestApi:
         old: dict,
         new: dict,
         *,
-        subresource: Optional[str],
+        subresource: str | None,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[builtins.list] = None,
+        warnings: builtins.list | None = None,
     ) -> dict:
         """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call."""
         expected = new["metadata"].get("resourceVersion")
         if expected and expected != old["metadata"]["resourceVersion"]:
-            raise conflict(rt.plural, rt.group, name, "the object has been modified; please apply your changes to the latest version and try again")
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )
         old_meta = old["metadata"]
         if subresource == "status":
             if not rt.has_status:
-                raise not_found(rt.plural, rt.group, name, message=f"{rt.plural} has no status subresource")
+                raise not_found(
+                    rt.plural, rt.group, name, message=f"{rt.plural} has no status subresource"
+                )
             status = new.get("status")
             new = dict(old)
             if status is None:
@@ -476,7 +568,12 @@ class RestApi:
             new = dict(old, spec=spec)
             new["metadata"] = dict(old_meta)
         elif subresource:
-            raise not_found(rt.plural, rt.group, name, message=f"the server could not find the subresource {subresource!r}")
+            raise not_found(
+                rt.plural,
+                rt.group,
+                name,
+                message=f"the server could not find the subresource {subresource!r}",
+            )
         else:
             meta = new["metadata"]
             for field in SERVER_OWNED:
@@ -502,7 +599,11 @@ class RestApi:
                 added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
                 if added:
                     found = "[]string{" + ", ".join(f'"{f}"' for f in sorted(added)) + "}"
-                    cause = ("FieldValueForbidden", "metadata.finalizers", f"no new finalizers can be added if the object is being deleted, found new finalizers {found}")
+                    cause = (
+                        "FieldValueForbidden",
+                        "metadata.finalizers",
+                        f"no new finalizers can be added if the object is being deleted, found new finalizers {found}",
+                    )
                     raise invalid(rt.kind, rt.group, name, [cause, cause], summary_causes=1)
             if rt.has_generation and spec_part(rt, new) != spec_part(rt, old):
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
@@ -535,7 +636,7 @@ class RestApi:
             return self._remove(rt, ns, name) or obj
         return obj
 
-    def _remove(self, rt: ResourceType, ns: str, name: str) -> Optional[dict]:
+    def _remove(self, rt: ResourceType, ns: str, name: str) -> dict | None:
         final = self.store.remove(rt.storage_key, ns, name)
         if final is not None and rt.storage_key == CRD_STORAGE_KEY:
             for served in self.registry.uninstall_crd(name):
@@ -549,15 +650,15 @@ class RestApi:
     def patch(
         self,
         rt: ResourceType,
-        namespace: Optional[str],
+        namespace: str | None,
         name: str,
         body: bytes,
         content_type: str,
         *,
-        subresource: Optional[str] = None,
+        subresource: str | None = None,
         dry_run: bool = False,
         field_validation: str = "Warn",
-        warnings: Optional[builtins.list] = None,
+        warnings: builtins.list | None = None,
     ) -> dict:
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
@@ -566,14 +667,27 @@ class RestApi:
             old = self._get_existing(rt, ns, name)
             patched = self._apply_patch(old, document, media)
             if not isinstance(patched, dict):
-                raise invalid(rt.kind, rt.group, name, [("FieldValueInvalid", "", "the patched document is not an object")])
+                raise invalid(
+                    rt.kind,
+                    rt.group,
+                    name,
+                    [("FieldValueInvalid", "", "the patched document is not an object")],
+                )
             patched = check_body(self.registry, rt, patched, ns, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request("a patch cannot change metadata.name")
             return self._out(
                 rt,
                 self._apply_update(
-                    rt, ns, name, old, patched, subresource=subresource, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+                    rt,
+                    ns,
+                    name,
+                    old,
+                    patched,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    warnings=warnings,
                 ),
             )
 
@@ -587,9 +701,14 @@ class RestApi:
             )
         if media == "application/apply-patch+yaml":
             raise unsupported_media_type(
-                "server-side apply is not supported by pyinformers.testing; use a merge patch or a JSON patch", details={}
+                "server-side apply is not supported by pyinformers.testing; use a merge patch or a JSON patch",
+                details={},
             )
-        if media not in ("application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"):
+        if media not in (
+            "application/merge-patch+json",
+            "application/json-patch+json",
+            "application/strategic-merge-patch+json",
+        ):
             raise unsupported_media_type(details={})
         try:
             document = orjson.loads(body)
@@ -610,54 +729,102 @@ class RestApi:
         try:
             if media == "application/json-patch+json":
                 return json_patch(old, document)
-            apply = merge_patch if media == "application/merge-patch+json" else strategic_merge_patch
+            apply = (
+                merge_patch if media == "application/merge-patch+json" else strategic_merge_patch
+            )
             return copy_json(apply(old, document))
         except UnknownDirective as exc:
             raise StatusError(500, "", str(exc)) from None
         except PatchError:
             # The real server does not say which operation failed.
-            raise StatusError(422, "Invalid", "the server rejected our request due to an error in our request", details={}) from None
+            raise StatusError(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+                details={},
+            ) from None
 
     # -- scale and token subresources ----------------------------------------------------
 
-    def set_replicas(self, rt: ResourceType, namespace: Optional[str], name: str, scale: Any, *, dry_run: bool = False) -> dict:
+    def set_replicas(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        scale: Any,
+        *,
+        dry_run: bool = False,
+    ) -> dict:
         """PUT .../scale: set ``spec.replicas`` from an autoscaling/v1 Scale; returns the object."""
         ns = self._ns(rt, namespace)
         if not isinstance(scale, dict) or (scale.get("kind") or "Scale") != "Scale":
             other = scale.get("kind") if isinstance(scale, dict) else type(scale).__name__
-            version = (scale.get("apiVersion") or "v1").rsplit("/", 1)[-1] if isinstance(scale, dict) else "v1"
+            version = (
+                (scale.get("apiVersion") or "v1").rsplit("/", 1)[-1]
+                if isinstance(scale, dict)
+                else "v1"
+            )
             raise bad_request(
                 f'{other} in version "{version}" cannot be handled as a Scale: converting ({version}.{other}) to (autoscaling.Scale): unknown conversion'
             )
         try:
             replicas = replicas_from_scale(scale)
         except ValueError:
-            raise invalid("Scale", "autoscaling", name, [("FieldValueInvalid", "spec.replicas", "must be greater than or equal to 0")]) from None
+            raise invalid(
+                "Scale",
+                "autoscaling",
+                name,
+                [("FieldValueInvalid", "spec.replicas", "must be greater than or equal to 0")],
+            ) from None
         expected = meta_of(scale).get("resourceVersion")
         with self.store.lock:
             old = self._get_existing(rt, ns, name)
             if expected and expected != old["metadata"]["resourceVersion"]:
-                raise conflict(rt.plural, rt.group, name, "the object has been modified; please apply your changes to the latest version and try again")
+                raise conflict(
+                    rt.plural,
+                    rt.group,
+                    name,
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                )
             new = copy_json(old)
             new.setdefault("spec", {})["replicas"] = replicas
             new["metadata"].pop("resourceVersion", None)
-            return self._out(rt, self._apply_update(rt, ns, name, old, new, subresource=None, dry_run=dry_run))
+            return self._out(
+                rt, self._apply_update(rt, ns, name, old, new, subresource=None, dry_run=dry_run)
+            )
 
-    def patch_scale(self, rt: ResourceType, namespace: Optional[str], name: str, body: bytes, content_type: str, *, dry_run: bool = False) -> dict:
+    def patch_scale(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: bytes,
+        content_type: str,
+        *,
+        dry_run: bool = False,
+    ) -> dict:
         """PATCH .../scale: patch the object's Scale, then set its replicas; returns the object."""
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
         document = self._patch_document(rt, body, media)
         with self.store.lock:
             scale = scale_of(self._get_existing(rt, ns, name))
-            return self.set_replicas(rt, ns, name, self._apply_patch(scale, document, media), dry_run=dry_run)
+            return self.set_replicas(
+                rt, ns, name, self._apply_patch(scale, document, media), dry_run=dry_run
+            )
 
     def record_apiserver_lease(self, rt: ResourceType, epoch: float) -> None:
         """Write the API server's identity Lease in kube-system (what a starting kube-apiserver does)."""
         name = "apiserver-pyinformers-testing"
         renew = now_rfc3339(epoch).replace("Z", ".000000Z")
         spec = {"holderIdentity": name, "leaseDurationSeconds": 3600, "renewTime": renew}
-        body = {"metadata": {"name": name, "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}}, "spec": spec}
+        body = {
+            "metadata": {
+                "name": name,
+                "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"},
+            },
+            "spec": spec,
+        }
         with self.store.lock:
             if self.store.get("/namespaces", "", "kube-system") is None:
                 return
@@ -672,9 +839,13 @@ class RestApi:
         with self.store.lock:
             obj = self.store.get(rt.storage_key, ns, name)
             if obj is not None and obj.get("spec") != spec:
-                self.store.put(rt.storage_key, ns, name, dict(obj, spec=spec, metadata=dict(obj["metadata"])))
+                self.store.put(
+                    rt.storage_key, ns, name, dict(obj, spec=spec, metadata=dict(obj["metadata"]))
+                )
 
-    def token_request(self, rt: ResourceType, namespace: Optional[str], name: str, body: Any, auth: Any) -> dict:
+    def token_request(
+        self, rt: ResourceType, namespace: str | None, name: str, body: Any, auth: Any
+    ) -> dict:
         """POST .../serviceaccounts/<name>/token: a TokenRequest answered with a bearer token for it."""
         ns = self._ns(rt, namespace)
         account = self._get_existing(rt, ns, name)
@@ -686,7 +857,12 @@ class RestApi:
         return {
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"name": name, "namespace": ns, "uid": meta_of(account).get("uid"), "creationTimestamp": self._timestamp()},
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "uid": meta_of(account).get("uid"),
+                "creationTimestamp": self._timestamp(),
+            },
             "spec": spec,
             "status": {
                 "token": auth.issue_service_account_token(ns, name),
@@ -697,7 +873,13 @@ class RestApi:
     # -- delete --------------------------------------------------------------------------
 
     def delete(
-        self, rt: ResourceType, namespace: Optional[str], name: str, options: dict, *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        options: dict,
+        *,
+        dry_run: bool = False,
     ) -> tuple[int, dict]:
         """Delete or mark for deletion; returns (HTTP status, body).
 
@@ -710,7 +892,18 @@ class RestApi:
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"
         if policy is not None and policy not in PROPAGATION_POLICIES:
-            raise invalid("DeleteOptions", "meta.k8s.io", name, [("FieldValueNotSupported", "propagationPolicy", f"Unsupported value: {policy!r}: supported values: \"Orphan\", \"Background\", \"Foreground\"")])
+            raise invalid(
+                "DeleteOptions",
+                "meta.k8s.io",
+                name,
+                [
+                    (
+                        "FieldValueNotSupported",
+                        "propagationPolicy",
+                        f'Unsupported value: {policy!r}: supported values: "Orphan", "Background", "Foreground"',
+                    )
+                ],
+            )
         preconditions = options.get("preconditions") or {}
         with self.store.lock:
             obj = self._get_existing(rt, ns, name)
@@ -723,7 +916,9 @@ class RestApi:
                     f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
                     f"({meta.get('uid')}). The object might have been deleted and then recreated",
                 )
-            if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != meta.get("resourceVersion"):
+            if preconditions.get("resourceVersion") and preconditions[
+                "resourceVersion"
+            ] != meta.get("resourceVersion"):
                 raise conflict(
                     rt.kind,
                     rt.group,
@@ -736,15 +931,29 @@ class RestApi:
             pending_code = 202 if options.get("orphanDependents") is False else 200
 
             finalizers = list(meta.get("finalizers") or ())
-            extra = {"Orphan": ORPHAN_FINALIZER, "Foreground": FOREGROUND_FINALIZER}.get(policy or "")
+            extra = {"Orphan": ORPHAN_FINALIZER, "Foreground": FOREGROUND_FINALIZER}.get(
+                policy or ""
+            )
             if extra and extra not in finalizers:
-                if extra == ORPHAN_FINALIZER or self.store.dependents(meta.get("uid", "")) or finalizers:
+                if (
+                    extra == ORPHAN_FINALIZER
+                    or self.store.dependents(meta.get("uid", ""))
+                    or finalizers
+                ):
                     finalizers.append(extra)
-            if policy == "Background" and ORPHAN_FINALIZER in finalizers and not meta.get("deletionTimestamp"):
+            if (
+                policy == "Background"
+                and ORPHAN_FINALIZER in finalizers
+                and not meta.get("deletionTimestamp")
+            ):
                 finalizers.remove(ORPHAN_FINALIZER)
             pending = finalizers or self._deletion_blocked(rt, obj)
             if dry_run:
-                return (pending_code, self._out(rt, obj)) if pending else (200, self._deleted_status(rt, name, obj))
+                return (
+                    (pending_code, self._out(rt, obj))
+                    if pending
+                    else (200, self._deleted_status(rt, name, obj))
+                )
             if rt.storage_key == CRD_STORAGE_KEY and not pending:
                 return 200, self._delete_crd(rt, name, obj)
             if not pending:
@@ -789,7 +998,9 @@ class RestApi:
             details["group"] = rt.group
         return success_status(details=details)
 
-    def delete_collection(self, rt: ResourceType, namespace: Optional[str], options: ListOptions, delete_options: dict) -> dict:
+    def delete_collection(
+        self, rt: ResourceType, namespace: str | None, options: ListOptions, delete_options: dict
+    ) -> dict:
         """Delete every matching object; returns the List of what was deleted or marked."""
         ns = self._ns(rt, namespace) if namespace else None
         with self.store.lock:
@@ -800,7 +1011,9 @@ class RestApi:
                     continue
                 meta = obj["metadata"]
                 try:
-                    code, result = self.delete(rt, meta.get("namespace"), meta["name"], delete_options)
+                    code, result = self.delete(
+                        rt, meta.get("namespace"), meta["name"], delete_options
+                    )
                 except StatusError as exc:
                     if exc.code == 404:
                         continue
@@ -811,7 +1024,9 @@ class RestApi:
 
     # -- internal helpers for the garbage collector and simulators ----------------------------
 
-    def remove_finalizer(self, rt: ResourceType, ns: str, name: str, finalizer: str, *, spec: bool = False) -> None:
+    def remove_finalizer(
+        self, rt: ResourceType, ns: str, name: str, finalizer: str, *, spec: bool = False
+    ) -> None:
         """Drop one finalizer (from ``metadata`` or, for namespaces, ``spec``); finishes a pending deletion."""
         with self.store.lock:
             obj = self.store.get(rt.storage_key, ns, name)
@@ -838,7 +1053,9 @@ class RestApi:
             stored = self.store.put(rt.storage_key, ns, name, new)
             self._maybe_finish_deletion(rt, ns, name, stored)
 
-    def set_owner_references(self, rt: ResourceType, ns: str, name: str, refs: "builtins.list[dict]") -> None:
+    def set_owner_references(
+        self, rt: ResourceType, ns: str, name: str, refs: builtins.list[dict]
+    ) -> None:
         with self.store.lock:
             obj = self.store.get(rt.storage_key, ns, name)
             if obj is None:
@@ -856,5 +1073,10 @@ class RestApi:
             if obj is None:
                 return False
             if obj.get("status") != status:
-                self.store.put(rt.storage_key, ns, name, dict(obj, status=status, metadata=dict(obj["metadata"])))
+                self.store.put(
+                    rt.storage_key,
+                    ns,
+                    name,
+                    dict(obj, status=status, metadata=dict(obj["metadata"])),
+                )
             return True

@@ -45,14 +45,21 @@ def scale_of(obj: dict) -> dict:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+    scale_meta = {
+        k: meta[k]
+        for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+        if k in meta
+    }
     replicas = spec.get("replicas")
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
         "spec": {"replicas": replicas} if replicas else {},
-        "status": {"replicas": int(status.get("replicas") or 0), "selector": _selector_string(spec.get("selector"))},
+        "status": {
+            "replicas": int(status.get("replicas") or 0),
+            "selector": _selector_string(spec.get("selector")),
+        },
     }
 
 

@@ -21,8 +21,6 @@ Pure functions; thread-safe.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pyinformers.testing.apiserver._status import go_quote
 from pyinformers.testing.apiserver._validation import label_key_errors, label_value_errors
 
@@ -32,7 +30,19 @@ __all__ = ["label_selector_error", "field_selector_error", "field_terms"]
 
 _SYMBOLS = frozenset("=!(),><")
 _WHITESPACE = frozenset(" \t\r\n")
-_TOKENS = {")": ")", ",": ",", "!": "!", "==": "==", "=": "=", ">": ">", "in": "in", "<": "<", "!=": "!=", "notin": "notin", "(": "("}
+_TOKENS = {
+    ")": ")",
+    ",": ",",
+    "!": "!",
+    "==": "==",
+    "=": "=",
+    ">": ">",
+    "in": "in",
+    "<": "<",
+    "!=": "!=",
+    "notin": "notin",
+    "(": "(",
+}
 _BINARY = "in, notin, =, ==, !=, gt, lt"
 _ID = "id"
 _END = "end"
@@ -177,11 +187,15 @@ class _LabelParser:
         if op in (">", "<"):
             for i, value in enumerate(values):
                 if not _is_int64(value):
-                    problems.append(f"values[{i}]: Invalid value: {go_quote(value)}: for 'Gt', 'Lt' operators, the value must be an integer")
+                    problems.append(
+                        f"values[{i}]: Invalid value: {go_quote(value)}: for 'Gt', 'Lt' operators, the value must be an integer"
+                    )
         for i, value in enumerate(values):
             reasons = label_value_errors(value)
             if reasons:
-                problems.append(f"values[{i}][{key}]: Invalid value: {go_quote(value)}: " + "; ".join(reasons))
+                problems.append(
+                    f"values[{i}][{key}]: Invalid value: {go_quote(value)}: " + "; ".join(reasons)
+                )
         if problems:
             raise _Fail(problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]")
 
@@ -191,7 +205,7 @@ def _is_int64(value: str) -> bool:
     return body.isascii() and body.isdigit() and -(2**63) <= int(value) < 2**63
 
 
-def label_selector_error(text: str) -> Optional[str]:
+def label_selector_error(text: str) -> str | None:
     """The real server's message for a label selector it cannot parse, or None when it parses."""
     try:
         _LabelParser(text).parse()
@@ -221,7 +235,7 @@ def _split_unescaped(text: str, separator: str) -> list[str]:
     return parts
 
 
-def _unescape(value: str) -> "tuple[Optional[str], Optional[str]]":
+def _unescape(value: str) -> tuple[str | None, str | None]:
     """(the value with its escapes resolved, None) or (None, why it is malformed)."""
     out, escaped = [], False
     for ch in value:
@@ -241,7 +255,7 @@ def _unescape(value: str) -> "tuple[Optional[str], Optional[str]]":
     return "".join(out), None
 
 
-def field_terms(text: str) -> "tuple[list[tuple[str, str, str]], Optional[str]]":
+def field_terms(text: str) -> tuple[list[tuple[str, str, str]], str | None]:
     """A field selector's ``(field, operator, value)`` terms in sorted order, or ``([], why)`` when the real server refuses it."""
     terms = []
     for term in sorted(_split_unescaped(text, ",")):
@@ -260,6 +274,6 @@ def field_terms(text: str) -> "tuple[list[tuple[str, str, str]], Optional[str]]"
     return terms, None
 
 
-def field_selector_error(text: str) -> Optional[str]:
+def field_selector_error(text: str) -> str | None:
     """The real server's message for a field selector it cannot parse, or None when it parses."""
     return field_terms(text)[1]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import os
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.testing.apiserver._faults import Faults
@@ -70,18 +70,18 @@ class ApiServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        token: Optional[str] = None,
+        token: str | None = None,
         simulate_workloads: bool = False,
         workload_delay: float = 0.5,
         bookmark_interval: float = 1.0,
-        compact_every: Optional[int] = None,
+        compact_every: int | None = None,
         history_limit: int = 100_000,
         max_watch_queue: int = 10_000,
-        clock: Optional[Clock] = None,
-        seed: Optional[int] = None,
+        clock: Clock | None = None,
+        seed: int | None = None,
         namespace_defaults: bool = False,
-        idle_timeout: Optional[float] = 60.0,
-        tls: Optional[tuple[str, str]] = None,
+        idle_timeout: float | None = 60.0,
+        tls: tuple[str, str] | None = None,
     ) -> None:
         if bookmark_interval <= 0:
             raise ValueError("bookmark_interval must be positive")
@@ -99,7 +99,11 @@ class ApiServer:
         self.registry = Registry()
         self.hub = WatchHub(self.store)
         self.rest = RestApi(
-            self.store, self.registry, self.hub, time_func=self._clock.time, namespace_defaults=namespace_defaults
+            self.store,
+            self.registry,
+            self.hub,
+            time_func=self._clock.time,
+            namespace_defaults=namespace_defaults,
         )
         self.faults = Faults(seed=seed)
         self._stopping = threading.Event()
@@ -116,9 +120,13 @@ class ApiServer:
         )
         self.faults._bind(lambda: self.hub.close_all("dropped"))
         self._gc = GarbageCollector(self.rest)
-        self._workloads = WorkloadSimulator(self.rest, delay=workload_delay, time_func=self._clock.time) if simulate_workloads else None
-        self._httpd: Optional[HttpServer] = None
-        self._accept_thread: Optional[threading.Thread] = None
+        self._workloads = (
+            WorkloadSimulator(self.rest, delay=workload_delay, time_func=self._clock.time)
+            if simulate_workloads
+            else None
+        )
+        self._httpd: HttpServer | None = None
+        self._accept_thread: threading.Thread | None = None
         self._lock = threading.Lock()
         namespaces = self.registry.lookup("", "v1", "namespaces")
         assert namespaces is not None  # a built-in resource
@@ -127,13 +135,16 @@ class ApiServer:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def start(self) -> "ApiServer":
+    def start(self) -> ApiServer:
         """Listen and serve (returns self). Raises RuntimeError if already started."""
         with self._lock:
             if self._httpd is not None or self._stopping.is_set():
                 raise RuntimeError("an ApiServer can be started once")
             self._httpd = HttpServer(
-                (self._host, self._requested_port), self._dispatcher, idle_timeout=self._idle_timeout, tls=self._tls
+                (self._host, self._requested_port),
+                self._dispatcher,
+                idle_timeout=self._idle_timeout,
+                tls=self._tls,
             )
             self._gc.start()
             if self._workloads is not None:
@@ -165,7 +176,7 @@ class ApiServer:
         if self._workloads is not None:
             self._workloads.stop(timeout)
 
-    def __enter__(self) -> "ApiServer":
+    def __enter__(self) -> ApiServer:
         if self._httpd is None:
             self.start()
         return self
@@ -196,7 +207,7 @@ class ApiServer:
         return f"{scheme}://{self._host}:{self.port}"
 
     @property
-    def token(self) -> Optional[str]:
+    def token(self) -> str | None:
         return self._token
 
     def kubeconfig(self, *, namespace: str = "default") -> dict:
@@ -211,12 +222,17 @@ class ApiServer:
             "kind": "Config",
             "clusters": [{"name": _CONTEXT, "cluster": cluster}],
             "users": [{"name": _CONTEXT, "user": user}],
-            "contexts": [{"name": _CONTEXT, "context": {"cluster": _CONTEXT, "user": _CONTEXT, "namespace": namespace}}],
+            "contexts": [
+                {
+                    "name": _CONTEXT,
+                    "context": {"cluster": _CONTEXT, "user": _CONTEXT, "namespace": namespace},
+                }
+            ],
             "current-context": _CONTEXT,
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: "str | os.PathLike[str]") -> str:
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> str:
         """Write :meth:`kubeconfig` as YAML to ``path`` (mode 0600); returns the path."""
         import yaml
 
@@ -239,7 +255,7 @@ class ApiServer:
         """The current global resourceVersion."""
         return str(self.store.current_rv)
 
-    def compact(self, resource_version: "int | str | None" = None) -> int:
+    def compact(self, resource_version: int | str | None = None) -> int:
         """Forget history up to ``resource_version`` (default: now); returns the compaction point."""
         return self.store.compact(None if resource_version is None else int(resource_version))
 
@@ -256,7 +272,7 @@ class ApiServer:
             self.rest.record_apiserver_lease(leases, self._clock.time())
         return self.hub.restart()
 
-    def objects(self, plural: str, group: str = "", namespace: Optional[str] = None) -> list[dict]:
+    def objects(self, plural: str, group: str = "", namespace: str | None = None) -> list[dict]:
         """The current objects of a resource (sorted by namespace/name); do not mutate them."""
         rt = self.registry.find(plural, group)
         if rt is None:

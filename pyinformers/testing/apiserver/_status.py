@@ -12,7 +12,8 @@ Pure values; thread-safe.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "go_quote",
@@ -37,7 +38,7 @@ def status_object(
     reason: str,
     message: str,
     *,
-    details: Optional[Mapping[str, Any]] = None,
+    details: Mapping[str, Any] | None = None,
 ) -> dict:
     """A failure ``Status`` object as the API server sends it."""
     status: dict[str, Any] = {
@@ -56,9 +57,14 @@ def status_object(
     return status
 
 
-def success_status(*, details: Optional[Mapping[str, Any]] = None) -> dict:
+def success_status(*, details: Mapping[str, Any] | None = None) -> dict:
     """The ``Status`` a successful delete of an already-gone object returns."""
-    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+    }
     if details:
         status["details"] = dict(details)
     return status
@@ -77,9 +83,9 @@ class StatusError(Exception):
         reason: str,
         message: str,
         *,
-        details: Optional[Mapping[str, Any]] = None,
-        retry_after: Optional[int] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
+        details: Mapping[str, Any] | None = None,
+        retry_after: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.metadata = dict(metadata) if metadata else None
@@ -101,7 +107,7 @@ class StatusError(Exception):
         return f"StatusError(code={self.code}, reason={self.reason!r}, message={self.message!r})"
 
 
-def _details(kind: str, group: str, name: Optional[str], causes: Optional[list] = None) -> dict:
+def _details(kind: str, group: str, name: str | None, causes: list | None = None) -> dict:
     details: dict[str, Any] = {"kind": kind} if kind else {}
     if group:
         details["group"] = group
@@ -116,21 +122,36 @@ def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 
 
-def forbidden(message: str, *, kind: str = "", group: str = "", name: Optional[str] = None) -> StatusError:
-    return StatusError(403, "Forbidden", message, details=_details(kind, group, name) if kind else None)
+def forbidden(
+    message: str, *, kind: str = "", group: str = "", name: str | None = None
+) -> StatusError:
+    return StatusError(
+        403, "Forbidden", message, details=_details(kind, group, name) if kind else None
+    )
 
 
-def not_found(kind: str, group: str, name: Optional[str], *, message: Optional[str] = None) -> StatusError:
+def not_found(
+    kind: str, group: str, name: str | None, *, message: str | None = None
+) -> StatusError:
     """404 for one object, or (``name=None``) for an unknown resource or path."""
     qualified = f"{kind}.{group}" if group else kind
     if message is None:
-        message = f'{qualified} "{name}" not found' if name else "the server could not find the requested resource"
+        message = (
+            f'{qualified} "{name}" not found'
+            if name
+            else "the server could not find the requested resource"
+        )
     return StatusError(404, "NotFound", message, details=_details(kind, group, name))
 
 
 def already_exists(kind: str, group: str, name: str) -> StatusError:
     qualified = f"{kind}.{group}" if group else kind
-    return StatusError(409, "AlreadyExists", f'{qualified} "{name}" already exists', details=_details(kind, group, name))
+    return StatusError(
+        409,
+        "AlreadyExists",
+        f'{qualified} "{name}" already exists',
+        details=_details(kind, group, name),
+    )
 
 
 def conflict(kind: str, group: str, name: str, reason: str) -> StatusError:
@@ -156,7 +177,12 @@ def cause_message(reason: str, detail: str) -> str:
 
 
 def invalid(
-    kind: str, group: str, name: str, causes: list[tuple[str, str, str]], *, summary_causes: Optional[int] = None
+    kind: str,
+    group: str,
+    name: str,
+    causes: list[tuple[str, str, str]],
+    *,
+    summary_causes: int | None = None,
 ) -> StatusError:
     """422 Invalid; ``causes`` are ``(reason, field, detail)`` triples (reason like ``FieldValueInvalid``).
 
@@ -171,11 +197,13 @@ def invalid(
     if len(listed) > 1:
         summary = f"[{summary}]"
     message = f'{qualified} "{name}" is invalid: {summary}'
-    cause_dicts = [{"reason": reason, "message": msg, "field": field} for reason, field, msg in worded]
+    cause_dicts = [
+        {"reason": reason, "message": msg, "field": field} for reason, field, msg in worded
+    ]
     return StatusError(422, "Invalid", message, details=_details(kind, group, name, cause_dicts))
 
 
-def expired(message: str, *, metadata: Optional[Mapping[str, Any]] = None) -> StatusError:
+def expired(message: str, *, metadata: Mapping[str, Any] | None = None) -> StatusError:
     """410 Gone with reason ``Expired``: a resourceVersion or continue token older than the compaction point.
 
     ``metadata`` goes into the Status (a fresh ``continue`` token for an expired one).
@@ -183,11 +211,15 @@ def expired(message: str, *, metadata: Optional[Mapping[str, Any]] = None) -> St
     return StatusError(410, "Expired", message, metadata=metadata)
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> StatusError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message, details={})
 
 
-def unsupported_media_type(message: str = "415: Unsupported Media Type", *, details: Optional[Mapping[str, Any]] = None) -> StatusError:
+def unsupported_media_type(
+    message: str = "415: Unsupported Media Type", *, details: Mapping[str, Any] | None = None
+) -> StatusError:
     return StatusError(415, "UnsupportedMediaType", message, details=details)
 
 
@@ -196,7 +228,15 @@ def internal_error(message: str) -> StatusError:
     return StatusError(500, "InternalError", message, details={"causes": [{"message": message}]})
 
 
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
 
 
 def go_quote(value: str) -> str:

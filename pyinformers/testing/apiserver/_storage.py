@@ -49,9 +49,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterator, Optional
 
 import orjson
 
@@ -80,7 +80,7 @@ class Change:
     namespace: str
     name: str
     obj: dict
-    prev: Optional[dict]
+    prev: dict | None
     line: bytes  # the watch event line for ``obj`` ({"type":...,"object":...}\n), encoded once for every watcher
 
     @property
@@ -101,6 +101,7 @@ _LINE_OVERHEAD = len(b'{"type":"","object":')
 def event_line(event_type: str, raw_object: bytes) -> bytes:
     """One watch event as a JSON line."""
     return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
+
 
 _FIRST_RV = 100
 
@@ -141,7 +142,7 @@ def _owner_uids(obj: dict) -> list[str]:
 class Store:
     """All objects, the global resourceVersion, bounded history and listeners."""
 
-    def __init__(self, *, history_limit: int = 100_000, compact_every: Optional[int] = None) -> None:
+    def __init__(self, *, history_limit: int = 100_000, compact_every: int | None = None) -> None:
         if history_limit < 1:
             raise ValueError("history_limit must be at least 1")
         if compact_every is not None and compact_every < 1:
@@ -161,7 +162,7 @@ class Store:
         self._by_uid: dict[str, ObjectKey] = {}
         self._dependents: dict[str, set[ObjectKey]] = {}
         # (storage key, namespace or None, rv) -> ListSnapshot, least recently used first
-        self._list_snapshots: OrderedDict[tuple[str, Optional[str], int], ListSnapshot] = OrderedDict()
+        self._list_snapshots: OrderedDict[tuple[str, str | None, int], ListSnapshot] = OrderedDict()
 
     def __repr__(self) -> str:
         with self.lock:
@@ -197,11 +198,11 @@ class Store:
         with self.lock:
             return self._compacted
 
-    def get(self, storage_key: str, namespace: str, name: str) -> Optional[dict]:
+    def get(self, storage_key: str, namespace: str, name: str) -> dict | None:
         with self.lock:
             return self._objects.get(storage_key, {}).get((namespace, name))
 
-    def get_by_uid(self, uid: str) -> Optional[tuple[ObjectKey, dict]]:
+    def get_by_uid(self, uid: str) -> tuple[ObjectKey, dict] | None:
         with self.lock:
             key = self._by_uid.get(uid)
             if key is None:
@@ -228,12 +229,12 @@ class Store:
                 if ns == namespace
             ]
 
-    def objects(self, storage_key: str, namespace: Optional[str] = None) -> list[dict]:
+    def objects(self, storage_key: str, namespace: str | None = None) -> list[dict]:
         """The current objects of a resource, sorted by (namespace, name)."""
         return self.snapshot(storage_key, namespace)[0]
 
     def snapshot(
-        self, storage_key: str, namespace: Optional[str] = None, *, at_rv: Optional[int] = None
+        self, storage_key: str, namespace: str | None = None, *, at_rv: int | None = None
     ) -> tuple[list[dict], int]:
         """The objects of a resource as of ``at_rv`` (default: now), sorted by (namespace, name).
 
@@ -245,7 +246,9 @@ class Store:
             state, current = self._state_at(storage_key, namespace, at_rv)
         return [state[k] for k in sorted(state)], current
 
-    def list_snapshot(self, storage_key: str, namespace: Optional[str] = None, *, at_rv: Optional[int] = None) -> ListSnapshot:
+    def list_snapshot(
+        self, storage_key: str, namespace: str | None = None, *, at_rv: int | None = None
+    ) -> ListSnapshot:
         """The objects of a resource as of ``at_rv`` (default: now), sorted by :func:`list_key`.
 
         Raises as :meth:`snapshot` does. Snapshots are cached per
@@ -268,7 +271,9 @@ class Store:
                 self._list_snapshots.popitem(last=False)
             return snap
 
-    def _state_at(self, storage_key: str, namespace: Optional[str], at_rv: Optional[int]) -> tuple[dict, int]:
+    def _state_at(
+        self, storage_key: str, namespace: str | None, at_rv: int | None
+    ) -> tuple[dict, int]:
         """``{(namespace, name): object}`` as of ``at_rv`` (lock held), and that rv."""
         current = self._rv
         objs = self._objects.get(storage_key, {})
@@ -282,14 +287,24 @@ class Store:
                     504,
                     "Timeout",
                     f"Timeout: Too large resource version: {at_rv}, current: {current}",
-                    details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
+                    details={
+                        "causes": [
+                            {
+                                "reason": "ResourceVersionTooLarge",
+                                "message": "Too large resource version",
+                            }
+                        ],
+                        "retryAfterSeconds": 1,
+                    },
                 )
             if at_rv < self._compacted:
                 raise expired("The resourceVersion for the provided list is too old.")
             for change in reversed(self._history):
                 if change.rv <= at_rv:
                     break
-                if change.storage_key != storage_key or (namespace is not None and change.namespace != namespace):
+                if change.storage_key != storage_key or (
+                    namespace is not None and change.namespace != namespace
+                ):
                     continue
                 k = (change.namespace, change.name)
                 if change.prev is None:
@@ -299,7 +314,7 @@ class Store:
             current = at_rv
         return state, current
 
-    def changes_since(self, rv: int, storage_key: Optional[str] = None) -> list[Change]:
+    def changes_since(self, rv: int, storage_key: str | None = None) -> list[Change]:
         """Every change with ``rv > rv`` (of one resource, if given), oldest first.
 
         Raises 410 Expired when ``rv`` is older than the compaction point.
@@ -339,10 +354,21 @@ class Store:
                 self._unindex(key, prev)
             self._index(key, obj)
             change_type = ChangeType.MODIFIED if prev is not None else ChangeType.ADDED
-            self._commit(Change(rv, change_type, storage_key, namespace, name, obj, prev, event_line(change_type.value, orjson.dumps(obj))))
+            self._commit(
+                Change(
+                    rv,
+                    change_type,
+                    storage_key,
+                    namespace,
+                    name,
+                    obj,
+                    prev,
+                    event_line(change_type.value, orjson.dumps(obj)),
+                )
+            )
             return obj
 
-    def remove(self, storage_key: str, namespace: str, name: str) -> Optional[dict]:
+    def remove(self, storage_key: str, namespace: str, name: str) -> dict | None:
         """Delete an object; returns its last state (at the deletion's rv), or None if absent."""
         with self.lock:
             objs = self._objects.get(storage_key, {})
@@ -353,10 +379,21 @@ class Store:
             final = dict(prev)
             final["metadata"] = dict(prev.get("metadata") or {}, resourceVersion=str(rv))
             self._unindex((storage_key, namespace, name), prev)
-            self._commit(Change(rv, ChangeType.DELETED, storage_key, namespace, name, final, prev, event_line("DELETED", orjson.dumps(final))))
+            self._commit(
+                Change(
+                    rv,
+                    ChangeType.DELETED,
+                    storage_key,
+                    namespace,
+                    name,
+                    final,
+                    prev,
+                    event_line("DELETED", orjson.dumps(final)),
+                )
+            )
             return final
 
-    def compact(self, rv: Optional[int] = None) -> int:
+    def compact(self, rv: int | None = None) -> int:
         """Forget history up to ``rv`` (default: everything so far); returns the compaction point."""
         with self.lock:
             target = self._rv if rv is None else min(int(rv), self._rv)
@@ -386,7 +423,9 @@ class Store:
 
     def _forget_list_snapshots(self) -> None:
         """Drop cached list snapshots older than the compaction point (lock held)."""
-        for cache_key in [k for k, snap in self._list_snapshots.items() if snap.rv < self._compacted]:
+        for cache_key in [
+            k for k, snap in self._list_snapshots.items() if snap.rv < self._compacted
+        ]:
             del self._list_snapshots[cache_key]
 
     def _index(self, key: ObjectKey, obj: dict) -> None:

@@ -23,7 +23,9 @@ class TlsUnavailable(RuntimeError):
     """No certificate could be made (no ``openssl`` command, or it failed)."""
 
 
-def self_signed_certificate(directory: "str | os.PathLike[str]", *, days: int = 30) -> tuple[str, str]:
+def self_signed_certificate(
+    directory: str | os.PathLike[str], *, days: int = 30
+) -> tuple[str, str]:
     """Write ``tls.crt`` and ``tls.key`` (mode 0600) into ``directory``; returns their paths."""
     openssl = shutil.which("openssl")
     if openssl is None:

@@ -11,12 +11,21 @@ Pure functions; thread-safe.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.testing.apiserver._registry import Registry, ResourceType
 from pyinformers.testing.apiserver._status import bad_request, invalid
 
-__all__ = ["check_body", "validate_object", "normalize_times", "parse_microtime", "dns_label_error", "dns_subdomain_error", "label_key_errors", "label_value_errors"]
+__all__ = [
+    "check_body",
+    "validate_object",
+    "normalize_times",
+    "parse_microtime",
+    "dns_label_error",
+    "dns_subdomain_error",
+    "label_key_errors",
+    "label_value_errors",
+]
 
 # The real server's validation messages (k8s.io/apimachinery/pkg/util/validation), worded as it words them.
 _DNS_LABEL_RE = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -33,7 +42,7 @@ def _too_long(limit: int) -> str:
     return f"must be no more than {limit} characters"
 
 
-def dns_label_error(value: str) -> Optional[str]:
+def dns_label_error(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 label (a Namespace's or Service's name), or None."""
     if len(value) > 63:
         return _too_long(63)
@@ -45,7 +54,7 @@ def dns_label_error(value: str) -> Optional[str]:
     return None
 
 
-def dns_subdomain_error(value: str) -> Optional[str]:
+def dns_subdomain_error(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 subdomain (most objects' names), or None."""
     if len(value) > 253:
         return _too_long(253)
@@ -65,7 +74,9 @@ def label_key_errors(key: str) -> list[str]:
     """
     parts = key.split("/")
     if len(parts) > 2:
-        return [f"a valid label key {_NAME_RULE} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+        return [
+            f"a valid label key {_NAME_RULE} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     name = parts[-1]
     problems = []
     if len(parts) == 2:
@@ -105,10 +116,14 @@ def label_value_errors(value: str) -> list[str]:
     return problems
 
 
-def check_body(registry: Registry, rt: ResourceType, body: Any, namespace: str, name: Optional[str]) -> dict:
+def check_body(
+    registry: Registry, rt: ResourceType, body: Any, namespace: str, name: str | None
+) -> dict:
     """Check a request body's kind, apiVersion, namespace and name against the URL; completes and returns it."""
     if not isinstance(body, dict):
-        raise bad_request(f"the body of the request must be a JSON object, not {type(body).__name__}")
+        raise bad_request(
+            f"the body of the request must be a JSON object, not {type(body).__name__}"
+        )
     api_version = body.get("apiVersion")
     kind = body.get("kind")
     if not isinstance(api_version, (str, type(None))) or not isinstance(kind, (str, type(None))):
@@ -123,7 +138,12 @@ def check_body(registry: Registry, rt: ResourceType, body: Any, namespace: str, 
         if kind and kind != rt.kind:
             body_meta = body.get("metadata")
             named = body_meta.get("name") if isinstance(body_meta, dict) else None
-            raise invalid(kind, rt.group, str(named or ""), [("FieldValueInvalid", "kind", f'Invalid value: "{kind}": must be {rt.kind}')])
+            raise invalid(
+                kind,
+                rt.group,
+                str(named or ""),
+                [("FieldValueInvalid", "kind", f'Invalid value: "{kind}": must be {rt.kind}')],
+            )
     else:
         version = (api_version or rt.api_version).rsplit("/", 1)[-1]
         if kind and kind != rt.kind:
@@ -152,7 +172,9 @@ def check_body(registry: Registry, rt: ResourceType, body: Any, namespace: str, 
     else:
         meta.pop("namespace", None)
     if name is not None and meta.get("name") and meta["name"] != name:
-        raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+        raise bad_request(
+            f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+        )
     body["apiVersion"] = rt.api_version
     body["kind"] = rt.kind
     return body
@@ -169,41 +191,91 @@ def validate_object(rt: ResourceType, obj: dict) -> None:
         label_like = rt.storage_key in ("/namespaces", "/services")
         problem = dns_label_error(name) if label_like else dns_subdomain_error(name)
         if problem:
-            causes.append(("FieldValueInvalid", "metadata.name", f'Invalid value: "{name}": {problem}'))
+            causes.append(
+                ("FieldValueInvalid", "metadata.name", f'Invalid value: "{name}": {problem}')
+            )
     labels = meta.get("labels")
     if labels is not None:
         if not isinstance(labels, dict):
-            causes.append(("FieldValueInvalid", "metadata.labels", "labels must be a map of strings"))
+            causes.append(
+                ("FieldValueInvalid", "metadata.labels", "labels must be a map of strings")
+            )
         else:
             for key in sorted(labels, key=str):
                 value = labels[key]
                 for problem in label_key_errors(str(key)):
-                    causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": {problem}'))
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            "metadata.labels",
+                            f'Invalid value: "{key}": {problem}',
+                        )
+                    )
                 if not isinstance(value, str):
-                    causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": label values must be strings'))
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            "metadata.labels",
+                            f'Invalid value: "{key}": label values must be strings',
+                        )
+                    )
                     continue
                 for problem in label_value_errors(value):
-                    causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{value}": {problem}'))
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            "metadata.labels",
+                            f'Invalid value: "{value}": {problem}',
+                        )
+                    )
     for field in ("annotations",):
         value = meta.get(field)
-        if value is not None and (not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())):
-            causes.append(("FieldValueInvalid", f"metadata.{field}", f"{field} must be a map of strings"))
+        if value is not None and (
+            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
+        ):
+            causes.append(
+                ("FieldValueInvalid", f"metadata.{field}", f"{field} must be a map of strings")
+            )
     finalizers = meta.get("finalizers")
-    if finalizers is not None and (not isinstance(finalizers, list) or not all(isinstance(f, str) and f for f in finalizers)):
-        causes.append(("FieldValueInvalid", "metadata.finalizers", "finalizers must be a list of non-empty strings"))
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) and f for f in finalizers)
+    ):
+        causes.append(
+            (
+                "FieldValueInvalid",
+                "metadata.finalizers",
+                "finalizers must be a list of non-empty strings",
+            )
+        )
     refs = meta.get("ownerReferences")
     if refs is not None:
         if not isinstance(refs, list):
-            causes.append(("FieldValueInvalid", "metadata.ownerReferences", "ownerReferences must be a list"))
+            causes.append(
+                ("FieldValueInvalid", "metadata.ownerReferences", "ownerReferences must be a list")
+            )
         else:
             controllers = 0
             for index, ref in enumerate(refs):
-                if not isinstance(ref, dict) or not all(ref.get(k) for k in ("apiVersion", "kind", "name", "uid")):
-                    causes.append(("FieldValueRequired", f"metadata.ownerReferences[{index}]", "apiVersion, kind, name and uid are required"))
+                if not isinstance(ref, dict) or not all(
+                    ref.get(k) for k in ("apiVersion", "kind", "name", "uid")
+                ):
+                    causes.append(
+                        (
+                            "FieldValueRequired",
+                            f"metadata.ownerReferences[{index}]",
+                            "apiVersion, kind, name and uid are required",
+                        )
+                    )
                 elif ref.get("controller"):
                     controllers += 1
             if controllers > 1:
-                causes.append(("FieldValueInvalid", "metadata.ownerReferences", "Only one reference can have Controller set to true"))
+                causes.append(
+                    (
+                        "FieldValueInvalid",
+                        "metadata.ownerReferences",
+                        "Only one reference can have Controller set to true",
+                    )
+                )
     causes.extend(_pod_template_causes(rt, obj))
     causes.extend(_size_causes(rt, obj))
     causes.extend(_lease_causes(rt, obj))
@@ -242,7 +314,9 @@ def _pod_template_causes(rt: ResourceType, obj: dict) -> list[tuple[str, str, st
                 continue
             for key in ("name", "image"):
                 if not container.get(key):
-                    causes.append(("FieldValueRequired", f"{prefix}.{field}[{i}].{key}", "Required value"))
+                    causes.append(
+                        ("FieldValueRequired", f"{prefix}.{field}[{i}].{key}", "Required value")
+                    )
     return causes
 
 
@@ -258,7 +332,10 @@ def _size_causes(rt: ResourceType, obj: dict) -> list[tuple[str, str, str]]:
     for field in ("data", "binaryData"):
         values = obj.get(field)
         if isinstance(values, dict):
-            total += sum(len(str(k)) + len(v) if isinstance(v, str) else len(str(k)) for k, v in values.items())
+            total += sum(
+                len(str(k)) + len(v) if isinstance(v, str) else len(str(k))
+                for k, v in values.items()
+            )
     if total <= MAX_DATA_SIZE:
         return []
     where = "[]" if rt.storage_key == "/configmaps" else "data"
@@ -282,7 +359,9 @@ def parse_microtime(value: str) -> str:
     import datetime
 
     def fail(rest: str, expected: str) -> ValueError:
-        return ValueError(f'parsing time "{value}" as "{_MICROTIME_LAYOUT}": cannot parse "{rest}" as "{expected}"')
+        return ValueError(
+            f'parsing time "{value}" as "{_MICROTIME_LAYOUT}": cannot parse "{rest}" as "{expected}"'
+        )
 
     if not _DATE.match(value):
         raise fail(value, "2006")
@@ -302,7 +381,9 @@ def parse_microtime(value: str) -> str:
         m = _ZONE.match(zone)
         if m is None:
             raise fail(zone, "Z07:00")
-        offset = datetime.timedelta(hours=int(m.group(2)), minutes=int(m.group(3))) * (1 if m.group(1) == "+" else -1)
+        offset = datetime.timedelta(hours=int(m.group(2)), minutes=int(m.group(3))) * (
+            1 if m.group(1) == "+" else -1
+        )
     try:
         moment = datetime.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S") - offset
     except ValueError:
@@ -323,7 +404,9 @@ def normalize_times(rt: ResourceType, obj: dict) -> None:
         try:
             spec[field] = parse_microtime(str(value))
         except ValueError as exc:
-            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}') from None
+            raise bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+            ) from None
 
 
 def _lease_causes(rt: ResourceType, obj: dict) -> list[tuple[str, str, str]]:
@@ -335,8 +418,20 @@ def _lease_causes(rt: ResourceType, obj: dict) -> list[tuple[str, str, str]]:
     causes = []
     duration = spec.get("leaseDurationSeconds")
     if isinstance(duration, int) and duration <= 0:
-        causes.append(("FieldValueInvalid", "spec.leaseDurationSeconds", f"Invalid value: {duration}: must be greater than 0"))
+        causes.append(
+            (
+                "FieldValueInvalid",
+                "spec.leaseDurationSeconds",
+                f"Invalid value: {duration}: must be greater than 0",
+            )
+        )
     transitions = spec.get("leaseTransitions")
     if isinstance(transitions, int) and transitions < 0:
-        causes.append(("FieldValueInvalid", "spec.leaseTransitions", f"Invalid value: {transitions}: must be greater than or equal to 0"))
+        causes.append(
+            (
+                "FieldValueInvalid",
+                "spec.leaseTransitions",
+                f"Invalid value: {transitions}: must be greater than or equal to 0",
+            )
+        )
     return causes

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -51,7 +51,7 @@ class Watcher:
     def __init__(
         self,
         resource: ResourceType,
-        namespace: Optional[str],
+        namespace: str | None,
         *,
         label_selector: Any = None,
         field_selector: Any = None,
@@ -64,9 +64,9 @@ class Watcher:
         self.max_queue = max_queue
         self.start_rv = 0
         self.events_sent = 0
-        self.close_reason: Optional[str] = None
+        self.close_reason: str | None = None
         # set by finish(): the reason to close with once the queued changes are taken; guarded by _cond
-        self._finishing: Optional[str] = None
+        self._finishing: str | None = None
         self._cond = threading.Condition(threading.Lock())
         # Changes not yet taken by the serving thread: first the replay from history
         # (already in memory, not bounded here), then live changes (bounded by max_queue).
@@ -119,7 +119,7 @@ class Watcher:
                 self.close_reason = reason
             self._cond.notify_all()
 
-    def next_batch(self, timeout: float, clock: Clock = REAL_CLOCK) -> Optional[list[Change]]:
+    def next_batch(self, timeout: float, clock: Clock = REAL_CLOCK) -> list[Change] | None:
         """Wait up to ``timeout`` s (of ``clock``) for changes; returns them (maybe empty), or None once closed."""
         with self._cond:
             idle = not self._queue and not self._backlog
@@ -142,10 +142,12 @@ class Watcher:
 
     # -- encoding ------------------------------------------------------------------------
 
-    def matches(self, obj: Optional[dict]) -> bool:
+    def matches(self, obj: dict | None) -> bool:
         if obj is None:
             return False
-        if self.label_selector is not None and not self.label_selector.matches((obj.get("metadata") or {}).get("labels")):
+        if self.label_selector is not None and not self.label_selector.matches(
+            (obj.get("metadata") or {}).get("labels")
+        ):
             return False
         if self.field_selector is not None and not self.field_selector.matches(
             selectable(self.resource.storage_key, obj, self.field_selector)
@@ -153,10 +155,12 @@ class Watcher:
             return False
         return True
 
-    def _line(self, event_type: str, obj: dict, change: Optional[Change] = None) -> bytes:
+    def _line(self, event_type: str, obj: dict, change: Change | None = None) -> bytes:
         """The event line for ``obj`` as seen through this watch's version (reusing the change's line if it fits)."""
         if obj.get("apiVersion") != self.resource.api_version:
-            return event_line(event_type, orjson.dumps(dict(obj, apiVersion=self.resource.api_version)))
+            return event_line(
+                event_type, orjson.dumps(dict(obj, apiVersion=self.resource.api_version))
+            )
         if change is not None:
             if change.type.value == event_type:
                 return change.line
@@ -187,7 +191,9 @@ class Watcher:
                     # It stopped matching: the client must forget it. Send its previous
                     # state, at this change's resourceVersion, as the real server does.
                     prev = dict(change.prev or {})
-                    prev["metadata"] = dict(prev.get("metadata") or {}, resourceVersion=str(change.rv))
+                    prev["metadata"] = dict(
+                        prev.get("metadata") or {}, resourceVersion=str(change.rv)
+                    )
                     lines.append(self._line("DELETED", prev))
             elif now:
                 lines.append(self._line(change.type.value, change.obj, change))
@@ -204,7 +210,11 @@ class Watcher:
         metadata: dict[str, Any] = {"resourceVersion": str(rv)}
         if initial_events_end:
             metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
-        obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": metadata}
+        obj = {
+            "kind": self.resource.kind,
+            "apiVersion": self.resource.api_version,
+            "metadata": metadata,
+        }
         return event_line("BOOKMARK", orjson.dumps(obj))
 
 
@@ -231,7 +241,7 @@ class WatchHub:
                 watcher.offer(change)
 
     def open(
-        self, watcher: Watcher, *, since_rv: Optional[int], initial_state: bool
+        self, watcher: Watcher, *, since_rv: int | None, initial_state: bool
     ) -> tuple[list[dict], int]:
         """Register a watcher atomically with its starting point.
 
@@ -251,7 +261,13 @@ class WatchHub:
                 if since_rv < start:
                     raise expired(f"too old resource version: {since_rv} ({start})")
                 backlog = self._store.changes_since(since_rv, key)
-                watcher.replay([c for c in backlog if watcher.namespace is None or watcher.namespace == c.namespace])
+                watcher.replay(
+                    [
+                        c
+                        for c in backlog
+                        if watcher.namespace is None or watcher.namespace == c.namespace
+                    ]
+                )
                 objects, rv = [], since_rv
             watcher.start_rv = rv
             self._watchers.setdefault(key, []).append(watcher)
@@ -276,7 +292,7 @@ class WatchHub:
             if watchers and watcher in watchers:
                 watchers.remove(watcher)
 
-    def bookmark_rv(self, watcher: Watcher) -> Optional[int]:
+    def bookmark_rv(self, watcher: Watcher) -> int | None:
         """The rv a bookmark may carry now, or None when none is due.
 
         That is the rv of the resource's latest change (whether or not the

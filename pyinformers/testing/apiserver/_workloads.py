@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from pyinformers.testing.apiserver._background import StoreListenerThread
 from pyinformers.testing.apiserver._objects import now_rfc3339
@@ -70,10 +70,14 @@ def settled(deployment: dict) -> bool:
 class WorkloadSimulator(StoreListenerThread):
     """Makes Deployment status follow spec after a delay. Thread-safe; one worker thread."""
 
-    def __init__(self, rest: RestApi, *, delay: float = 0.5, time_func: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, rest: RestApi, *, delay: float = 0.5, time_func: Callable[[], float] = time.time
+    ) -> None:
         self._delay = delay
         self._time = time_func
-        self._due: list[tuple[float, str, str]] = []  # heap of (monotonic deadline, namespace, name)
+        self._due: list[
+            tuple[float, str, str]
+        ] = []  # heap of (monotonic deadline, namespace, name)
         super().__init__(rest, thread_name="pyinformers-apiserver-workloads")
 
     def __repr__(self) -> str:
@@ -85,7 +89,9 @@ class WorkloadSimulator(StoreListenerThread):
         if settled(change.obj) or (change.obj.get("metadata") or {}).get("deletionTimestamp"):
             return
         with self._cond:
-            heapq.heappush(self._due, (time.monotonic() + self._delay, change.namespace, change.name))
+            heapq.heappush(
+                self._due, (time.monotonic() + self._delay, change.namespace, change.name)
+            )
             self._cond.notify()
 
     def _run(self) -> None:
@@ -106,4 +112,6 @@ class WorkloadSimulator(StoreListenerThread):
             deployment = self._rest.store.get(_DEPLOYMENTS, namespace, name)
             if rt is None or deployment is None or settled(deployment):
                 continue
-            self._rest.write_status(rt, namespace, name, desired_status(deployment, now_rfc3339(self._time())))
+            self._rest.write_status(
+                rt, namespace, name, desired_status(deployment, now_rfc3339(self._time()))
+            )

@@ -24,9 +24,9 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
 
 __all__ = ["Binaries", "MissingBinaries", "find_binaries", "candidate_dirs", "envtest_home"]
 
@@ -48,7 +48,7 @@ class Binaries:
     directory: Path
     etcd: Path
     kube_apiserver: Path
-    kube_controller_manager: Optional[Path]  # None when the directory has none (setup-envtest assets)
+    kube_controller_manager: Path | None  # None when the directory has none (setup-envtest assets)
 
 
 def envtest_home() -> Path:
@@ -56,7 +56,9 @@ def envtest_home() -> Path:
     explicit = os.environ.get("PYINFORMERS_ENVTEST_HOME")
     if explicit:
         return Path(explicit)
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     return Path(data) / "pyinformers-envtest"
 
 
@@ -80,7 +82,7 @@ def _versioned_dirs(root: Path) -> list[Path]:
     return sorted(entries, key=lambda p: _version_key(p.name), reverse=True)
 
 
-def candidate_dirs(binary_dir: "str | os.PathLike[str] | None" = None) -> list[Path]:
+def candidate_dirs(binary_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     """Every directory searched, in order (see the module docstring)."""
     dirs: list[Path] = []
     if binary_dir:
@@ -89,7 +91,9 @@ def candidate_dirs(binary_dir: "str | os.PathLike[str] | None" = None) -> list[P
     if assets:
         dirs.append(Path(assets))
     dirs.extend(_versioned_dirs(envtest_home()))
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     dirs.extend(_versioned_dirs(Path(data) / "kubebuilder-envtest"))
     return dirs
 
@@ -105,7 +109,7 @@ def _describe(searched: Sequence[Path]) -> str:
 
 
 def find_binaries(
-    binary_dir: "str | os.PathLike[str] | None" = None,
+    binary_dir: str | os.PathLike[str] | None = None,
     *,
     need: Iterable[str] = (ETCD, KUBE_APISERVER),
 ) -> Binaries:

@@ -13,7 +13,7 @@ import argparse
 import signal
 import sys
 import threading
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from pyinformers.testing.envtest._controlplane import ComponentExited, ControlPlane, MissingBinaries
 
@@ -26,19 +26,40 @@ def _parser() -> argparse.ArgumentParser:
         description="A real etcd + kube-apiserver (+ kube-controller-manager) on loopback, for tests and demos.",
     )
     parser.add_argument("--kubeconfig", metavar="FILE", help="write an admin kubeconfig to FILE")
-    parser.add_argument("--binary-dir", metavar="DIR", help="directory with etcd, kube-apiserver, kube-controller-manager")
-    parser.add_argument("--controller-manager", action="store_true", help="also run kube-controller-manager (GC, namespaces, Deployments ...)")
-    parser.add_argument("--simulate-workloads", action="store_true", help="mark Deployments available (there is no kubelet)")
-    parser.add_argument("--start-timeout", type=float, default=120.0, help="seconds to wait for readiness (default 120)")
+    parser.add_argument(
+        "--binary-dir",
+        metavar="DIR",
+        help="directory with etcd, kube-apiserver, kube-controller-manager",
+    )
+    parser.add_argument(
+        "--controller-manager",
+        action="store_true",
+        help="also run kube-controller-manager (GC, namespaces, Deployments ...)",
+    )
+    parser.add_argument(
+        "--simulate-workloads",
+        action="store_true",
+        help="mark Deployments available (there is no kubelet)",
+    )
+    parser.add_argument(
+        "--start-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for readiness (default 120)",
+    )
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     done = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: done.set())
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    cp = ControlPlane(binary_dir=args.binary_dir, controller_manager=args.controller_manager, start_timeout=args.start_timeout)
+    cp = ControlPlane(
+        binary_dir=args.binary_dir,
+        controller_manager=args.controller_manager,
+        start_timeout=args.start_timeout,
+    )
     try:
         cp.start()
     except MissingBinaries as exc:
@@ -58,7 +79,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             simulator = DeploymentSimulator(cp.api_client())
             simulator.start()
         rss = sum(cp.rss_bytes().values()) / 2**20
-        print(f"control plane ready at {cp.url} in {cp.start_seconds:.1f} s ({rss:.0f} MiB RSS); binaries from {cp.binaries.directory}", flush=True)
+        print(
+            f"control plane ready at {cp.url} in {cp.start_seconds:.1f} s ({rss:.0f} MiB RSS); binaries from {cp.binaries.directory}",
+            flush=True,
+        )
         if args.kubeconfig:
             print(f"kubeconfig written to {args.kubeconfig}", flush=True)
         while not done.wait(1.0):

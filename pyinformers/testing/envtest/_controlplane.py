@@ -49,10 +49,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
-from pyinformers.testing.envtest._certs import make_service_account_keys, make_serving_certs
 from pyinformers.testing.envtest._assets import (
     ETCD,
     KUBE_APISERVER,
@@ -61,6 +61,7 @@ from pyinformers.testing.envtest._assets import (
     MissingBinaries,
     find_binaries,
 )
+from pyinformers.testing.envtest._certs import make_service_account_keys, make_serving_certs
 from pyinformers.testing.envtest._processes import Component, ComponentExited
 from pyinformers.testing.envtest._serviceaccounts import client_for_service_account
 
@@ -109,10 +110,10 @@ class ControlPlane:
     def __init__(
         self,
         *,
-        binary_dir: "str | os.PathLike[str] | None" = None,
+        binary_dir: str | os.PathLike[str] | None = None,
         controller_manager: bool = False,
         controllers: Sequence[str] = DEFAULT_CONTROLLERS,
-        state_dir: "str | os.PathLike[str] | None" = None,
+        state_dir: str | os.PathLike[str] | None = None,
         start_timeout: float = 120.0,
         etcd_args: Sequence[str] = (),
         apiserver_args: Sequence[str] = (),
@@ -123,19 +124,23 @@ class ControlPlane:
         self._controllers = tuple(controllers)
         self._state_parent = state_dir
         self._start_timeout = start_timeout
-        self._extra = {ETCD: list(etcd_args), KUBE_APISERVER: list(apiserver_args), KUBE_CONTROLLER_MANAGER: list(controller_manager_args)}
-        self._binaries: Optional[Binaries] = None
-        self._dir: Optional[Path] = None
+        self._extra = {
+            ETCD: list(etcd_args),
+            KUBE_APISERVER: list(apiserver_args),
+            KUBE_CONTROLLER_MANAGER: list(controller_manager_args),
+        }
+        self._binaries: Binaries | None = None
+        self._dir: Path | None = None
         self._components: dict[str, Component] = {}
         self._ports: dict[str, int] = {}
         self._token = secrets.token_hex(24)
-        self._kubeconfig_path: Optional[Path] = None
-        self._started_at: Optional[float] = None
-        self.start_seconds: Optional[float] = None  # how long the last start() took
+        self._kubeconfig_path: Path | None = None
+        self._started_at: float | None = None
+        self.start_seconds: float | None = None  # how long the last start() took
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def start(self) -> "ControlPlane":
+    def start(self) -> ControlPlane:
         """Start every component and wait until the API is ready; returns self.
 
         Raises :class:`MissingBinaries` (nothing started), or
@@ -144,10 +149,16 @@ class ControlPlane:
         """
         if self._components:
             raise RuntimeError("this ControlPlane is already started")
-        need = (ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER) if self._want_kcm else (ETCD, KUBE_APISERVER)
+        need = (
+            (ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER)
+            if self._want_kcm
+            else (ETCD, KUBE_APISERVER)
+        )
         self._binaries = find_binaries(self._binary_dir, need=need)
         began = time.monotonic()
-        self._dir = Path(tempfile.mkdtemp(prefix="pyinformers-controlplane-", dir=self._state_parent))
+        self._dir = Path(
+            tempfile.mkdtemp(prefix="pyinformers-controlplane-", dir=self._state_parent)
+        )
         try:
             self._prepare_files()
             deadline = began + self._start_timeout
@@ -172,7 +183,7 @@ class ControlPlane:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
-    def __enter__(self) -> "ControlPlane":
+    def __enter__(self) -> ControlPlane:
         if not self._components:
             self.start()
         return self
@@ -245,7 +256,9 @@ class ControlPlane:
             raise RuntimeError("the control plane is not started")
         return self._kubeconfig_path
 
-    def kubeconfig(self, *, namespace: str = "default", token: Optional[str] = None, user: str = _ADMIN) -> dict:
+    def kubeconfig(
+        self, *, namespace: str = "default", token: str | None = None, user: str = _ADMIN
+    ) -> dict:
         """A kubeconfig (as a dict) for this API server: the admin's, or ``token``'s."""
         import base64
 
@@ -253,14 +266,24 @@ class ControlPlane:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": _CONTEXT, "cluster": {"server": self.url, "certificate-authority-data": ca}}],
+            "clusters": [
+                {
+                    "name": _CONTEXT,
+                    "cluster": {"server": self.url, "certificate-authority-data": ca},
+                }
+            ],
             "users": [{"name": user, "user": {"token": token or self._token}}],
-            "contexts": [{"name": _CONTEXT, "context": {"cluster": _CONTEXT, "user": user, "namespace": namespace}}],
+            "contexts": [
+                {
+                    "name": _CONTEXT,
+                    "context": {"cluster": _CONTEXT, "user": user, "namespace": namespace},
+                }
+            ],
             "current-context": _CONTEXT,
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: "str | os.PathLike[str]", **options: Any) -> str:
+    def write_kubeconfig(self, path: str | os.PathLike[str], **options: Any) -> str:
         """Write :meth:`kubeconfig` (same options) as YAML to ``path`` (mode 0600); returns the path."""
         import yaml
 
@@ -270,7 +293,7 @@ class ControlPlane:
             yaml.safe_dump(self.kubeconfig(**options), f, default_flow_style=False)
         return path
 
-    def api_client(self, *, token: Optional[str] = None) -> Any:
+    def api_client(self, *, token: str | None = None) -> Any:
         """A new ``kubernetes.client.ApiClient`` for the admin (or for ``token``); the caller closes it."""
         from kubernetes import config
 
@@ -295,13 +318,20 @@ class ControlPlane:
         """
         with self.api_client() as admin:
             token = client_for_service_account(
-                admin, namespace, name, rules=rules, cluster_rules=cluster_rules, expiration_seconds=expiration_seconds
+                admin,
+                namespace,
+                name,
+                rules=rules,
+                cluster_rules=cluster_rules,
+                expiration_seconds=expiration_seconds,
             )
         return self.api_client(token=token)
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each running component, in bytes."""
-        return {name: rss for name, c in self._components.items() if (rss := c.rss_bytes()) is not None}
+        return {
+            name: rss for name, c in self._components.items() if (rss := c.rss_bytes()) is not None
+        }
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -330,73 +360,96 @@ class ControlPlane:
     def _start_etcd(self, deadline: float) -> None:
         client = f"http://127.0.0.1:{self._ports[ETCD]}"
         peer = f"http://127.0.0.1:{self._ports['etcd-peer']}"
-        etcd = self._component(ETCD, [
-            str(self.binaries.etcd),
-            "--name=default",
-            f"--data-dir={self._path('etcd')}",
-            f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=default={peer}",
-            "--unsafe-no-fsync=true",
-            "--log-level=warn",
-        ])
-        self._poll(deadline, etcd, lambda: self._get(f"{client}/health", tls=False) is not None, "etcd /health")
+        etcd = self._component(
+            ETCD,
+            [
+                str(self.binaries.etcd),
+                "--name=default",
+                f"--data-dir={self._path('etcd')}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+        self._poll(
+            deadline,
+            etcd,
+            lambda: self._get(f"{client}/health", tls=False) is not None,
+            "etcd /health",
+        )
 
     def _start_apiserver(self, deadline: float) -> None:
         port = self._ports[KUBE_APISERVER]
         pki = self._path("pki")
-        self._component(KUBE_APISERVER, [
-            str(self.binaries.kube_apiserver),
-            f"--etcd-servers=http://127.0.0.1:{self._ports[ETCD]}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={pki}",
-            f"--tls-cert-file={pki / 'serving.crt'}",
-            f"--tls-private-key-file={pki / 'serving.key'}",
-            f"--token-auth-file={pki / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
-            f"--service-account-issuer=https://127.0.0.1:{port}",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--allow-privileged=true",
-            "--disable-admission-plugins=ServiceAccount",
-            "--profiling=false",
-        ])
+        self._component(
+            KUBE_APISERVER,
+            [
+                str(self.binaries.kube_apiserver),
+                f"--etcd-servers=http://127.0.0.1:{self._ports[ETCD]}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={pki}",
+                f"--tls-cert-file={pki / 'serving.crt'}",
+                f"--tls-private-key-file={pki / 'serving.key'}",
+                f"--token-auth-file={pki / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                f"--service-account-issuer=https://127.0.0.1:{port}",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--disable-admission-plugins=ServiceAccount",
+                "--profiling=false",
+            ],
+        )
         self._wait_apiserver_ready(deadline)
 
     def _wait_apiserver_ready(self, deadline: float) -> None:
         apiserver = self._components[KUBE_APISERVER]
         for path in ("/readyz", "/openapi/v2", "/openapi/v3", "/api/v1/namespaces/default"):
-            self._poll(deadline, apiserver, lambda p=path: self._get(self.url + p) is not None, f"kube-apiserver {path}")
+            self._poll(
+                deadline,
+                apiserver,
+                lambda p=path: self._get(self.url + p) is not None,
+                f"kube-apiserver {path}",
+            )
 
     def _start_controller_manager(self, deadline: float) -> None:
         port = self._ports[KUBE_CONTROLLER_MANAGER]
         pki = self._path("pki")
         kubeconfig = str(self.kubeconfig_path)
         assert self.binaries.kube_controller_manager is not None
-        kcm = self._component(KUBE_CONTROLLER_MANAGER, [
-            str(self.binaries.kube_controller_manager),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={self._path('kcm-certs')}",
-            f"--controllers={','.join(self._controllers)}",
-            f"--root-ca-file={pki / 'ca.crt'}",
-            f"--service-account-private-key-file={pki / 'sa.key'}",
-            "--use-service-account-credentials=false",
-            "--profiling=false",
-        ])
-        self._poll(deadline, kcm, lambda: self._get(f"https://127.0.0.1:{port}/healthz", verify=False) is not None,
-                   "kube-controller-manager /healthz")
+        kcm = self._component(
+            KUBE_CONTROLLER_MANAGER,
+            [
+                str(self.binaries.kube_controller_manager),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self._path('kcm-certs')}",
+                f"--controllers={','.join(self._controllers)}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                "--use-service-account-credentials=false",
+                "--profiling=false",
+            ],
+        )
+        self._poll(
+            deadline,
+            kcm,
+            lambda: self._get(f"https://127.0.0.1:{port}/healthz", verify=False) is not None,
+            "kube-controller-manager /healthz",
+        )
 
-    def _get(self, url: str, *, tls: bool = True, verify: bool = True) -> Optional[bytes]:
+    def _get(self, url: str, *, tls: bool = True, verify: bool = True) -> bytes | None:
         """GET ``url`` as the admin; the body on 200, None on any failure."""
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._token}"})
         context = None
@@ -420,7 +473,8 @@ class ControlPlane:
             if ready():
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} not ready in time (log: {component.log}); last lines:\n{component.log_tail()}")
+                raise TimeoutError(
+                    f"{what} not ready in time (log: {component.log}); last lines:\n{component.log_tail()}"
+                )
             time.sleep(pause)  # polling a child process: there is nothing to wait on
             pause = min(pause * 1.5, 0.5)
-

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 __all__ = ["Component", "ComponentExited", "log_tail"]
 
@@ -41,30 +41,34 @@ def log_tail(path: Path, lines: int = _TAIL_LINES) -> str:
 class ComponentExited(RuntimeError):
     """A control-plane component is not running when it should be."""
 
-    def __init__(self, name: str, returncode: Optional[int], log: Path) -> None:
+    def __init__(self, name: str, returncode: int | None, log: Path) -> None:
         self.name = name
         self.returncode = returncode
         self.log = log
         tail = log_tail(log)
-        super().__init__(f"{name} exited with status {returncode} (log: {log}); last lines:\n{tail}")
+        super().__init__(
+            f"{name} exited with status {returncode} (log: {log}); last lines:\n{tail}"
+        )
 
 
 class Component:
     """One supervised executable with its log file."""
 
-    def __init__(self, name: str, argv: Sequence[str], log: Path, *, env: Optional[dict[str, str]] = None) -> None:
+    def __init__(
+        self, name: str, argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log = log
         self._env = env
-        self._proc: Optional[subprocess.Popen[bytes]] = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def __repr__(self) -> str:
         pid = self._proc.pid if self._proc is not None else None
         return f"<Component {self.name} pid={pid} alive={self.alive}>"
 
     @property
-    def pid(self) -> Optional[int]:
+    def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
     def start(self) -> None:
@@ -75,8 +79,12 @@ class Component:
             # A session of its own: a Ctrl-C in the terminal reaches the test run,
             # which stops us in order, rather than killing etcd under kube-apiserver.
             self._proc = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env=self._env, start_new_session=True,
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self._env,
+                start_new_session=True,
             )
 
     @property
@@ -84,7 +92,7 @@ class Component:
         return self._proc is not None and self._proc.poll() is None
 
     @property
-    def returncode(self) -> Optional[int]:
+    def returncode(self) -> int | None:
         return self._proc.poll() if self._proc is not None else None
 
     def check(self) -> None:
@@ -95,7 +103,7 @@ class Component:
     def log_tail(self, lines: int = _TAIL_LINES) -> str:
         return log_tail(self.log, lines)
 
-    def stop(self, timeout: float = 10.0) -> Optional[int]:
+    def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM, wait up to ``timeout`` s, then SIGKILL; reap. Returns the exit status. Idempotent."""
         proc = self._proc
         if proc is None:
@@ -109,7 +117,7 @@ class Component:
                 proc.wait()
         return proc.returncode
 
-    def rss_bytes(self) -> Optional[int]:
+    def rss_bytes(self) -> int | None:
         """Resident memory of the process (Linux ``/proc``), or None."""
         if not self.alive:
             return None

@@ -13,7 +13,8 @@ The Role and ClusterRole are named ``pyinformers-sa-<name>`` and are
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pyinformers.api import ResourceClient
 from pyinformers.api._errors import Conflict
@@ -24,8 +25,12 @@ __all__ = ["client_for_service_account", "role_name"]
 
 _ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 _ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-_CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
-_CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False)
+_CLUSTER_ROLES = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+)
+_CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
 
 
 def role_name(namespace: str, name: str, *, cluster: bool) -> str:
@@ -63,31 +68,70 @@ def client_for_service_account(
     rules = [dict(r) for r in rules]
     cluster_rules = [dict(r) for r in cluster_rules]
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
-    _ensure(ResourceClient(admin, NAMESPACES), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    _ensure(ResourceClient(admin, SERVICE_ACCOUNTS),
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}})
+    _ensure(
+        ResourceClient(admin, NAMESPACES),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    _ensure(
+        ResourceClient(admin, SERVICE_ACCOUNTS),
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        },
+    )
     if rules:
         role = role_name(namespace, name, cluster=False)
-        _apply(ResourceClient(admin, _ROLES), {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                                               "metadata": {"name": role, "namespace": namespace}, "rules": rules})
-        _apply(ResourceClient(admin, _ROLE_BINDINGS), {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": role, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-            "subjects": subject,
-        })
+        _apply(
+            ResourceClient(admin, _ROLES),
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": role, "namespace": namespace},
+                "rules": rules,
+            },
+        )
+        _apply(
+            ResourceClient(admin, _ROLE_BINDINGS),
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": role, "namespace": namespace},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+                "subjects": subject,
+            },
+        )
     if cluster_rules:
         role = role_name(namespace, name, cluster=True)
-        _apply(ResourceClient(admin, _CLUSTER_ROLES), {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                                                       "metadata": {"name": role}, "rules": cluster_rules})
-        _apply(ResourceClient(admin, _CLUSTER_ROLE_BINDINGS), {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": role},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": subject,
-        })
+        _apply(
+            ResourceClient(admin, _CLUSTER_ROLES),
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": role},
+                "rules": cluster_rules,
+            },
+        )
+        _apply(
+            ResourceClient(admin, _CLUSTER_ROLE_BINDINGS),
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": role},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": subject,
+            },
+        )
     from kubernetes import client as k8s
 
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": expiration_seconds}}
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": expiration_seconds},
+    }
     answer = k8s.CoreV1Api(admin).create_namespaced_service_account_token(name, namespace, request)
     return answer.status.token
