@@ -143,7 +143,7 @@ def _latency() -> dict:
         stream.close()
         consumer.join(2)
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)
         return {
             "writes_per_s": writes[0] / elapsed,
             "reconciles": len(controller.latencies),

@@ -117,7 +117,7 @@ def _measure(
         )
         started, cpu_started = time.perf_counter(), time.process_time()
         informer.start()
-        if not informer.wait_for_sync(600):
+        if not informer.wait_for_cache_sync(600):
             raise RuntimeError("the informer did not sync")
         result["seconds"] = time.perf_counter() - started
         result["cpu_seconds"] = time.process_time() - cpu_started  # all threads

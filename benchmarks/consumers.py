@@ -277,7 +277,7 @@ def pyinformers(server: str, plan: dict, *, manager: bool = False, latency: bool
         controller.start()  # waits for the caches
         measure(controller, lambda: True)
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)
     if latency:
         timing.result["latency_ms"] = [d * 1000 for d in delays]
     return timing.result

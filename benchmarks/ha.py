@@ -183,8 +183,9 @@ if mode == "shard":
     options["sharding"] = ShardingConfig("bench", shards=24, namespace="default", identity=identity,
                                          exit_on_lost_membership=False)
 elif mode == "leader":
-    options.update(leader_election=True, leader_election_id="bench-leader", leader_election_namespace="default",
-                   leader_election_config=LeaderElectionConfig(identity=identity, exit_on_lost_lease=False))
+    options["leader_election"] = LeaderElectionConfig(
+        name="bench-leader", namespace="default", identity=identity, exit_on_lost_lease=False
+    )
 manager = Manager(**options)
 manager.add(Stamp(manager))
 print(json.dumps({"started": time.monotonic()}), flush=True)

@@ -122,14 +122,15 @@ if TYPE_CHECKING:
     from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
     from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache._lister import Lister as Lister
-    from pyinformers.cache._processor import (
-        EventHandlerFuncs as EventHandlerFuncs,
-    )
+    from pyinformers.cache._notification import ChangeKind as ChangeKind
     from pyinformers.cache._processor import (
         HandlerRegistration as HandlerRegistration,
     )
     from pyinformers.cache._processor import (
         ResourceEventHandler as ResourceEventHandler,
+    )
+    from pyinformers.cache._processor import (
+        ResourceEventHandlerFuncs as ResourceEventHandlerFuncs,
     )
     from pyinformers.cache._store import (
         NAMESPACE_INDEX as NAMESPACE_INDEX,
@@ -158,6 +159,7 @@ if TYPE_CHECKING:
     from pyinformers.clock import (
         RealClock as RealClock,
     )
+    from pyinformers.controller._change import Change as Change
     from pyinformers.controller._controller import (
         CacheSyncTimeout as CacheSyncTimeout,
     )
@@ -168,8 +170,6 @@ if TYPE_CHECKING:
         InformersNotStarted as InformersNotStarted,
     )
     from pyinformers.controller._crds import install_crd as install_crd
-    from pyinformers.controller._event import Event as Event
-    from pyinformers.controller._event import EventKind as EventKind
     from pyinformers.controller._handlers import (
         EnqueueForObject as EnqueueForObject,
     )
@@ -292,7 +292,7 @@ _EXPORTS = {
     "ReflectorOptions": "pyinformers.cache",
     "SharedIndexInformer": "pyinformers.cache",
     "ResourceEventHandler": "pyinformers.cache",
-    "EventHandlerFuncs": "pyinformers.cache",
+    "ResourceEventHandlerFuncs": "pyinformers.cache",
     "HandlerRegistration": "pyinformers.cache",
     "SharedInformerFactory": "pyinformers.cache",
     "drop_managed_fields": "pyinformers.cache",
@@ -311,8 +311,8 @@ _EXPORTS = {
     "CacheSyncTimeout": "pyinformers.controller",
     "InformersNotStarted": "pyinformers.controller",
     "Result": "pyinformers.controller",
-    "Event": "pyinformers.controller",
-    "EventKind": "pyinformers.controller",
+    "Change": "pyinformers.controller",
+    "ChangeKind": "pyinformers.cache",
     "EventHandler": "pyinformers.controller",
     "EnqueueForObject": "pyinformers.controller",
     "EnqueueForOwner": "pyinformers.controller",
@@ -338,4 +338,14 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    _EXPORTS,
+    globals(),
+    # Renamed in 0.2 (CHANGELOG.rst); kept for one release.
+    deprecated={
+        "Event": "pyinformers.controller.Change",
+        "EventKind": "pyinformers.cache.ChangeKind",
+        "ResourceEventHandlerFuncs": "pyinformers.cache.ResourceEventHandlerFuncs",
+    },
+)

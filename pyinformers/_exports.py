@@ -47,13 +47,14 @@ def lazy_face(
     exports: Mapping[str, str],
     namespace: MutableMapping[str, Any],
     *,
-    deprecated: Mapping[str, tuple[str, str]] | None = None,
+    deprecated: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for a face whose names are imported on first use.
 
     ``exports`` maps a public name to the module that defines it; ``deprecated``
-    maps an old name to ``(module, what to use instead)``: it still resolves,
-    with a :class:`DeprecationWarning`, for one release (see CHANGELOG.rst).
+    maps an old name to the dotted public path of what replaces it
+    (``"pyinformers.manager.Manager"``): the old name still resolves to that
+    object, with a :class:`DeprecationWarning`, for one release (see CHANGELOG.rst).
     """
     old_names = dict(deprecated or {})
 
@@ -61,11 +62,12 @@ def lazy_face(
         module = exports.get(name)
         if module is None:
             if name in old_names:
-                where, instead = old_names[name]
+                instead = old_names[name]
                 warnings.warn(
                     f"{face}.{name} is deprecated: use {instead}", DeprecationWarning, stacklevel=2
                 )
-                return getattr(importlib.import_module(where), name)
+                where, _, new_name = instead.rpartition(".")
+                return getattr(importlib.import_module(where), new_name)
             raise AttributeError(f"module {face!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
         _publish_one(value, face)
@@ -76,3 +78,20 @@ def lazy_face(
         return sorted(set(namespace) | set(exports))
 
     return __getattr__, __dir__
+
+
+def renamed_method(new: Callable[..., Any], old_name: str) -> Callable[..., Any]:
+    """A method kept under its 0.1 name for one release: it warns, then calls ``new``.
+
+    Use in a class body: ``shutdown = renamed_method(stop, "shutdown")``.
+    """
+
+    def old(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(
+            f"{old_name}() is deprecated: use {new.__name__}()", DeprecationWarning, stacklevel=2
+        )
+        return new(*args, **kwargs)
+
+    old.__name__ = old.__qualname__ = old_name
+    old.__doc__ = f"Deprecated since 0.2: use :meth:`{new.__name__}`."
+    return old

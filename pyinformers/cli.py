@@ -27,6 +27,6 @@ __getattr__, __dir__ = lazy_face(
     __name__,
     {},
     globals(),
-    deprecated={name: ("pyinformers.manager", f"pyinformers.manager.{name}") for name in _MOVED},
+    deprecated={name: f"pyinformers.manager.{name}" for name in _MOVED},
 )
 __all__: list[Any] = []

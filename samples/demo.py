@@ -114,7 +114,7 @@ def run_scenario(
         factory = SharedInformerFactory(api_client, namespace=namespace, metrics_registry=False)
         stack.callback(factory.shutdown, 5.0)
         recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
-        stack.callback(recorder.close, 5.0)
+        stack.callback(recorder.stop, 5.0)
         registry = CollectorRegistry()  # this run's metrics only
         controller = FooController(factory, recorder, workers=2, metrics_registry=registry)
         foos, deployments = factory.lister(FOOS), factory.lister(DEPLOYMENTS)

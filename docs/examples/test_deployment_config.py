@@ -51,4 +51,4 @@ def test_the_child_configmap_follows_its_deployment(api_server, api_client):
         )
     finally:
         controller.stop(timeout=5)
-        factory.shutdown()
+        factory.stop()

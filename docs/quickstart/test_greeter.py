@@ -31,4 +31,4 @@ def test_a_greeting_gets_its_configmap_back_after_a_delete(api_client):
         )
     finally:
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)

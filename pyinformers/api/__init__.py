@@ -125,5 +125,5 @@ __getattr__, _ = lazy_face(
     __name__,
     {},
     globals(),
-    deprecated={n: ("pyinformers.api.meta", f"pyinformers.api.meta.{n}") for n in _META_ALIASES},
+    deprecated={n: f"pyinformers.api.meta.{n}" for n in _META_ALIASES},
 )

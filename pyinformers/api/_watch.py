@@ -173,7 +173,7 @@ class WatchStream:
                         raw = loads(view[start:end])
                         etype = raw["type"]
                         obj = raw["object"]
-                        if etype == "ERROR":
+                        if etype == WatchEventType.ERROR:
                             code = obj.get("code", 0) if isinstance(obj, dict) else 0
                             raise error_from_status(
                                 obj if isinstance(obj, dict) else None, code or 0

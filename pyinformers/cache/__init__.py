@@ -7,11 +7,14 @@
 * :class:`Reflector` -- lists and watches one resource into a store, tuned
   by :class:`ReflectorOptions`;
 * :class:`SharedIndexInformer` -- reflector + DeltaFIFO + indexer, with event
-  handlers (:class:`ResourceEventHandler`, :class:`EventHandlerFuncs`,
+  handlers (:class:`ResourceEventHandler`, :class:`ResourceEventHandlerFuncs`,
   :class:`HandlerRegistration`);
 * :class:`Lister` -- reads the cache by name, namespace, selector or index
   (:class:`NamespaceLister`: one namespace's objects);
 * :class:`SharedInformerFactory` -- one shared informer per resource;
+* :class:`ChangeKind` -- what happened to an object (ADD, UPDATE, DELETE):
+  the one vocabulary from the informer's notifications to a controller's
+  predicates (:class:`pyinformers.controller.Change`);
 * :func:`drop_managed_fields` -- the default transform.
 
 Names are imported on first use, so importing one submodule does not pull in
@@ -45,14 +48,15 @@ if TYPE_CHECKING:
     from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache._lister import Lister as Lister
     from pyinformers.cache._lister import NamespaceLister as NamespaceLister
-    from pyinformers.cache._processor import (
-        EventHandlerFuncs as EventHandlerFuncs,
-    )
+    from pyinformers.cache._notification import ChangeKind as ChangeKind
     from pyinformers.cache._processor import (
         HandlerRegistration as HandlerRegistration,
     )
     from pyinformers.cache._processor import (
         ResourceEventHandler as ResourceEventHandler,
+    )
+    from pyinformers.cache._processor import (
+        ResourceEventHandlerFuncs as ResourceEventHandlerFuncs,
     )
     from pyinformers.cache._store import (
         NAMESPACE_INDEX as NAMESPACE_INDEX,
@@ -99,8 +103,9 @@ _EXPORTS = {
     "ReflectorOptions": "pyinformers.cache.reflector",
     "SharedIndexInformer": "pyinformers.cache._informer",
     "ResourceEventHandler": "pyinformers.cache._processor",
-    "EventHandlerFuncs": "pyinformers.cache._processor",
+    "ResourceEventHandlerFuncs": "pyinformers.cache._processor",
     "HandlerRegistration": "pyinformers.cache._processor",
+    "ChangeKind": "pyinformers.cache._notification",
     "SharedInformerFactory": "pyinformers.cache._factory",
     "drop_managed_fields": "pyinformers.cache._transforms",
     "chain": "pyinformers.cache._transforms",
@@ -109,4 +114,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    _EXPORTS,
+    globals(),
+    # client-go's name since 0.2 (CHANGELOG.rst); the old one is kept for one release.
+    deprecated={"EventHandlerFuncs": "pyinformers.cache.ResourceEventHandlerFuncs"},
+)

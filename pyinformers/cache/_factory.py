@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pyinformers._exports import renamed_method
 from pyinformers.api._client import ResourceClient
 from pyinformers.api._config import build_api_client
 from pyinformers.api._listwatch import ListWatch
@@ -223,24 +224,34 @@ class SharedInformerFactory:
         for informer in informers:
             informer.start()
 
-    def wait_for_cache_sync(self, timeout: float | None = None) -> dict[Resource, bool]:
-        """Wait until every started informer synced; ``{resource: synced}``.
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every started informer synced; True when all did within ``timeout``.
 
         ``timeout`` (real seconds) bounds the whole wait. Informers not started
-        are left out. A resource watched in several namespaces is synced when
-        all of them are.
+        are left out. :meth:`sync_status` tells which resources are synced.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        synced = True
+        for informer in self.informers().values():
+            if not informer.is_running() and not informer.has_synced():
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            synced = informer.wait_for_cache_sync(remaining) and synced
+        return synced
+
+    def sync_status(self) -> dict[Resource, bool]:
+        """``{resource: synced}`` of the started informers, now (no waiting).
+
+        A resource watched in several namespaces is synced when all of them are.
+        """
         result: dict[Resource, bool] = {}
         for (resource, _ns), informer in self.informers().items():
             if not informer.is_running() and not informer.has_synced():
                 continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            synced = informer.wait_for_sync(remaining)
-            result[resource] = result.get(resource, True) and synced
+            result[resource] = result.get(resource, True) and informer.has_synced()
         return result
 
-    def shutdown(self, timeout: float = 5.0) -> bool:
+    def stop(self, timeout: float = 5.0) -> bool:
         """Stop every informer and join their threads within ``timeout`` seconds in all.
 
         True when every thread ended. The factory cannot be used afterwards.
@@ -256,11 +267,13 @@ class SharedInformerFactory:
             ok = informer.stop(timeout=max(0.0, deadline - time.monotonic())) and ok
         return ok
 
+    shutdown = renamed_method(stop, "shutdown")
+
     def __enter__(self) -> SharedInformerFactory:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
+        self.stop()
 
     def __repr__(self) -> str:
         with self._lock:

@@ -61,6 +61,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pyinformers._exports import renamed_method
 from pyinformers._gc_policy import gc_paused
 from pyinformers.api._listwatch import ListerWatcher
 from pyinformers.api._resource import Resource
@@ -73,13 +74,13 @@ from pyinformers.cache._delta_fifo import (
     HandoffBudget,
 )
 from pyinformers.cache._lister import Lister
-from pyinformers.cache._notification import NotificationKind
+from pyinformers.cache._notification import ChangeKind
 from pyinformers.cache._object_errors import ObjectErrors, one_line
 from pyinformers.cache._processor import (
     DEFAULT_BACKLOG_WARNING,
-    EventHandlerFuncs,
     HandlerRegistration,
     HandlerSet,
+    ResourceEventHandlerFuncs,
     effective_resync_period,
     track_informer,
 )
@@ -88,14 +89,14 @@ from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.cache.reflector._reflector import Reflector
 from pyinformers.clock import REAL_CLOCK, Clock
 
-__all__ = ["SharedIndexInformer", "EventHandlerFuncs", "HandlerRegistration"]
+__all__ = ["SharedIndexInformer", "ResourceEventHandlerFuncs", "HandlerRegistration"]
 
 log = logging.getLogger(__name__)
 
 _REPLACED = DeltaType.REPLACED
 _SYNC = DeltaType.SYNC
 _DELETED = DeltaType.DELETED
-_ADD, _UPDATE, _DELETE = NotificationKind.ADD, NotificationKind.UPDATE, NotificationKind.DELETE
+_ADD, _UPDATE, _DELETE = ChangeKind.ADD, ChangeKind.UPDATE, ChangeKind.DELETE
 
 #: Watch deltas the reflector may hand ahead of the informer thread (it waits beyond that,
 #: until half are processed). Small on purpose: every pending delta keeps a freshly decoded
@@ -119,7 +120,7 @@ class _ReflectorStore:
 
     The informer notices its sync after popping the initial list's last item;
     an initial list with no items leaves nothing to pop, so the call after
-    ``replace`` is what marks that sync (and wakes ``wait_for_sync``) at once.
+    ``replace`` is what marks that sync (and wakes ``wait_for_cache_sync``) at once.
     The other writes are the FIFO's own bound methods: nothing is added to the
     per-event path.
 
@@ -275,7 +276,7 @@ class SharedIndexInformer:
         self._reflector_thread: threading.Thread | None = None
         self._synced = False
         # Notified when the cache syncs, when a handler catches up with its initial adds, and
-        # on stop: wait_for_sync() sleeps on it. Reentrant, because has_synced() (called
+        # on stop: wait_for_cache_sync() sleeps on it. Reentrant, because has_synced() (called
         # while it is held) may notify it.
         self._synced_cond = threading.Condition(threading.RLock())
         self._process_errors = 0
@@ -313,7 +314,7 @@ class SharedIndexInformer:
 
         ``handler`` is any object with some of ``on_add(obj,
         is_in_initial_list)``, ``on_update(old, new)``, ``on_delete(obj)``
-        (:class:`EventHandlerFuncs` wraps plain functions). ``resync_period``
+        (:class:`ResourceEventHandlerFuncs` wraps plain functions). ``resync_period``
         defaults to the informer's. Before start, a shorter period than the
         informer's lowers the informer's resync check period; after start it
         is raised to the check period.
@@ -379,7 +380,7 @@ class SharedIndexInformer:
             return True
         return False
 
-    def wait_for_sync(self, timeout: float | None = None) -> bool:
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Wait (in real seconds) until the cache has synced and every handler has handled it.
 
         Returns False on timeout, or if the informer stops first.
@@ -398,8 +399,10 @@ class SharedIndexInformer:
                     return False
                 self._synced_cond.wait(remaining)
 
+    wait_for_sync = renamed_method(wait_for_cache_sync, "wait_for_sync")
+
     def _notify_sync_progress(self) -> None:
-        """A handler caught up with its initial adds (its thread): wake wait_for_sync()."""
+        """A handler caught up with its initial adds (its thread): wake wait_for_cache_sync()."""
         with self._synced_cond:
             self._synced_cond.notify_all()
 
@@ -407,7 +410,7 @@ class SharedIndexInformer:
         """The resourceVersion of the last list, event or bookmark received ("" before the first list).
 
         Never behind the cache: the reflector records it before the change is queued, so it
-        is set once :meth:`wait_for_sync` returns, and may run ahead while the cache catches up.
+        is set once :meth:`wait_for_cache_sync` returns, and may run ahead while the cache catches up.
         """
         reflector = self._reflector
         return reflector.last_sync_resource_version() if reflector is not None else ""
@@ -528,7 +531,6 @@ class SharedIndexInformer:
                 return
             self._started = True
             self._stop_event = stop
-            options = self._reflector_options.as_kwargs()
             self._reflector = Reflector(
                 self._lw,
                 _ReflectorStore(self._fifo, on_replace=self.has_synced),
@@ -538,7 +540,7 @@ class SharedIndexInformer:
                 list_transform=self._fifo.transform_listed if self._transform is not None else None,
                 clock=self._clock,
                 metrics_registry=self._metrics_registry,
-                **options,
+                options=self._reflector_options,
             )
             reflector = self._reflector
             self._reflector_thread = threading.Thread(
@@ -611,7 +613,7 @@ class SharedIndexInformer:
             except FIFOClosedError:
                 return
             if not self._synced:
-                self.has_synced()  # marks the sync (and wakes wait_for_sync) once the FIFO has it
+                self.has_synced()  # marks the sync (and wakes wait_for_cache_sync) once the FIFO has it
             if gc_held and not self._gc_released:
                 if self._synced or time.monotonic() >= gc_deadline:
                     self._release_gc()

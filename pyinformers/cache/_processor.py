@@ -58,14 +58,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pyinformers._metrics import collector_for, resolve_registry
-from pyinformers.cache._notification import Notification, NotificationKind
+from pyinformers.cache._notification import ChangeKind, Notification
 from pyinformers.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "BACKLOG_WARNING_INTERVAL",
     "DEFAULT_BACKLOG_WARNING",
     "ResourceEventHandler",
-    "EventHandlerFuncs",
+    "ResourceEventHandlerFuncs",
     "HandlerRegistration",
     "HandlerSet",
     "MINIMUM_RESYNC_PERIOD",
@@ -84,9 +84,9 @@ DEFAULT_BACKLOG_WARNING = 10_000
 BACKLOG_WARNING_INTERVAL = 30.0
 
 # Local names for the kinds (a global lookup on the hot path); see pyinformers.cache._notification.
-_ADD = NotificationKind.ADD
-_UPDATE = NotificationKind.UPDATE
-_DELETE = NotificationKind.DELETE
+_ADD = ChangeKind.ADD
+_UPDATE = ChangeKind.UPDATE
+_DELETE = ChangeKind.DELETE
 
 
 @runtime_checkable
@@ -105,10 +105,10 @@ class ResourceEventHandler(Protocol):
 
 
 @dataclass(frozen=True)
-class EventHandlerFuncs:
+class ResourceEventHandlerFuncs:
     """A handler made of plain functions; ``None`` means "not interested".
 
-    >>> EventHandlerFuncs(on_add=lambda obj, initial: print("added", obj["metadata"]["name"]))
+    >>> ResourceEventHandlerFuncs(on_add=lambda obj, initial: print("added", obj["metadata"]["name"]))
     """
 
     on_add: Callable[[dict, bool], Any] | None = None

@@ -6,7 +6,7 @@
   backoff, look again after a delay).
 * Handlers (events -> keys): :class:`EnqueueForObject`,
   :class:`EnqueueForOwner`, :class:`EnqueueMapped`.
-* Predicates (``Event -> bool``): :func:`generation_changed`,
+* Predicates (``Change -> bool``): :func:`generation_changed`,
   :func:`labels_changed`, :func:`annotations_changed`,
   :func:`resource_version_changed`, :func:`label_selector`, :func:`is_resync`,
   combined with :func:`all_of`, :func:`any_of`, :func:`not_`.
@@ -21,6 +21,8 @@ Layering: imports ``clock``, ``api``, ``cache``, ``workqueue`` and
 """
 
 from pyinformers._exports import lazy_face, publish
+from pyinformers.cache import ChangeKind
+from pyinformers.controller._change import Change
 from pyinformers.controller._controller import (
     CacheSyncTimeout,
     Controller,
@@ -29,7 +31,6 @@ from pyinformers.controller._controller import (
     Watchable,
 )
 from pyinformers.controller._crds import install_crd, load_yaml
-from pyinformers.controller._event import Event, EventKind
 from pyinformers.controller._handlers import (
     BoundHandler,
     EnqueueForObject,
@@ -58,9 +59,9 @@ __all__ = [
     "EnqueueForObject",
     "EnqueueForOwner",
     "EnqueueMapped",
-    "Event",
+    "Change",
     "EventHandler",
-    "EventKind",
+    "ChangeKind",
     "InformersNotStarted",
     "Predicate",
     "Result",
@@ -81,21 +82,26 @@ __all__ = [
 
 publish(globals(), __all__)
 
-# Moved to pyinformers.manager in 0.2 (CHANGELOG.rst); kept for one release.
+# Moved or renamed in 0.2 (CHANGELOG.rst); kept for one release.
 __getattr__, _ = lazy_face(
     __name__,
     {},
     globals(),
     deprecated={
-        name: ("pyinformers.manager", f"pyinformers.manager.{name}")
-        for name in (
-            "ANY_PORT",
-            "ApiServerAuth",
-            "ConfigurationError",
-            "LeaderElectionConfig",
-            "Manager",
-            "ShardingConfig",
-            "TLSFiles",
-        )
+        **{
+            name: f"pyinformers.manager.{name}"
+            for name in (
+                "ANY_PORT",
+                "ApiServerAuth",
+                "ConfigurationError",
+                "LeaderElectionConfig",
+                "Manager",
+                "ShardingConfig",
+                "TLSFiles",
+            )
+        },
+        # Renamed in 0.2: one vocabulary of change from the informer to the predicates.
+        "Event": "pyinformers.controller.Change",
+        "EventKind": "pyinformers.cache.ChangeKind",
     },
 )

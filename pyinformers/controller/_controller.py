@@ -412,12 +412,22 @@ class Controller:
         """True once every watched informer synced and delivered its initial list to us."""
         return all(w.has_synced() for w in self.watches)
 
-    def wait_for_cache_sync(self, timeout: float | None = None) -> None:
-        """Block until :meth:`has_synced`, raising :class:`CacheSyncTimeout` after ``timeout``.
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`has_synced`; True when it did within ``timeout``.
 
-        ``timeout`` defaults to ``sync_timeout``; real seconds. Returns early
-        (without raising) if :meth:`stop` is called meanwhile.
+        ``timeout`` defaults to ``sync_timeout``; real seconds. Returns False
+        on timeout or if :meth:`stop` is called meanwhile (:meth:`start`
+        raises :class:`CacheSyncTimeout` instead, naming what did not sync).
+        Raises :class:`InformersNotStarted` at once when a watched informer
+        was never started: it cannot sync, however long one waits.
         """
+        try:
+            self._wait_for_cache_sync_or_raise(timeout)
+        except CacheSyncTimeout:
+            return False
+        return self.has_synced()
+
+    def _wait_for_cache_sync_or_raise(self, timeout: float | None) -> None:
         timeout = self.sync_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         watches = self.watches
@@ -429,7 +439,7 @@ class Controller:
         if idle:  # they cannot sync: say so now rather than after sync_timeout
             raise InformersNotStarted(self.name, sorted(set(idle)))
         for w in watches:
-            wait = getattr(w.informer, "wait_for_sync", None)
+            wait = getattr(w.informer, "wait_for_cache_sync", None)
             while not self._stopping.is_set() and not w.has_synced():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -474,7 +484,7 @@ class Controller:
                 )
             self._state = _State.STARTING
         try:
-            self.wait_for_cache_sync()
+            self._wait_for_cache_sync_or_raise(None)
         except BaseException:
             self.stop(0)
             raise

@@ -40,7 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pyinformers.api import meta
-from pyinformers.controller._event import Event, EventKind
+from pyinformers.cache import ChangeKind
+from pyinformers.controller._change import Change
 from pyinformers.controller._predicates import Predicate
 
 __all__ = [
@@ -62,13 +63,13 @@ class KeyQueue(Protocol):
 
 
 class EventHandler:
-    """Base class: maps an :class:`Event` to the keys it wakes.
+    """Base class: maps an :class:`Change` to the keys it wakes.
 
     Subclasses implement :meth:`keys`. Instances are immutable configuration
     and may be bound to several queues.
     """
 
-    def keys(self, event: Event) -> Iterable[str]:
+    def keys(self, event: Change) -> Iterable[str]:
         """The keys ``event`` wakes (may be empty; duplicates are harmless)."""
         raise NotImplementedError
 
@@ -80,7 +81,7 @@ class EventHandler:
 class BoundHandler:
     """An :class:`EventHandler` bound to a queue and predicates: what informers call.
 
-    ``on_add``/``on_update``/``on_delete`` build an :class:`Event`, drop it
+    ``on_add``/``on_update``/``on_delete`` build an :class:`Change`, drop it
     unless every predicate returns True, then add each key to the queue. A
     predicate or mapper that raises is logged (with the event) and the event
     is dropped; nothing propagates into the informer.
@@ -100,7 +101,7 @@ class BoundHandler:
         preds = tuple(predicates)
         for p in preds:
             if not callable(p):
-                raise TypeError(f"a predicate must be a callable Event -> bool, got {p!r}")
+                raise TypeError(f"a predicate must be a callable Change -> bool, got {p!r}")
         self.handler = handler
         self.queue = queue
         self.predicates = preds
@@ -109,14 +110,16 @@ class BoundHandler:
         self.runs_inline = not preds and type(handler) in _INLINE_HANDLERS
 
     def on_add(self, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> None:
-        self.dispatch(Event(EventKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list)))
+        self.dispatch(
+            Change(ChangeKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list))
+        )
 
     def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        self.dispatch(Event(EventKind.UPDATE, new, old))
+        self.dispatch(Change(ChangeKind.UPDATE, new, old))
 
     def on_delete(self, obj: Any) -> None:
         try:
-            event = Event.from_delete(obj)
+            event = Change.from_delete(obj)
         except TypeError:
             _log.error(
                 "%r: dropping a delete notification that carries no object: %s",
@@ -126,7 +129,7 @@ class BoundHandler:
             return
         self.dispatch(event)
 
-    def dispatch(self, event: Event) -> None:
+    def dispatch(self, event: Change) -> None:
         """Filter ``event`` through the predicates and enqueue its keys."""
         try:
             for predicate in self.predicates:
@@ -147,7 +150,7 @@ class BoundHandler:
 class EnqueueForObject(EventHandler):
     """Enqueue the event's own object key (``namespace/name`` or ``name``)."""
 
-    def keys(self, event: Event) -> Iterable[str]:
+    def keys(self, event: Change) -> Iterable[str]:
         if event.obj is None:  # a tombstone the cache had no object for
             return (event.tombstone_key,) if event.tombstone_key else ()
         if event.tombstone_key:
@@ -167,7 +170,7 @@ class _ObjectKeyHandler(BoundHandler):
     """The unfiltered :class:`EnqueueForObject`: the hot path, without building Events.
 
     Same behaviour as :class:`BoundHandler` with no predicates; it skips the
-    Event allocation because an informer for a busy resource calls it for
+    Change allocation because an informer for a busy resource calls it for
     every change. Running inline, it is handed the key the informer computed
     (:meth:`on_event_key`) instead of the objects.
     """
@@ -288,9 +291,9 @@ class EnqueueForOwner(EventHandler):
             # else: a cluster-scoped child naming a namespaced owner: invalid, ignored.
         return keys
 
-    def keys(self, event: Event) -> Iterable[str]:
+    def keys(self, event: Change) -> Iterable[str]:
         keys = self.owner_keys(event.obj)
-        if event.type is EventKind.UPDATE and event.old is not event.obj:
+        if event.type is ChangeKind.UPDATE and event.old is not event.obj:
             for key in self.owner_keys(event.old):
                 if key not in keys:
                     keys.append(key)
@@ -337,9 +340,9 @@ class EnqueueMapped(EventHandler):
                 raise TypeError(f"{self!r}: the mapping function returned a non-string key {key!r}")
         return keys
 
-    def keys(self, event: Event) -> Iterable[str]:
+    def keys(self, event: Change) -> Iterable[str]:
         keys = self._map(event.obj)
-        if event.type is EventKind.UPDATE and event.old is not event.obj:
+        if event.type is ChangeKind.UPDATE and event.old is not event.obj:
             for key in self._map(event.old):
                 if key not in keys:
                     keys.append(key)

@@ -1,8 +1,8 @@
-"""Predicates: plain functions ``Event -> bool`` that filter events before they become keys.
+"""Predicates: plain functions ``Change -> bool`` that filter events before they become keys.
 
-A handler evaluates its predicates on every :class:`~pyinformers.controller._event.Event`
+A handler evaluates its predicates on every :class:`~pyinformers.controller.Change`
 and enqueues keys only when all of them return True. Any callable taking an
-``Event`` is a predicate; the ones here cover the common cases, and
+``Change`` is a predicate; the ones here cover the common cases, and
 :func:`all_of`, :func:`any_of` and :func:`not_` compose them.
 
 Adds and deletes always pass the ``*_changed`` predicates: there is nothing to
@@ -23,8 +23,8 @@ drops them, which surprises people): it filters only when both sides carry a
 generation.
 
 **An update missing its old or new object.** An informer never delivers
-one, but a hand-built :class:`~pyinformers.controller._event.Event` can:
-every predicate here returns False for it (the event is dropped), as
+one, but a hand-built :class:`~pyinformers.controller.Change` can:
+every predicate here returns False for it (the change is dropped), as
 controller-runtime's predicates do, rather than guessing what changed.
 
 All predicates are pure and thread-safe; they must never mutate the objects.
@@ -35,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pyinformers.controller._event import Event, EventKind
+from pyinformers.cache import ChangeKind
+from pyinformers.controller._change import Change
 
 __all__ = [
     "Predicate",
@@ -50,8 +51,8 @@ __all__ = [
     "resource_version_changed",
 ]
 
-#: A predicate: True lets the event through.
-Predicate = Callable[[Event], bool]
+#: A predicate: True lets the change through.
+Predicate = Callable[[Change], bool]
 
 
 def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -60,17 +61,17 @@ def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _incomplete_update(event: Event) -> bool:
+def _incomplete_update(change: Change) -> bool:
     """An update without its old or its new object (see the module notes)."""
-    return event.type is EventKind.UPDATE and (event.old is None or event.obj is None)
+    return change.type is ChangeKind.UPDATE and (change.old is None or change.obj is None)
 
 
-def is_resync(event: Event) -> bool:
+def is_resync(change: Change) -> bool:
     """True for a periodic resync (an update with the same object on both sides)."""
-    return event.is_resync
+    return change.is_resync
 
 
-def generation_changed(event: Event) -> bool:
+def generation_changed(change: Change) -> bool:
     """Let an update through only when ``metadata.generation`` changed.
 
     The API server bumps the generation when the desired state changes: the
@@ -80,54 +81,54 @@ def generation_changed(event: Event) -> bool:
     Namespaces, Leases) carry no generation at all: their updates always pass,
     as do adds, deletes and resyncs (see the module notes).
     """
-    if event.type is not EventKind.UPDATE:
+    if change.type is not ChangeKind.UPDATE:
         return True
-    if _incomplete_update(event):
+    if _incomplete_update(change):
         return False
-    if event.is_resync:
+    if change.is_resync:
         return True
-    old = _meta(event.old).get("generation")
-    new = _meta(event.obj).get("generation")
+    old = _meta(change.old).get("generation")
+    new = _meta(change.obj).get("generation")
     if old is None or new is None:
         return True
     return old != new
 
 
-def labels_changed(event: Event) -> bool:
+def labels_changed(change: Change) -> bool:
     """Let an update through only when ``metadata.labels`` changed (adds, deletes, resyncs pass)."""
-    if event.type is not EventKind.UPDATE:
+    if change.type is not ChangeKind.UPDATE:
         return True
-    if _incomplete_update(event):
+    if _incomplete_update(change):
         return False
-    if event.is_resync:
+    if change.is_resync:
         return True
-    return (_meta(event.old).get("labels") or {}) != (_meta(event.obj).get("labels") or {})
+    return (_meta(change.old).get("labels") or {}) != (_meta(change.obj).get("labels") or {})
 
 
-def annotations_changed(event: Event) -> bool:
+def annotations_changed(change: Change) -> bool:
     """Let an update through only when ``metadata.annotations`` changed (adds, deletes, resyncs pass)."""
-    if event.type is not EventKind.UPDATE:
+    if change.type is not ChangeKind.UPDATE:
         return True
-    if _incomplete_update(event):
+    if _incomplete_update(change):
         return False
-    if event.is_resync:
+    if change.is_resync:
         return True
-    return (_meta(event.old).get("annotations") or {}) != (
-        _meta(event.obj).get("annotations") or {}
+    return (_meta(change.old).get("annotations") or {}) != (
+        _meta(change.obj).get("annotations") or {}
     )
 
 
-def resource_version_changed(event: Event) -> bool:
+def resource_version_changed(change: Change) -> bool:
     """Let an update through only when ``metadata.resourceVersion`` changed.
 
     Every real change bumps the resourceVersion and a resync never does, so
     this is the predicate that drops resyncs. Adds and deletes pass.
     """
-    if event.type is not EventKind.UPDATE:
+    if change.type is not ChangeKind.UPDATE:
         return True
-    if event.is_resync or _incomplete_update(event):
+    if change.is_resync or _incomplete_update(change):
         return False
-    return _meta(event.old).get("resourceVersion") != _meta(event.obj).get("resourceVersion")
+    return _meta(change.old).get("resourceVersion") != _meta(change.obj).get("resourceVersion")
 
 
 def label_selector(selector: Any) -> Predicate:
@@ -149,14 +150,18 @@ def label_selector(selector: Any) -> Predicate:
     def matches(obj: Mapping[str, Any] | None) -> bool:
         return parsed.matches(_meta(obj).get("labels") or {})
 
-    def predicate(event: Event) -> bool:
-        if _incomplete_update(event):
+    def predicate(change: Change) -> bool:
+        if _incomplete_update(change):
             return False
-        if event.obj is None:
+        if change.obj is None:
             return True
-        if event.type is EventKind.UPDATE and event.old is not None and event.old is not event.obj:
-            return matches(event.obj) or matches(event.old)
-        return matches(event.obj)
+        if (
+            change.type is ChangeKind.UPDATE
+            and change.old is not None
+            and change.old is not change.obj
+        ):
+            return matches(change.obj) or matches(change.old)
+        return matches(change.obj)
 
     predicate.__name__ = predicate.__qualname__ = f"label_selector({str(parsed)!r})"
     return predicate
@@ -169,7 +174,9 @@ def _name(predicate: Predicate) -> str:
 def _check(predicates: tuple[Any, ...], combinator: str) -> tuple[Predicate, ...]:
     for p in predicates:
         if not callable(p):
-            raise TypeError(f"{combinator}() takes predicates (callables Event -> bool), got {p!r}")
+            raise TypeError(
+                f"{combinator}() takes predicates (callables Change -> bool), got {p!r}"
+            )
     return tuple(predicates)
 
 
@@ -177,8 +184,8 @@ def all_of(*predicates: Predicate) -> Predicate:
     """True when every predicate is (short-circuits; ``all_of()`` is always True)."""
     preds = _check(predicates, "all_of")
 
-    def predicate(event: Event) -> bool:
-        return all(p(event) for p in preds)
+    def predicate(change: Change) -> bool:
+        return all(p(change) for p in preds)
 
     predicate.__name__ = predicate.__qualname__ = f"all_of({', '.join(map(_name, preds))})"
     return predicate
@@ -188,8 +195,8 @@ def any_of(*predicates: Predicate) -> Predicate:
     """True when at least one predicate is (short-circuits; ``any_of()`` is always False)."""
     preds = _check(predicates, "any_of")
 
-    def predicate(event: Event) -> bool:
-        return any(p(event) for p in preds)
+    def predicate(change: Change) -> bool:
+        return any(p(change) for p in preds)
 
     predicate.__name__ = predicate.__qualname__ = f"any_of({', '.join(map(_name, preds))})"
     return predicate
@@ -203,8 +210,8 @@ def not_(predicate: Predicate) -> Predicate:
     """
     (inner,) = _check((predicate,), "not_")
 
-    def negated(event: Event) -> bool:
-        return not inner(event)
+    def negated(change: Change) -> bool:
+        return not inner(change)
 
     negated.__name__ = negated.__qualname__ = f"not_({_name(inner)})"
     return negated

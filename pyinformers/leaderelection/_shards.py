@@ -510,10 +510,10 @@ class ShardCoordinator:
         self._runner.halt()
         return self._runner.join(timeout)
 
-    def stop(self, drain_timeout: float = 30.0) -> bool:
+    def stop(self, timeout: float = 30.0) -> bool:
         """Stop stepping, then :meth:`leave`. Returns what :meth:`leave` returned."""
-        self.halt(drain_timeout)
-        return self.leave(drain_timeout)
+        self.halt(timeout)
+        return self.leave(timeout)
 
     def __repr__(self) -> str:
         with self._lock:

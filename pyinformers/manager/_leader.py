@@ -1,12 +1,14 @@
 """Leader election for the :class:`~pyinformers.manager._manager.Manager`: settings and the worker gate.
 
-With ``Manager(leader_election=True, leader_election_id="my-operator")``
+With ``Manager(leader_election=LeaderElectionConfig(name="my-operator"))``
 every replica starts its informers and waits for their caches (a *warm
 standby*), then campaigns for the Lease ``my-operator``; only the leader
 starts its controllers' workers. What this module holds:
 
-* :class:`LeaderElectionConfig` -- the settings beyond the Lease's name and
-  namespace (timing, identity, release on shutdown, what losing does);
+* :class:`LeaderElectionConfig` -- every setting in one value: the Lease's
+  name and namespace, timing, identity, release on shutdown, what losing
+  does (:func:`election_config` also accepts the keywords of 0.1, with a
+  deprecation warning);
 * :func:`resolve_namespace` -- the Lease namespace: the one given, else the
   Pod's own (the service account's namespace file), else a clear error;
 * :class:`LeaderAdmission` -- the :class:`~pyinformers.controller._controller.Admission`
@@ -23,8 +25,9 @@ from __future__ import annotations
 import socket
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyinformers.api._config import ConfigurationError
@@ -36,6 +39,7 @@ __all__ = [
     "LeaderElectionConfig",
     "LeaderElectionMetrics",
     "default_identity",
+    "election_config",
     "resolve_namespace",
 ]
 
@@ -49,7 +53,7 @@ def default_identity() -> str:
 
 
 def resolve_namespace(
-    namespace: str | None, *, what: str, path: str = SERVICEACCOUNT_NAMESPACE
+    namespace: str | None, *, what: str, path: str = SERVICEACCOUNT_NAMESPACE, how: str = ""
 ) -> str:
     """``namespace``, else the Pod's namespace read from ``path``; :class:`ConfigurationError` when neither."""
     if namespace:
@@ -62,15 +66,19 @@ def resolve_namespace(
     if not found:
         raise ConfigurationError(
             f"{what} needs a namespace for its Lease: not running in a Pod ({path} is missing); "
-            f"pass {what.replace(' ', '_')}_namespace"
+            f"pass {how or what.replace(' ', '_') + '_namespace'}"
         )
     return found
 
 
 @dataclass(frozen=True)
 class LeaderElectionConfig:
-    """How a Manager campaigns; every field has the production default.
+    """How a Manager campaigns: ``Manager(leader_election=LeaderElectionConfig(name=...))``.
 
+    :param name: the Lease's name (required; unique per operator: its
+        replicas share it).
+    :param namespace: the Lease's namespace (default: the Pod's own; outside
+        a Pod it must be given).
     :param timing: lease duration / renew deadline / retry period
         (15 / 10 / 2 s, client-go's; see docs/ha.rst for the trade-offs).
     :param identity: this replica's holder identity (default
@@ -89,6 +97,54 @@ class LeaderElectionConfig:
     identity: str | None = None
     release_on_cancel: bool = True
     exit_on_lost_lease: bool = True
+    name: str | None = None
+    namespace: str | None = None
+
+
+def election_config(
+    leader_election: LeaderElectionConfig | bool | None,
+    *,
+    lease_name: str | None = None,
+    namespace: str | None = None,
+    config: LeaderElectionConfig | None = None,
+) -> LeaderElectionConfig | None:
+    """The one config form from what a Manager was given (None: no leader election).
+
+    ``leader_election`` is a :class:`LeaderElectionConfig` (the form since
+    0.2), or the 0.1 form: ``True`` with ``leader_election_id`` /
+    ``leader_election_namespace`` / ``leader_election_config``, accepted with a
+    :class:`DeprecationWarning`. Mixing the two forms is a :class:`ValueError`.
+    """
+    old_form = lease_name is not None or namespace is not None or config is not None
+    if isinstance(leader_election, LeaderElectionConfig):
+        if old_form:
+            raise ValueError(
+                "give leader_election=LeaderElectionConfig(name=..., namespace=...) alone, "
+                "without leader_election_id / leader_election_namespace / leader_election_config"
+            )
+        chosen = leader_election
+    elif leader_election is True or old_form:
+        warnings.warn(
+            "Manager(leader_election=True, leader_election_id=..., leader_election_namespace=..., "
+            "leader_election_config=...) is deprecated: pass "
+            "leader_election=LeaderElectionConfig(name=..., namespace=..., ...)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if not leader_election:
+            return None
+        base = config or LeaderElectionConfig()
+        chosen = replace(base, name=lease_name or base.name, namespace=namespace or base.namespace)
+    elif leader_election in (False, None):
+        return None
+    else:
+        raise TypeError(f"leader_election takes a LeaderElectionConfig, got {leader_election!r}")
+    if not chosen.name:
+        raise ValueError(
+            "leader election needs the Lease's name: LeaderElectionConfig(name=...), "
+            "shared by the operator's replicas"
+        )
+    return chosen
 
 
 class LeaderAdmission:

@@ -34,9 +34,9 @@ or a controller lost a worker thread; ``/readyz`` fails (503) until every
 cache has synced and every controller runs. Both answer ``ok`` when passing,
 and list every check (``[+]``/``[-]``) with ``?verbose`` or on failure.
 
-Leader election (``leader_election=True``, docs/ha.rst): every replica
+Leader election (``leader_election=LeaderElectionConfig(name=...)``, docs/ha.rst): every replica
 starts its informers and syncs its caches (warm standby), then campaigns
-for the Lease ``leader_election_id``; only the leader starts its
+for that Lease; only the leader starts its
 controllers' workers, and each reconcile is admitted only while it leads by
 its own clock. Losing the lease ends the process with status 1 (or, with
 ``LeaderElectionConfig(exit_on_lost_lease=False)``, stops the manager). A
@@ -66,6 +66,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,6 +92,7 @@ from pyinformers.manager._leader import (
     LeaderElectionConfig,
     LeaderElectionMetrics,
     default_identity,
+    election_config,
     resolve_namespace,
 )
 from pyinformers.manager._metrics_auth import ApiServerAuth
@@ -133,11 +135,16 @@ class Manager:
         Pod, else ``$KUBECONFIG`` / ``~/.kube/config``.
     :param namespace: watch only this namespace (None: all).
     :param metrics_port: port of ``/metrics``; 0 turns it off;
-        :data:`ANY_PORT` binds a free one (see :attr:`metrics_address`).
+        :data:`ANY_PORT` (the default) binds a free one (see :attr:`metrics_address`).
     :param health_port: port of ``/healthz`` and ``/readyz``; 0 turns them off.
         When it equals ``metrics_port`` all three share one server.
-    :param bind_address: interface the HTTP servers listen on (``"0.0.0.0"``
-        so the kubelet and Prometheus can reach them; ``"127.0.0.1"`` in tests).
+    :param bind_address: interface the HTTP servers listen on. The default,
+        ``"127.0.0.1"`` with free ports (:data:`ANY_PORT`), is safe for a
+        Manager embedded in a script or a test: nothing is reachable from the
+        network and two local controllers cannot collide. In a Pod the kubelet
+        and Prometheus must reach them: :class:`Operator` binds what its flags
+        say (``:8443`` and ``:8081``); an embedded Manager passes
+        ``bind_address="0.0.0.0"`` and fixed ports.
     :param metrics_host: interface of ``/metrics`` alone (default ``bind_address``).
     :param health_host: interface of the probes alone (default ``bind_address``).
     :param metrics_auth: True: ``/metrics`` answers only callers the API
@@ -148,9 +155,10 @@ class Manager:
         :class:`~pyinformers.manager._probes.TLSFiles` (reloaded on change).
         Probes stay plain HTTP whatever these say.
     :param api_client: use this ``ApiClient`` instead of building one.
-    :param registry: the Prometheus registry served on ``/metrics`` (the
-        default registry when None). Controllers report to the registry they
-        were given: pass the same one to them.
+    :param metrics_registry: the Prometheus registry served on ``/metrics`` (the
+        default registry when None), as every other component calls it
+        (``registry=`` is its deprecated 0.1 name). Controllers report to the
+        registry they were given: pass the same one to them.
     :param resync_period: the factory's default resync period (0: none).
     :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` (or a
         mapping of its fields) for every informer of the factory, e.g.
@@ -165,14 +173,11 @@ class Manager:
     :param check_server: ask ``/version`` at start and fail fast if unreachable.
     :param tune_gc: apply :mod:`pyinformers._gc_policy` while running (rare full
         collections, synced caches frozen); undone by :meth:`stop`.
-    :param leader_election: run the controllers only while this replica holds
-        the Lease ``leader_election_id`` (informers run on every replica).
-    :param leader_election_id: the Lease's name (required with leader election;
-        unique per operator: replicas of one operator share it).
-    :param leader_election_namespace: the Lease's namespace (default: the
-        Pod's own; outside a Pod it must be given).
-    :param leader_election_config: a :class:`~pyinformers.manager._leader.LeaderElectionConfig`
-        (timing, identity, release on shutdown, exit on a lost lease).
+    :param leader_election: a :class:`LeaderElectionConfig`: run the
+        controllers only while this replica holds its Lease (informers run on
+        every replica). The 0.1 keywords (``leader_election=True``,
+        ``leader_election_id``, ``leader_election_namespace``,
+        ``leader_election_config``) still work, with a deprecation warning.
     :param sharding: a :class:`~pyinformers.manager._sharding.ShardingConfig`:
         share the controllers' keys with the other replicas (exclusive with
         leader election).
@@ -185,10 +190,11 @@ class Manager:
         kubeconfig: str | os.PathLike | None = None,
         *,
         namespace: str | None = None,
-        metrics_port: int = 8080,
-        health_port: int = 8081,
-        bind_address: str = "0.0.0.0",
+        metrics_port: int = ANY_PORT,
+        health_port: int = ANY_PORT,
+        bind_address: str = "127.0.0.1",
         api_client: Any = None,
+        metrics_registry: Any = None,
         registry: Any = None,
         resync_period: float = 0,
         reflector_options: ReflectorOptions | Mapping[str, Any] | None = None,
@@ -200,18 +206,30 @@ class Manager:
         health_host: str | None = None,
         metrics_auth: bool | Guard = False,
         metrics_tls: TLSFiles | None = None,
-        leader_election: bool = False,
+        leader_election: LeaderElectionConfig | bool | None = None,
         leader_election_id: str | None = None,
         leader_election_namespace: str | None = None,
         leader_election_config: LeaderElectionConfig | None = None,
         sharding: ShardingConfig | None = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
-        if leader_election and not leader_election_id:
-            raise ValueError(
-                "leader_election=True needs leader_election_id (the Lease's name, shared by the replicas)"
+        election = election_config(
+            leader_election,
+            lease_name=leader_election_id,
+            namespace=leader_election_namespace,
+            config=leader_election_config,
+        )
+        if registry is not None:
+            if metrics_registry is not None:
+                raise ValueError("give metrics_registry alone (registry is its deprecated name)")
+            warnings.warn(
+                "Manager(registry=...) is deprecated: pass metrics_registry=...",
+                DeprecationWarning,
+                stacklevel=2,
             )
-        if leader_election and sharding is not None:
+            metrics_registry = registry
+        registry = metrics_registry
+        if election is not None and sharding is not None:
             raise ValueError(
                 "choose leader_election or sharding: a sharded replica already owns its keys alone"
             )
@@ -253,12 +271,16 @@ class Manager:
             guard = ApiServerAuth.for_api_client(self.api_client)
         elif callable(metrics_auth):
             guard = metrics_auth
-        self.leader_election = bool(leader_election)
-        self.leader_election_config = leader_election_config or LeaderElectionConfig()
-        self.leader_election_id = leader_election_id
+        self.leader_election = election is not None
+        self.leader_election_config = election or LeaderElectionConfig()
+        self.leader_election_id = election.name if election else None
         self.leader_election_namespace = (
-            resolve_namespace(leader_election_namespace, what="leader election")
-            if leader_election
+            resolve_namespace(
+                election.namespace,
+                what="leader election",
+                how="LeaderElectionConfig(namespace=...)",
+            )
+            if election
             else None
         )
         #: The elector while leader election runs (created by start()).
@@ -269,7 +291,11 @@ class Manager:
         self.leading_since: float | None = None
         self.sharding = sharding
         self.sharding_namespace = (
-            resolve_namespace(sharding.namespace, what="sharding") if sharding else None
+            resolve_namespace(
+                sharding.namespace, what="sharding", how="ShardingConfig(namespace=...)"
+            )
+            if sharding
+            else None
         )
         #: The shard coordinator while sharding runs (created by start()).
         self.shards: ShardCoordinator | None = None
@@ -587,7 +613,7 @@ class Manager:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                informer.wait_for_sync(min(remaining, _POLL))
+                informer.wait_for_cache_sync(min(remaining, _POLL))
         if self._stop_requested.is_set():
             return
         # A refusal reported while the caches synced (a missing list permission, which a
@@ -630,10 +656,10 @@ class Manager:
             )
         coordinator = self.shards
         if coordinator is not None:  # stop admitting, let in-flight reconciles end, release shards
-            clean = coordinator.stop(drain_timeout=max(0.0, deadline - time.monotonic())) and clean
+            clean = coordinator.stop(timeout=max(0.0, deadline - time.monotonic())) and clean
         clean = self._drain(controllers, deadline) and clean
         try:
-            clean = self.factory.shutdown(timeout=_INFORMERS_STOP) and clean
+            clean = self.factory.stop(timeout=_INFORMERS_STOP) and clean
         except Exception:  # keep going: the servers and the client must still be closed
             log.exception("stopping the informers failed")
             clean = False

@@ -493,6 +493,7 @@ class Operator:
         and namespace, ``--shards N`` to ``sharding`` with N shards in a group
         named after the operator (docs/ha.rst).
         """
+        from pyinformers.manager._leader import LeaderElectionConfig
         from pyinformers.manager._probes import TLSFiles
         from pyinformers.manager._sharding import ShardingConfig
 
@@ -511,14 +512,17 @@ class Operator:
         if options.shutdown_timeout is not None:
             kwargs["shutdown_timeout"] = options.shutdown_timeout
         if options.leader_elect:
-            kwargs["leader_election"] = True
-            kwargs["leader_election_id"] = options.leader_election_id
-            kwargs["leader_election_namespace"] = (
-                options.leader_election_namespace
-            )  # None: the Pod's namespace
+            # The Lease's namespace: the flag's, else the Pod's, else 'default' as --help says
+            # (pod_namespace), so a run on a laptop works without the flag.
+            kwargs["leader_election"] = LeaderElectionConfig(
+                name=options.leader_election_id,
+                namespace=options.leader_election_namespace or pod_namespace(),
+            )
         if options.shards:
             kwargs["sharding"] = ShardingConfig(
-                self.name, shards=options.shards, namespace=options.sharding_namespace
+                self.name,
+                shards=options.shards,
+                namespace=options.sharding_namespace or pod_namespace(),
             )
         return kwargs
 
@@ -560,7 +564,7 @@ class Operator:
             manager.run()  # until SIGINT / SIGTERM
         finally:
             if recorder is not None:
-                recorder.close(timeout=RECORDER_FLUSH_TIMEOUT)
+                recorder.stop(timeout=RECORDER_FLUSH_TIMEOUT)
         return 0
 
     def __repr__(self) -> str:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from pyinformers._exports import renamed_method
 from pyinformers.api._errors import AlreadyExists, ApiError, NotFound
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.record._correlator import (
@@ -273,7 +274,7 @@ class EventRecorder:
                 self._cond.wait(remaining)
             return True
 
-    def close(self, timeout: float | None = 10.0) -> bool:
+    def stop(self, timeout: float | None = 10.0) -> bool:
         """Stop accepting events, write what is buffered within ``timeout``, stop the writer.
 
         Returns True when everything buffered was written (or given up for a
@@ -299,11 +300,13 @@ class EventRecorder:
             thread.join(5.0)
         return drained and not lost
 
+    close = renamed_method(stop, "close")
+
     def __enter__(self) -> EventRecorder:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        self.stop()
 
     # -- observing --------------------------------------------------------------------
     @property

@@ -93,7 +93,7 @@ class FakeInformer:
     def has_synced(self) -> bool:
         return self.synced
 
-    def wait_for_sync(self, timeout: float | None = None) -> bool:
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         return self.synced
 
     def is_running(self) -> bool:

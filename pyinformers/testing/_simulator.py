@@ -270,7 +270,7 @@ class DeploymentSimulator:
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop the controllers and informers; True if everything stopped within ``timeout`` each."""
         ok = all([controller.stop(timeout) for controller in self._controllers])
-        return self._factory.shutdown(timeout) and ok
+        return self._factory.stop(timeout) and ok
 
     def __enter__(self) -> DeploymentSimulator:
         return self.start()

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from pyinformers.api import meta
-from pyinformers.cache._processor import EventHandlerFuncs
+from pyinformers.cache._processor import ResourceEventHandlerFuncs
 
 __all__ = ["Convergence", "eventually"]
 
@@ -72,7 +72,7 @@ class Convergence:
         def on_add(obj: Any, is_in_initial_list: bool = False) -> None:
             self._wake(obj)
 
-        handlers = EventHandlerFuncs(
+        handlers = ResourceEventHandlerFuncs(
             on_add=on_add,
             on_update=lambda old, new: self._wake(new),
             on_delete=lambda obj: self._wake(None),

@@ -39,7 +39,7 @@ def factory(api_client):
 
     yield make
     for f in made:
-        assert f.shutdown(timeout=5.0)
+        assert f.stop(timeout=5.0)
 
 
 def test_one_informer_per_resource_and_namespace(factory):
@@ -64,7 +64,8 @@ def test_start_sync_and_listers(api_server, factory):
     configmaps = f.informer(CONFIGMAPS)
     namespaces = f.informer(NAMESPACES)
     f.start()
-    assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True, NAMESPACES: True}
+    assert f.wait_for_cache_sync(timeout=30)
+    assert f.sync_status() == {CONFIGMAPS: True, NAMESPACES: True}
     assert configmaps.has_synced() and namespaces.has_synced()
     assert f.lister(CONFIGMAPS).get("b", namespace="kube-system")["metadata"]["name"] == "b"
     assert {o["metadata"]["name"] for o in f.lister(CONFIGMAPS).list(namespace="default")} == {"a"}
@@ -81,7 +82,8 @@ def test_start_sync_and_listers(api_server, factory):
     pods = f.informer(PODS)
     assert not pods.is_running()
     f.start()
-    assert f.wait_for_cache_sync(timeout=30)[PODS] is True
+    assert f.wait_for_cache_sync(timeout=30)
+    assert f.sync_status()[PODS] is True
     assert "informers=3" in repr(f)
 
 
@@ -111,7 +113,8 @@ def test_the_namespace_and_selectors_restrict_every_informer(api_server, factory
     f = factory(namespace="kube-system", label_selector="team=a")
     f.informer(CONFIGMAPS)
     f.start()
-    assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True}
+    assert f.wait_for_cache_sync(timeout=30)
+    assert f.sync_status() == {CONFIGMAPS: True}
     assert [o["metadata"]["name"] for o in f.lister(CONFIGMAPS).list()] == ["in"]
 
 
@@ -131,7 +134,8 @@ def test_managed_fields_are_dropped_by_default_and_kept_without_a_transform(api_
     for f in (dropping, keeping):
         f.informer(CONFIGMAPS)
         f.start()
-        assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True}
+        assert f.wait_for_cache_sync(timeout=30)
+        assert f.sync_status() == {CONFIGMAPS: True}
     assert (
         "managedFields" not in dropping.lister(CONFIGMAPS).get("m", namespace="default")["metadata"]
     )
@@ -161,10 +165,11 @@ def test_built_from_a_kubeconfig_path(api_server, kubeconfig):
     try:
         f.informer(CONFIGMAPS)
         f.start()
-        assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True}
+        assert f.wait_for_cache_sync(timeout=30)
+        assert f.sync_status() == {CONFIGMAPS: True}
         assert f.lister(CONFIGMAPS).get("from-kubeconfig", namespace="default") is not None
     finally:
-        assert f.shutdown(timeout=5.0)
+        assert f.stop(timeout=5.0)
         f.api_client.close()
 
 
@@ -200,10 +205,12 @@ def test_wait_for_cache_sync_reports_an_informer_that_cannot_sync(api_server, fa
     api_server.faults.error_rate = 1.0
     f.start()
     began = time.monotonic()
-    assert f.wait_for_cache_sync(timeout=0.5) == {CONFIGMAPS: False}
+    assert not f.wait_for_cache_sync(timeout=0.5)
+    assert f.sync_status() == {CONFIGMAPS: False}
     assert time.monotonic() - began < 5
     api_server.faults.reset()
-    assert f.wait_for_cache_sync(timeout=30) == {CONFIGMAPS: True}
+    assert f.wait_for_cache_sync(timeout=30)
+    assert f.sync_status() == {CONFIGMAPS: True}
 
 
 def test_shutdown_stops_everything_and_the_factory_cannot_be_reused(api_server, factory):
@@ -212,8 +219,8 @@ def test_shutdown_stops_everything_and_the_factory_cannot_be_reused(api_server, 
     for resource in (CONFIGMAPS, NAMESPACES):
         f.informer(resource).add_event_handler(handler)
     f.start()
-    assert all(f.wait_for_cache_sync(timeout=30).values())
-    assert f.shutdown(timeout=5.0)
+    assert f.wait_for_cache_sync(timeout=30)
+    assert f.stop(timeout=5.0)
     assert not any(
         t.name.startswith(
             ("pyinformers-informer-", "pyinformers-reflector-", "pyinformers-handler-")
@@ -224,7 +231,7 @@ def test_shutdown_stops_everything_and_the_factory_cannot_be_reused(api_server, 
         f.informer(PODS)
     with pytest.raises(RuntimeError):
         f.start()
-    assert f.shutdown(timeout=1.0)  # idempotent
+    assert f.stop(timeout=1.0)  # idempotent
 
 
 # -- options fail where they are written ---------------------------------------------------------

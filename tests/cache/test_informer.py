@@ -10,7 +10,7 @@ import pytest
 
 from pyinformers.cache import (
     DeletedFinalStateUnknown,
-    EventHandlerFuncs,
+    ResourceEventHandlerFuncs,
     SharedIndexInformer,
     drop_managed_fields,
 )
@@ -115,7 +115,7 @@ def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds(
     registration = informer.add_event_handler(rec)
     assert not informer.has_synced() and not registration.has_synced()
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert registration.has_synced()
     assert len(informer.indexer) == 50
     assert sorted(c[1] for c in rec.calls) == sorted(f"p{i}" for i in range(50))
@@ -133,7 +133,7 @@ def test_changes_after_sync_reach_every_handler_in_order(make_informer, watch_li
     for rec in recorders:
         informer.add_event_handler(rec)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     lw.modify(pod("a"))
     lw.add(pod("b"))
@@ -158,7 +158,7 @@ def test_a_handler_added_late_gets_the_cache_as_adds_then_later_changes_exactly_
     lw = FakeListerWatcher([pod(f"p{i}", i + 1) for i in range(20)])
     informer = make_informer(lw)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     stop = threading.Event()
 
@@ -194,7 +194,7 @@ def test_deletes_deliver_the_last_object_and_relists_deliver_tombstones(make_inf
     rec = Recorder()
     informer.add_event_handler(rec)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     lw.delete(pod("a"))
     eventually(lambda: ("delete", "a", "5") in rec.calls)
@@ -221,7 +221,7 @@ def test_transform_is_applied_before_the_object_is_stored(make_informer):
     )
     informer = make_informer(lw, transform=drop_managed_fields)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert "managedFields" not in informer.indexer.list()[0]["metadata"]
 
 
@@ -234,7 +234,7 @@ def test_resync_replays_the_cache_as_updates_to_handlers_whose_period_is_due(mak
     informer.add_event_handler(rarely, resync_period=30)
     informer.add_event_handler(never)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
 
     def updates(rec):
         return sum(c[0] == "update" for c in list(rec.calls))
@@ -276,7 +276,7 @@ def test_the_cyclic_gc_is_paused_until_the_initial_list_is_in_and_then_restored(
     assert listing.wait(10)
     assert not gc.isenabled(), "the collector runs while the initial list is being fetched"
     gate.set()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     eventually(gc.isenabled, what="gc restored")
 
 
@@ -285,7 +285,7 @@ def test_stop_ends_every_thread_and_an_informer_does_not_restart(make_informer):
     informer = make_informer(lw)
     informer.add_event_handler(Recorder())
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     began = time.monotonic()
     assert informer.stop(timeout=5.0)
@@ -320,7 +320,7 @@ def test_run_blocks_the_calling_thread_until_stop_is_set(make_informer):
     stop = threading.Event()
     thread = threading.Thread(target=informer.run, args=(stop,), name="pyinformers-test-run")
     thread.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     stop.set()
     thread.join(5)
     assert not thread.is_alive()
@@ -331,7 +331,7 @@ def test_add_indexers_only_before_start(make_informer):
     informer = make_informer(lw)
     informer.add_indexers({"node": lambda o: [o.get("spec", {}).get("nodeName", "")]})
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert [o["metadata"]["name"] for o in informer.indexer.by_index("node", "n1")] == ["a"]
     with pytest.raises(RuntimeError):
         informer.add_indexers({"other": lambda o: []})
@@ -348,10 +348,10 @@ def test_event_handler_funcs_and_bad_arguments(make_informer):
     informer = make_informer(lw)
     added = []
     registration = informer.add_event_handler(
-        EventHandlerFuncs(on_add=lambda o, i: added.append(o))
+        ResourceEventHandlerFuncs(on_add=lambda o, i: added.append(o))
     )
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert [o["metadata"]["name"] for o in added] == ["a"]
     assert "synced=True" in repr(informer) and "objects=1" in repr(informer)
     assert registration.remove(timeout=5)
@@ -365,11 +365,11 @@ def test_a_failing_handler_does_not_break_the_informer(make_informer):
     def explode(obj, initial):
         raise ValueError("handler bug")
 
-    bad = informer.add_event_handler(EventHandlerFuncs(on_add=explode))
+    bad = informer.add_event_handler(ResourceEventHandlerFuncs(on_add=explode))
     good = Recorder()
     informer.add_event_handler(good)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     lw.add(pod("b"))
     eventually(lambda: len(good.calls) == 2)
@@ -396,7 +396,7 @@ def test_in_steady_state_the_reflector_thread_applies_watch_events_and_a_relist_
     handler = _InlineThreads()
     informer.add_event_handler(handler)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     for i in range(50):
         lw.modify(pod(f"p{i % 5}"))

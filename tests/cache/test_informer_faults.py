@@ -50,7 +50,7 @@ def _start_synced(api_server, api_client, informers, n=20, **kwargs):
     log = EventLog()
     informer.add_event_handler(log)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
     eventually(lambda: api_server.counters.get("watches_open", 0) >= 1, what="the watch to open")
     return informer, log
 
@@ -193,11 +193,12 @@ def test_shutdown_with_open_watches_finishes_within_a_second(api_server, api_cli
     for resource in (CONFIGMAPS, SECRETS, NAMESPACES):
         factory.informer(resource).add_event_handler(EventLog())
     factory.start()
-    assert factory.wait_for_cache_sync(30) == {CONFIGMAPS: True, SECRETS: True, NAMESPACES: True}
+    assert factory.wait_for_cache_sync(30)
+    assert factory.sync_status() == {CONFIGMAPS: True, SECRETS: True, NAMESPACES: True}
     eventually(lambda: api_server.counters.get("watches_open", 0) >= 3, what="three open watches")
 
     began = time.monotonic()
-    assert factory.shutdown(timeout=5.0)
+    assert factory.stop(timeout=5.0)
     elapsed = time.monotonic() - began
     assert elapsed < 1.0, f"shutdown took {elapsed:.2f}s"
     # The real clock's timer thread serves the process and idles out on its own; what the

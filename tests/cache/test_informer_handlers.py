@@ -11,8 +11,8 @@ from pyinformers.cache._processor import (
     _DELETE,
     _UPDATE,
     MINIMUM_RESYNC_PERIOD,
-    EventHandlerFuncs,
     HandlerSet,
+    ResourceEventHandlerFuncs,
     effective_resync_period,
     track_informer,
 )
@@ -137,7 +137,7 @@ def test_handler_errors_are_counted_and_do_not_stop_the_handler(handler_set):
             raise RuntimeError("boom")
         got.append(obj)
 
-    reg = register(handler_set, EventHandlerFuncs(on_add=on_add))
+    reg = register(handler_set, ResourceEventHandlerFuncs(on_add=on_add))
     handler_set.start()
     with handler_set.lock:
         for obj in ("a", "bad", "b"):
@@ -150,12 +150,12 @@ def test_a_handler_with_no_callbacks_is_rejected(handler_set):
     with pytest.raises(TypeError, match="at least one of"):
         register(handler_set, object())
     with pytest.raises(TypeError, match="not callable"):
-        register(handler_set, EventHandlerFuncs(on_add="nope"))
+        register(handler_set, ResourceEventHandlerFuncs(on_add="nope"))
 
 
 def test_missing_callbacks_are_skipped(handler_set):
     deletes = []
-    reg = register(handler_set, EventHandlerFuncs(on_delete=deletes.append))
+    reg = register(handler_set, ResourceEventHandlerFuncs(on_delete=deletes.append))
     handler_set.start()
     with handler_set.lock:
         handler_set.distribute((_ADD, "x", False))

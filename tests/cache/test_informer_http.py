@@ -29,7 +29,7 @@ def _sync_2000(api_server, api_client, informers, **reflector_options):
     log = EventLog()
     registration = informer.add_event_handler(log)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
     assert registration.has_synced()
     assert versions(informer.indexer.list()) == versions(api_server.objects("configmaps"))
     calls = log.snapshot()
@@ -68,7 +68,7 @@ def test_changes_after_sync_reach_every_handler_in_order_per_key(api_server, api
     for log in logs:
         informer.add_event_handler(log)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
 
     client = ResourceClient(api_client, CONFIGMAPS)
     written: dict[str, list[str]] = {f"default/cm-{i}": [] for i in range(12)}
@@ -106,7 +106,7 @@ def test_a_late_handler_gets_the_cache_as_adds_and_misses_nothing(
     informer = make_informer(api_client, CONFIGMAPS)
     informers.append(informer)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
 
     client = ResourceClient(api_client, CONFIGMAPS)
     stop = threading.Event()
@@ -143,7 +143,7 @@ def test_a_slow_handler_does_not_delay_a_fast_one(api_server, api_client, inform
     slow_registration = informer.add_event_handler(slow)
     informer.add_event_handler(fast)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
 
     client = ResourceClient(api_client, CONFIGMAPS)
     for i in range(100):

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from pyinformers.api._watch import WatchEvent
-from pyinformers.cache import EventHandlerFuncs, SharedIndexInformer
+from pyinformers.cache import ResourceEventHandlerFuncs, SharedIndexInformer
 from pyinformers.cache._store import NAMESPACE_INDEX, namespace_index
 from pyinformers.testing import FakeListerWatcher, eventually
 from tests.cache.test_informer import cache_state, make_informer, pod  # noqa: F401
@@ -32,7 +32,7 @@ def fussy_transform(obj):
 def started(make, lw, **kwargs):
     informer = make(lw, **kwargs)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     return informer
 
@@ -158,9 +158,9 @@ def test_a_crashed_handler_thread_makes_the_informer_unhealthy(make_informer):
     def on_update(old, new):
         raise SystemExit("a handler called sys.exit()")
 
-    registration = informer.add_event_handler(EventHandlerFuncs(on_update=on_update))
+    registration = informer.add_event_handler(ResourceEventHandlerFuncs(on_update=on_update))
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     lw.modify(pod("a"))
     eventually(
@@ -176,9 +176,9 @@ def test_an_ordinary_handler_error_is_counted_and_is_no_health_problem(make_info
     def on_add(obj, initial):
         raise RuntimeError("handler bug")
 
-    registration = informer.add_event_handler(EventHandlerFuncs(on_add=on_add))
+    registration = informer.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert registration.errors == 1 and informer.healthy()
 
 
@@ -191,7 +191,7 @@ def test_removing_a_registration_through_another_informer_raises_and_keeps_it(ma
     informer_b = make_informer(lw_b)
     seen = []
     registration = informer_a.add_event_handler(
-        EventHandlerFuncs(on_update=lambda old, new: seen.append(new))
+        ResourceEventHandlerFuncs(on_update=lambda old, new: seen.append(new))
     )
     with pytest.raises(ValueError, match="belongs to informer"):
         informer_b.remove_event_handler(registration)
@@ -209,10 +209,10 @@ def test_a_handler_falling_behind_is_warned_about_once_per_interval_and_removal_
     informer = make_informer(lw, handler_backlog_warning=5)
     gate = threading.Event()
     registration = informer.add_event_handler(
-        EventHandlerFuncs(on_update=lambda old, new: gate.wait(30))
+        ResourceEventHandlerFuncs(on_update=lambda old, new: gate.wait(30))
     )
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     lw.wait_for_watch()
     caplog.set_level(logging.WARNING, logger="pyinformers.cache._processor")
     for _ in range(40):

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from pyinformers._gc_policy import gc_paused
 from pyinformers.api import BadRequest, Gone, NotFound, ServerError, TooManyRequests, WatchEvent
 from pyinformers.api._client import ListPage
+from pyinformers.cache import ReflectorOptions
 from pyinformers.cache.reflector._reflector import (
     INITIAL_EVENTS_END_ANNOTATION,
     Reflector,
@@ -78,7 +79,12 @@ def make(lw, store=None, **options) -> tuple[Reflector, RecordingStore, FakeCloc
     store = store or RecordingStore()
     options.setdefault("metrics_registry", CollectorRegistry())
     options.setdefault("rng", random.Random(7))
-    reflector = Reflector(lw, store, name="test/pods", clock=clock, **options)
+    tunables = {
+        k: options.pop(k) for k in list(options) if k in ReflectorOptions.__dataclass_fields__
+    }
+    reflector = Reflector(
+        lw, store, name="test/pods", clock=clock, options=ReflectorOptions(**tunables), **options
+    )
     return reflector, store, clock
 
 

@@ -9,6 +9,7 @@ from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import ListWatch, ResourceClient
+from pyinformers.cache import ReflectorOptions
 from pyinformers.cache.reflector._reflector import Reflector
 from pyinformers.cache.reflector._states import BackingOff, Watching
 from pyinformers.clock import REAL_CLOCK, FakeClock
@@ -85,8 +86,15 @@ class Running:
     def __init__(self, client, store, **options) -> None:
         options.setdefault("metrics_registry", CollectorRegistry())
         options.setdefault("rng", random.Random(1))
+        tunables = {
+            k: options.pop(k) for k in list(options) if k in ReflectorOptions.__dataclass_fields__
+        }
         self.reflector = Reflector(
-            ListWatch(client, namespace="default"), store, name="test/configmaps", **options
+            ListWatch(client, namespace="default"),
+            store,
+            name="test/configmaps",
+            options=ReflectorOptions(**tunables),
+            **options,
         )
         self.thread = threading.Thread(
             target=self.reflector.run, name="pyinformers-test-reflector", daemon=True
@@ -294,8 +302,7 @@ def test_a_server_that_ignores_send_initial_events_is_listed_instead(api_server,
         store,
         name="test/configmaps",
         metrics_registry=CollectorRegistry(),
-        initial_events_timeout=0.3,
-        on_watch_error=errors.append,
+        options=ReflectorOptions(initial_events_timeout=0.3, on_watch_error=errors.append),
     )
     thread = threading.Thread(target=reflector.run, name="pyinformers-test-reflector", daemon=True)
     thread.start()

@@ -166,7 +166,7 @@ class ReflectorAgainstModel(RuleBasedStateMachine):
             self.store,
             name="model",
             clock=self.clock,
-            page_size=2,
+            options={"page_size": 2},
             metrics_registry=CollectorRegistry(),
             rng=random.Random(0),
         )

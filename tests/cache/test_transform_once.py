@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pyinformers.api._client import ListPage
 from pyinformers.api._errors import BadRequest
 from pyinformers.api._watch import WatchEvent
-from pyinformers.cache import DeltaFIFO, EventHandlerFuncs, SharedIndexInformer
+from pyinformers.cache import DeltaFIFO, ResourceEventHandlerFuncs, SharedIndexInformer
 from pyinformers.testing import FakeListerWatcher, ScriptedListerWatcher, ScriptedWatch, eventually
 from tests.cache.test_informer import pod
 
@@ -58,8 +58,8 @@ class Seen:
         with self.lock:
             self.objects.append(obj)
 
-    def handler(self) -> EventHandlerFuncs:
-        return EventHandlerFuncs(
+    def handler(self) -> ResourceEventHandlerFuncs:
+        return ResourceEventHandlerFuncs(
             on_add=lambda obj, initial: self.note(obj),
             on_update=lambda old, new: self.note(new),
             on_delete=lambda obj: self.note(getattr(obj, "obj", obj)),
@@ -135,7 +135,7 @@ def test_every_object_is_transformed_exactly_once_whichever_path_it_takes(path, 
     informer.add_event_handler(seen.handler())
     informer.start()
     try:
-        assert informer.wait_for_sync(10)
+        assert informer.wait_for_cache_sync(10)
         # Then watch events: an add, an update, a delete.
         if live is None:
             lw.wait_for_watch()
@@ -177,11 +177,11 @@ def test_a_listed_object_the_transform_fails_on_is_reported_once_and_keeps_its_c
     )
     deleted: list[str] = []
     informer.add_event_handler(
-        EventHandlerFuncs(on_delete=lambda obj: deleted.append(informer_key(obj)))
+        ResourceEventHandlerFuncs(on_delete=lambda obj: deleted.append(informer_key(obj)))
     )
     informer.start()
     try:
-        assert informer.wait_for_sync(10)
+        assert informer.wait_for_cache_sync(10)
         lw.wait_for_watch()
         # "a" turns untransformable while nobody watches; the relist that follows still has it.
         bad = heavy("a", 1)

@@ -126,7 +126,7 @@ def running(api_server):
     yield start
     for factory, controller in started:
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)
         factory.api_client.close()
 
 
@@ -301,7 +301,7 @@ def scripted(api_server):
     yield make
     for factory, controller in made:
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)
         factory.api_client.close()
 
 
@@ -405,7 +405,7 @@ def test_eight_workers_under_an_event_storm_never_overlap_a_key_and_see_every_la
         assert overlaps == []
     finally:
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)
         factory.api_client.close()
 
 

@@ -13,7 +13,7 @@ import logging
 import pytest
 
 from pyinformers.api._watch import WatchEvent
-from pyinformers.cache import EventHandlerFuncs
+from pyinformers.cache import ResourceEventHandlerFuncs
 from pyinformers.controller import EnqueueMapped
 from pyinformers.testing import FakeListerWatcher, eventually
 from tests.cache.test_informer import make_informer  # noqa: F401
@@ -74,10 +74,10 @@ def test_secret_data_is_absent_from_every_log_record_on_every_failure_path(make_
     def handler_add(obj, initial):
         raise RuntimeError("handler failed")
 
-    informer.add_event_handler(EventHandlerFuncs(on_add=handler_add))
+    informer.add_event_handler(ResourceEventHandlerFuncs(on_add=handler_add))
     informer.add_event_handler(EnqueueMapped(mapper).bind(Queue()))
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     stream = lw.wait_for_watch()
     for i, fail in enumerate(["transform", "index", "index-string", "none"], start=2):
         stream.push(WatchEvent("ADDED", secret(f"s-{fail}", i, labels={"fail": fail})))

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyinformers.controller import (
-    Event,
-    EventKind,
+    Change,
+    ChangeKind,
     all_of,
     annotations_changed,
     any_of,
@@ -36,7 +36,7 @@ def obj(name="a", *, generation=None, rv="1", labels=None, annotations=None, sta
 
 
 def update(old, new):
-    return Event.from_update(old, new)
+    return Change.from_update(old, new)
 
 
 def test_generation_changed_drops_a_status_only_update():
@@ -53,9 +53,9 @@ def test_generation_changed_passes_a_spec_update():
 
 def test_generation_changed_passes_adds_deletes_and_resyncs():
     o = obj(generation=1)
-    assert generation_changed(Event.from_add(o))
-    assert generation_changed(Event.from_delete(o))
-    assert generation_changed(Event.from_update(o, o))
+    assert generation_changed(Change.from_add(o))
+    assert generation_changed(Change.from_delete(o))
+    assert generation_changed(Change.from_update(o, o))
 
 
 def test_generation_changed_passes_updates_of_kinds_without_a_generation():
@@ -79,22 +79,22 @@ def test_absent_and_empty_labels_are_the_same():
 
 def test_resource_version_changed_drops_resyncs_and_passes_real_updates():
     o = obj(rv="5")
-    assert resource_version_changed(Event.from_update(o, o)) is False
+    assert resource_version_changed(Change.from_update(o, o)) is False
     assert resource_version_changed(update(obj(rv="5"), obj(rv="6"))) is True
     assert resource_version_changed(update(obj(rv="5"), obj(rv="5"))) is False
-    assert resource_version_changed(Event.from_add(o)) is True
+    assert resource_version_changed(Change.from_add(o)) is True
 
 
 def test_is_resync_is_identity_not_equality():
     o = obj()
-    assert is_resync(Event.from_update(o, o))
-    assert not is_resync(Event.from_update(obj(), obj()))
+    assert is_resync(Change.from_update(o, o))
+    assert not is_resync(Change.from_update(obj(), obj()))
 
 
 def test_label_selector_matches_adds_and_an_update_leaving_the_selection():
     web = label_selector("app=web")
-    assert web(Event.from_add(obj(labels={"app": "web"})))
-    assert not web(Event.from_add(obj(labels={"app": "db"})))
+    assert web(Change.from_add(obj(labels={"app": "web"})))
+    assert not web(Change.from_add(obj(labels={"app": "db"})))
     # leaving the selection: old matched, new does not -> still told
     assert web(update(obj(rv="1", labels={"app": "web"}), obj(rv="2", labels={"app": "db"})))
     assert not web(
@@ -104,7 +104,7 @@ def test_label_selector_matches_adds_and_an_update_leaving_the_selection():
 
 def test_label_selector_accepts_a_selector_dict_and_rejects_bad_syntax_at_wiring_time():
     p = label_selector({"matchLabels": {"app": "web"}})
-    assert p(Event.from_add(obj(labels={"app": "web"})))
+    assert p(Change.from_add(obj(labels={"app": "web"})))
     with pytest.raises(ValueError):
         label_selector("app in (web")
 
@@ -114,12 +114,12 @@ def test_label_selector_passes_a_tombstone_without_an_object():
         key = "ns/gone"
         obj = None
 
-    assert label_selector("app=web")(Event.from_delete(Tombstone()))
+    assert label_selector("app=web")(Change.from_delete(Tombstone()))
 
 
 def test_combinators_compose_and_name_themselves():
     yes, no = (lambda e: True), (lambda e: False)
-    e = Event.from_add(obj())
+    e = Change.from_add(obj())
     assert all_of(yes, yes)(e) and not all_of(yes, no)(e) and all_of()(e)
     assert any_of(no, yes)(e) and not any_of(no, no)(e) and not any_of()(e)
     assert not_(no)(e) and not not_(yes)(e)
@@ -137,16 +137,16 @@ def test_combinators_reject_non_callables():
 
 def test_not_generation_changed_drops_resyncs():
     o = obj(generation=1)
-    assert not_(generation_changed)(Event.from_update(o, o)) is False
+    assert not_(generation_changed)(Change.from_update(o, o)) is False
 
 
 @given(
     st.lists(st.booleans(), max_size=6),
-    st.sampled_from([EventKind.ADD, EventKind.UPDATE, EventKind.DELETE]),
+    st.sampled_from([ChangeKind.ADD, ChangeKind.UPDATE, ChangeKind.DELETE]),
 )
 def test_combinators_agree_with_all_and_any(values, kind):
     preds = [(lambda v: lambda e: v)(v) for v in values]
-    e = Event(kind, obj(), obj() if kind is EventKind.UPDATE else None)
+    e = Change(kind, obj(), obj() if kind is ChangeKind.UPDATE else None)
     assert all_of(*preds)(e) == all(values)
     assert any_of(*preds)(e) == any(values)
     assert not_(all_of(*preds))(e) == (not all(values))
@@ -166,5 +166,5 @@ def test_combinators_agree_with_all_and_any(values, kind):
 def test_an_update_missing_its_old_or_new_object_is_dropped(predicate):
     # controller-runtime's predicates return false for such an event; so do ours (issue 12, item 8).
     present = obj(generation=2, rv="2", labels={"app": "web"}, annotations={"a": "1"})
-    assert predicate(Event(EventKind.UPDATE, present, None)) is False
-    assert predicate(Event(EventKind.UPDATE, None, present)) is False
+    assert predicate(Change(ChangeKind.UPDATE, present, None)) is False
+    assert predicate(Change(ChangeKind.UPDATE, None, present)) is False

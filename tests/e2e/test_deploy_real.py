@@ -245,7 +245,7 @@ def _run(sample: Sample, api_client, scenario):
         return scenario(manager, started)
     finally:
         manager.stop(timeout=5)
-        recorder.close(timeout=3)
+        recorder.stop(timeout=3)
 
 
 def test_the_sample_converges_under_its_service_account_with_exactly_the_generated_rbac(
@@ -408,7 +408,7 @@ def test_without_watch_on_foos_run_exits_naming_the_verb_and_resource(deployed):
         print(f"\nrefused watch on foos: run() exited in {elapsed:.2f} s: {message}")
     finally:
         manager.stop(timeout=5)
-        recorder.close(timeout=3)
+        recorder.stop(timeout=3)
         restore()
         sa_client.close()
         admin.close()
@@ -568,7 +568,7 @@ def _stop_replicas(replicas, admin, sample: Sample, names) -> None:
     """Stop each ``(manager, recorder, client)``, delete the owners ``names`` and their Deployments, close ``admin``."""
     for manager, recorder, sa_client in replicas:
         manager.stop(timeout=5)
-        recorder.close(timeout=3)
+        recorder.stop(timeout=3)
         sa_client.close()
     for resource in (sample.owner, DEPLOYMENTS):
         for name in names:
@@ -597,10 +597,9 @@ def test_two_replicas_elect_one_leader_under_the_service_account_and_converge(de
                 metrics_port=0,
                 health_port=0,
                 tune_gc=False,
-                leader_election=True,
-                leader_election_id=options.leader_election_id,
-                leader_election_namespace=sample.sa,
-                leader_election_config=LeaderElectionConfig(exit_on_lost_lease=False),
+                leader_election=LeaderElectionConfig(
+                    name=options.leader_election_id, namespace=sample.sa, exit_on_lost_lease=False
+                ),
             )
             recorder = EventRecorder(sa_client, sample.component)
             manager.add(sample.operator.build(manager.factory, recorder, options))

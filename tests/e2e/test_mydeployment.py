@@ -134,7 +134,7 @@ def harness(api_client, k8s):
         factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
         stack.callback(factory.shutdown, 5.0)
         recorder = EventRecorder(api_client, COMPONENT)
-        stack.callback(recorder.close, 5.0)
+        stack.callback(recorder.stop, 5.0)
         controller = MyDeploymentController(factory, recorder, workers=1)
         convergence = stack.enter_context(
             Convergence(

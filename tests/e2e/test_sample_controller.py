@@ -94,7 +94,7 @@ def harness(api_client, k8s):
         factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
         stack.callback(factory.shutdown, 5.0)
         recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
-        stack.callback(recorder.close, 5.0)
+        stack.callback(recorder.stop, 5.0)
         controller = FooController(factory, recorder, workers=2)
         convergence = stack.enter_context(
             Convergence([factory.informer(FOOS), factory.informer(DEPLOYMENTS)])

@@ -53,7 +53,7 @@ def test_a_chaos_run_with_a_stalled_watch_converges_with_library_defaults(
     log = EventLog()
     informer.add_event_handler(log)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
     reflector = informer.reflector
     eventually(
         lambda: reflector.stats.watches >= 1 and api_server.counters.get("watches_open", 0) >= 1,
@@ -127,7 +127,7 @@ def test_the_first_list_reads_the_watch_cache_and_a_relist_after_410_reads_consi
     )
     informers.append(informer)
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_cache_sync(30)
     eventually(lambda: informer.reflector.stats.watches >= 1, what="the watch")
     first = _lists(api_server)[before:]
     assert first[0].query.get("resourceVersion") == "0"

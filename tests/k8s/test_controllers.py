@@ -63,7 +63,7 @@ def config_owner(k8s):
     yield start
     for factory, controller in started:
         controller.stop(5)
-        factory.shutdown(5)
+        factory.stop(5)
 
 
 def child(client, name, namespace):
@@ -157,7 +157,7 @@ def test_a_manager_from_a_kubeconfig_syncs_reconciles_and_reports_ready(k8s):
         metrics_port=ANY_PORT,
         health_port=ANY_PORT,
         bind_address="127.0.0.1",
-        registry=registry,
+        metrics_registry=registry,
     )
     owner = ConfigOwner(manager.factory, metrics_registry=registry)
     manager.add(owner)
@@ -209,7 +209,11 @@ def test_without_list_permission_the_manager_refuses_to_start_and_says_what_to_a
     sa = k8s.client_for_service_account("config-owner-no-list", rules=rules)
     registry = CollectorRegistry()
     manager = Manager(
-        api_client=sa, namespace=k8s.namespace, metrics_port=0, health_port=0, registry=registry
+        api_client=sa,
+        namespace=k8s.namespace,
+        metrics_port=0,
+        health_port=0,
+        metrics_registry=registry,
     )
     manager.add(ConfigOwner(manager.factory, metrics_registry=registry))
     try:

@@ -27,7 +27,7 @@ def server_versions(client: ResourceClient, namespace: str) -> dict[str, str]:
 def start(informer, informers):
     informers.append(informer)
     informer.start()
-    assert informer.wait_for_sync(WAIT), "the informer did not sync"
+    assert informer.wait_for_cache_sync(WAIT), "the informer did not sync"
     return informer
 
 

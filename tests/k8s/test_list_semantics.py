@@ -89,7 +89,7 @@ def test_the_default_sync_is_a_streaming_list_and_so_is_a_relist_after_410(k8s):
     )
     informer.start()
     try:
-        assert informer.wait_for_sync(60)
+        assert informer.wait_for_cache_sync(60)
         assert lw.lists == []  # no list request at all
         first = lw.watches[0]
         assert first["send_initial_events"] is True and first["resource_version"] is None
@@ -132,7 +132,7 @@ def test_a_server_that_ignores_send_initial_events_is_listed_instead(k8s):
     )
     informer.start()
     try:
-        assert informer.wait_for_sync(60)
+        assert informer.wait_for_cache_sync(60)
         assert [type(e).__name__ for e in errors] == ["StreamingListUnsupported"]
         assert lw.lists[0]["resource_version"] == "0"  # the fallback reads the watch cache
         assert _names(informer.indexer.list()) == _names(client.list(ns).items)
@@ -156,7 +156,7 @@ def test_first_list_reads_the_watch_cache_and_a_relist_after_410_reads_consisten
     )
     informer.start()
     try:
-        assert informer.wait_for_sync(60)
+        assert informer.wait_for_cache_sync(60)
         assert lw.lists[0]["resource_version"] == "0"
         assert all(
             call["resource_version"] is None for call in lw.lists[1:]

@@ -68,7 +68,7 @@ def test_connections_cut_with_a_reset_mid_stream_resume_the_watch_without_a_reli
     )
     informers.append(informer)
     informer.start()
-    assert informer.wait_for_sync(WAIT)
+    assert informer.wait_for_cache_sync(WAIT)
     stats = informer.reflector.stats
     for round_ in range(3):
         eventually(
@@ -106,7 +106,7 @@ def test_a_stalled_connection_is_caught_by_the_stall_timeout_and_reopened_withou
     )
     informers.append(informer)
     informer.start()
-    assert informer.wait_for_sync(WAIT)
+    assert informer.wait_for_cache_sync(WAIT)
     stats = informer.reflector.stats
     eventually(
         lambda: proxy.open_connections() >= 1, WAIT, what="a watch connection through the proxy"
@@ -145,7 +145,7 @@ def test_a_watch_request_sent_into_a_stalled_connection_gives_up_after_the_heade
     )
     informers.append(informer)
     informer.start()
-    assert informer.wait_for_sync(WAIT)
+    assert informer.wait_for_cache_sync(WAIT)
     eventually(lambda: informer.reflector.stats.watches >= 1, WAIT, what="the first watch")
     proxy.stall()
     accepted = proxy.accepted

@@ -17,7 +17,7 @@ from kubernetes import client as k8s_client
 from pyinformers.api._config import ConfigurationError
 from pyinformers.controller import Controller
 from pyinformers.controller._controller import DEFAULT_SHUTDOWN_TIMEOUT
-from pyinformers.manager import Manager
+from pyinformers.manager import LeaderElectionConfig, Manager
 from pyinformers.manager._probes import ANY_PORT
 from pyinformers.resources import CONFIGMAPS
 
@@ -59,9 +59,9 @@ def test_the_manifests_grace_period_outlasts_the_operators_stop(sample):
         shutdown_timeout=timeout,
         metrics_port=8443,
         health_port=8081,
-        leader_election="--leader-elect" in args,
-        leader_election_id="x",
-        leader_election_namespace="y",
+        leader_election=LeaderElectionConfig(name="x", namespace="y")
+        if "--leader-elect" in args
+        else None,
     )
     assert pod["terminationGracePeriodSeconds"] > manager.stop_budget + RECORDER_FLUSH
 

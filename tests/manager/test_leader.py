@@ -64,15 +64,17 @@ def make(cluster, identity, namespace="default", **config):
     manager = Manager(
         api_client=cluster.api_client(),
         bind_address="127.0.0.1",
-        registry=CollectorRegistry(),
+        metrics_registry=CollectorRegistry(),
         metrics_port=0,
         health_port=ANY_PORT,
         namespace=namespace,
-        leader_election=True,
-        leader_election_id="stamp-operator",
-        leader_election_namespace=namespace,
-        leader_election_config=LeaderElectionConfig(
-            timing=FAST, identity=identity, exit_on_lost_lease=False, **config
+        leader_election=LeaderElectionConfig(
+            name="stamp-operator",
+            namespace=namespace,
+            timing=FAST,
+            identity=identity,
+            exit_on_lost_lease=False,
+            **config,
         ),
     )
     return manager, manager.add(Stamp(manager, identity))
@@ -206,8 +208,8 @@ def test_a_leader_that_loses_its_lease_stops_its_workers(api_server, configmaps)
 
 
 def test_leader_election_needs_a_lease_name_and_a_namespace(api_server, tmp_path):
-    with pytest.raises(ValueError, match="leader_election_id"):
-        Manager(api_client=api_server.api_client(), leader_election=True)
+    with pytest.raises(ValueError, match=r"LeaderElectionConfig\(name=\.\.\.\)"):
+        Manager(api_client=api_server.api_client(), leader_election=LeaderElectionConfig())
     with pytest.raises(ConfigurationError, match="leader_election_namespace"):
         resolve_namespace(None, what="leader election", path=str(tmp_path / "missing"))
     (tmp_path / "namespace").write_text("operators\n")
@@ -239,8 +241,8 @@ def test_by_default_losing_the_lease_ends_the_process_with_status_1(api_server, 
                 return None
 
         manager = Manager(kubeconfig=sys.argv[1], metrics_port=0, health_port=0, namespace="default",
-                          leader_election=True, leader_election_id="exit-test", leader_election_namespace="default",
-                          leader_election_config=LeaderElectionConfig(
+                          leader_election=LeaderElectionConfig(
+                              name="exit-test", namespace="default",
                               timing=ElectionTiming(lease_duration=2, renew_deadline=1.5, retry_period=0.25),
                               identity="child"))
         manager.add(Idle(manager.factory))
@@ -286,11 +288,8 @@ def test_the_leader_elect_flags_map_onto_the_managers_leader_election_options():
     )
     options = operator.parse(["--leader-elect", "--leader-election-namespace", "ops"], environ={})
     kwargs = operator.manager_options(options)
-    assert (
-        kwargs["leader_election"],
-        kwargs["leader_election_id"],
-        kwargs["leader_election_namespace"],
-    ) == (True, "demo-op", "ops")
+    election = kwargs["leader_election"]
+    assert (election.name, election.namespace) == ("demo-op", "ops")
     import inspect
 
     accepted = inspect.signature(Manager).parameters

@@ -64,7 +64,10 @@ def make_manager(api_server, **options):
     options.setdefault("metrics_port", ANY_PORT)
     options.setdefault("health_port", ANY_PORT)
     manager = Manager(
-        api_client=api_server.api_client(), bind_address="127.0.0.1", registry=registry, **options
+        api_client=api_server.api_client(),
+        bind_address="127.0.0.1",
+        metrics_registry=registry,
+        **options,
     )
     return manager, registry
 
@@ -288,7 +291,7 @@ def test_the_default_kubeconfig_is_the_one_kubeconfig_names_when_the_manager_is_
     import kubernetes.config  # noqa: F401 -- reads $KUBECONFIG at import: the Manager must not rely on that
 
     monkeypatch.setenv("KUBECONFIG", api_server.write_kubeconfig(tmp_path / "late"))
-    manager = Manager(metrics_port=0, health_port=0, registry=CollectorRegistry())
+    manager = Manager(metrics_port=0, health_port=0, metrics_registry=CollectorRegistry())
     assert manager.api_client.configuration.host == api_server.url
     manager.api_client.close()
 
@@ -296,7 +299,9 @@ def test_the_default_kubeconfig_is_the_one_kubeconfig_names_when_the_manager_is_
 def test_a_kubeconfig_path_may_start_with_a_tilde(api_server, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     api_server.write_kubeconfig(tmp_path / "kubeconfig")
-    manager = Manager("~/kubeconfig", metrics_port=0, health_port=0, registry=CollectorRegistry())
+    manager = Manager(
+        "~/kubeconfig", metrics_port=0, health_port=0, metrics_registry=CollectorRegistry()
+    )
     assert manager.api_client.configuration.host == api_server.url
     manager.api_client.close()
 
@@ -318,7 +323,7 @@ def test_an_unreachable_server_fails_fast_at_start_and_run_exits_with_the_messag
         Path(path).read_text().replace(api_server.url, "http://127.0.0.1:9")
     )  # discard port: refused
     Path(path).write_text(text)
-    manager = Manager(path, metrics_port=0, health_port=0, registry=CollectorRegistry())
+    manager = Manager(path, metrics_port=0, health_port=0, metrics_registry=CollectorRegistry())
     t0 = time.monotonic()
     with pytest.raises(SystemExit) as info:
         manager.run()
@@ -331,7 +336,9 @@ def test_an_unreachable_server_fails_fast_at_start_and_run_exits_with_the_messag
 
 
 def test_a_kubeconfig_for_the_test_server_works(kubeconfig):
-    manager = Manager(kubeconfig, metrics_port=0, health_port=0, registry=CollectorRegistry())
+    manager = Manager(
+        kubeconfig, metrics_port=0, health_port=0, metrics_registry=CollectorRegistry()
+    )
     manager.start()
     assert manager.stop(5)
 
@@ -364,7 +371,7 @@ SCRIPT = textwrap.dedent(
     with ApiServer() as server:
         registry = CollectorRegistry()
         manager = Manager(api_client=server.api_client(), metrics_port=ANY_PORT, health_port=ANY_PORT,
-                          bind_address="127.0.0.1", registry=registry, shutdown_timeout=60)
+                          bind_address="127.0.0.1", metrics_registry=registry, shutdown_timeout=60)
         manager.add(Announce(manager.factory, registry))
         manager.factory.client(CONFIGMAPS).create({"metadata": {"name": "x", "namespace": "default"}})
         manager.run()

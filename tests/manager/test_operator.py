@@ -166,12 +166,15 @@ def test_leader_election_flags_map_onto_the_managers_leader_election():
     kwargs = operator.manager_options(
         operator.parse(["--leader-elect", "--leader-election-namespace=ops"], environ={})
     )
-    assert (
-        kwargs["leader_election"],
-        kwargs["leader_election_id"],
-        kwargs["leader_election_namespace"],
-    ) == (True, "demo-op", "ops")
+    election = kwargs["leader_election"]
+    assert (election.name, election.namespace) == ("demo-op", "ops")
     assert "leader_election" not in operator.manager_options(operator.parse([], environ={}))
+
+
+def test_leader_election_outside_a_pod_uses_the_default_namespace_as_help_says():
+    operator = _operator()
+    kwargs = operator.manager_options(operator.parse(["--leader-elect"], environ={}))
+    assert kwargs["leader_election"].namespace == "default"
 
 
 def test_shards_flag_maps_onto_the_managers_sharding_and_excludes_leader_election(capsys):

@@ -204,7 +204,7 @@ def test_the_factory_records_informer_reads_and_declared_writes_with_its_namespa
         factory.client(DEPLOYMENTS, verbs=("upsert",))
     with pytest.raises(TypeError, match="not one string"):
         factory.client(DEPLOYMENTS, verbs="create")
-    factory.shutdown()
+    factory.stop()
 
 
 _grants = st.builds(

@@ -94,7 +94,7 @@ def make(cluster, identity, log, namespace):
     manager = Manager(
         api_client=cluster.api_client(),
         bind_address="127.0.0.1",
-        registry=CollectorRegistry(),
+        metrics_registry=CollectorRegistry(),
         metrics_port=0,
         health_port=0,
         namespace=namespace,

@@ -87,7 +87,7 @@ def clock():
 def recorder(sink, clock):
     rec = EventRecorder(None, "sample-controller", host="node-a", clock=clock, sink=sink)
     yield rec
-    rec.close(timeout=5)
+    rec.stop(timeout=5)
 
 
 def only_event(sink: FakeSink) -> dict:
@@ -200,7 +200,7 @@ def test_a_full_buffer_drops_new_events_with_one_rate_limited_warning(sink, cloc
         assert rec.flush(5)
         assert [e["count"] for e in sink.events.values() if e["reason"] == "R3"] == [1]
     finally:
-        rec.close(5)
+        rec.stop(5)
 
 
 @pytest.mark.parametrize(
@@ -265,7 +265,7 @@ def test_retries_stop_after_max_attempts(sink, clock):
         assert rec.flush(5)
         assert rec.stats.failed == 1 and sink.events == {}
     finally:
-        rec.close(5)
+        rec.stop(5)
 
 
 def test_patching_an_event_that_expired_recreates_it(recorder, sink, clock):
@@ -283,11 +283,11 @@ def test_close_writes_what_is_buffered_then_drops_new_events(sink, clock):
     rec = EventRecorder(None, "closing", clock=clock, sink=sink)
     for i in range(5):
         rec.event(FOO, "Normal", f"R{i}", "m")
-    assert rec.close(5)
+    assert rec.stop(5)
     assert len(sink.events) == 5
     rec.event(FOO, "Normal", "Late", "m")  # no exception
     assert rec.stats.dropped == 1
-    assert rec.close(5)  # idempotent
+    assert rec.stop(5)  # idempotent
 
 
 def test_close_abandons_a_write_that_keeps_failing_within_its_timeout(sink, clock):
@@ -295,7 +295,7 @@ def test_close_abandons_a_write_that_keeps_failing_within_its_timeout(sink, cloc
     sink.errors = [ConnectionError("down")] * 20
     rec.event(FOO, "Normal", "Synced", "ok")
     clock.block_until_timers(1)  # retrying, waiting 10 fake seconds
-    assert rec.close(0.2) is False
+    assert rec.stop(0.2) is False
     assert not any(t.name == "pyinformers-recorder-stuck" for t in threading.enumerate())
 
 
@@ -390,4 +390,4 @@ def test_counts_add_up_to_the_occurrences_and_each_window_is_one_event(steps):
             actual.setdefault(event["reason"], []).append(event["count"])
         assert actual == expected
     finally:
-        rec.close(5)
+        rec.stop(5)

@@ -66,5 +66,5 @@ def run_operator_until_it_acts(
     finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=20)
-        factory.shutdown(5)
+        factory.stop(5)
     return found, process.returncode, output

@@ -405,7 +405,7 @@ def test_every_literal_included_python_file_is_run_by_the_suite():
         ROOT / p
         for p in re.search(r"^testpaths = (.*)$", (ROOT / "setup.cfg").read_text(), re.M)[1].split()
     ]
-    tests = [f for d in testpaths for f in d.glob("test_*.py")]
+    tests = [f for d in testpaths for f in d.rglob("test_*.py")]
     sources = "\n".join(f.read_text() for f in tests)
     included = included_python_files()
     assert len(included) >= 10

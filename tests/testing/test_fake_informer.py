@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import meta
-from pyinformers.cache import DeletedFinalStateUnknown, EventHandlerFuncs
+from pyinformers.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs
 from pyinformers.clock import FakeClock
 from pyinformers.controller import Controller, EnqueueForOwner
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS
@@ -24,7 +24,7 @@ def test_changes_reach_every_handler_at_once_and_the_cache_follows():
     informer = FakeInformer(CONFIGMAPS)
     seen = []
     informer.add_event_handler(
-        EventHandlerFuncs(
+        ResourceEventHandlerFuncs(
             on_add=lambda obj, initial: seen.append(("add", meta.name(obj), initial)),
             on_update=lambda old, new: seen.append(("update", new["metadata"]["resourceVersion"])),
             on_delete=lambda obj: seen.append(("delete", type(obj).__name__)),
@@ -47,7 +47,8 @@ def test_a_handler_added_late_first_gets_the_cache_as_initial_adds_and_removal_s
     informer.add(cm("a"))
     seen = []
     registration = informer.add_event_handler(
-        EventHandlerFuncs(on_add=lambda obj, initial: seen.append(initial)), resync_period=30
+        ResourceEventHandlerFuncs(on_add=lambda obj, initial: seen.append(initial)),
+        resync_period=30,
     )
     assert seen == [True] and informer.resync_periods == [30]
     assert registration.remove() and informer.handlers == [] and informer.resync_periods == []

@@ -98,14 +98,14 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyinformers._gc_policy import gc_paused
 from pyinformers._metrics import collector_for, resolve_registry
 from pyinformers.api._errors import ApiError, Gone, TooManyRequests
 from pyinformers.api._listwatch import ListerWatcher
-from pyinformers.api._watch import WatchStream
+from pyinformers.api._watch import WatchEventType, WatchStream
 from pyinformers.api.meta import describe
 from pyinformers.cache._backoff import Backoff
 from pyinformers.cache.reflector._errors import MalformedEvent, describe_error, hint
@@ -155,7 +155,15 @@ _SHORT_WATCH = 1.0
 # Consecutive failures after which healthy() reports False.
 _UNHEALTHY_AFTER = 3
 # Event types that carry an object the store keys (a BOOKMARK carries only a resourceVersion).
-_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
+# The watch event types, by the names the API layer gives them (plain str
+# constants: compared on every event, as cheaply as literals).
+_ADDED, _MODIFIED, _DELETED, _BOOKMARK = (
+    WatchEventType.ADDED,
+    WatchEventType.MODIFIED,
+    WatchEventType.DELETED,
+    WatchEventType.BOOKMARK,
+)
+_OBJECT_EVENTS = frozenset((_ADDED, _MODIFIED, _DELETED))
 
 
 # --------------------------------------------------------------------------- reflector
@@ -170,12 +178,11 @@ def _object_key(obj: dict) -> str:
 class Reflector:
     """List and watch one collection into a store, recovering from every fault (see the module doc).
 
-    Options (keyword-only; the tunables are those of
-    :class:`~pyinformers.cache.reflector._options.ReflectorOptions`, validated by it):
+    Arguments are keyword-only. The tunables come as one
+    :class:`~pyinformers.cache.ReflectorOptions` (``options=``; a mapping of its
+    fields is converted and validated), as an informer or factory takes them:
 
     * ``page_size`` -- items per list page (``limit``); 0 or None lists in one request.
-    * ``resync_period`` / ``should_resync`` -- every ``resync_period`` seconds (0: never),
-      call ``store.resync()`` if ``should_resync()`` (default: always) says so.
     * ``use_watch_list`` -- sync with a streaming list (``sendInitialEvents``; the default) instead
       of a list. A lister-watcher whose ``supports_watch_list`` attribute is False (scripted
       fakes) is always listed.
@@ -189,6 +196,11 @@ class Reflector:
       150 s); None turns detection off and relies on the client's read timeout (server
       timeout + 60 s, 6 to 11 minutes).
     * ``on_watch_error`` -- called (on the reflector's thread) with every list/watch error.
+
+    Beside them, what only the reflector's owner knows:
+
+    * ``resync_period`` / ``should_resync`` -- every ``resync_period`` seconds (0: never),
+      call ``store.resync()`` if ``should_resync()`` (default: always) says so.
     * ``metrics_registry`` -- prometheus registry (default: the global one; ``False``: none).
     * ``rng`` -- the random source for jitter and watch timeouts (tests pass a seeded one).
     * ``list_transform`` -- ``obj -> obj`` applied to each listed object as soon as its list
@@ -210,18 +222,10 @@ class Reflector:
         store: ReflectorStore,
         *,
         name: str,
+        options: ReflectorOptions | Mapping[str, Any] | None = None,
         clock: Clock | None = None,
-        page_size: int | None = 500,
         resync_period: float = 0,
         should_resync: Callable[[], bool] | None = None,
-        use_watch_list: bool = True,
-        initial_events_timeout: float = DEFAULT_INITIAL_EVENTS_TIMEOUT,
-        min_watch_timeout: float = 300,
-        max_watch_timeout: float = 600,
-        backoff_initial: float = 0.8,
-        backoff_max: float = 30.0,
-        stall_timeout: float | None = DEFAULT_STALL_TIMEOUT,
-        on_watch_error: Callable[[BaseException], None] | None = None,
         metrics_registry: Any = None,
         rng: random.Random | None = None,
         list_transform: Callable[[Any], Any] | None = None,
@@ -230,18 +234,13 @@ class Reflector:
             raise ValueError("a reflector needs a name (it labels its thread and metrics)")
         if resync_period < 0:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
-        # One validator for the tunables, whether they came as keywords or as ReflectorOptions.
-        ReflectorOptions(
-            page_size=page_size,
-            use_watch_list=use_watch_list,
-            initial_events_timeout=initial_events_timeout,
-            min_watch_timeout=min_watch_timeout,
-            max_watch_timeout=max_watch_timeout,
-            backoff_initial=backoff_initial,
-            backoff_max=backoff_max,
-            stall_timeout=stall_timeout,
-            on_watch_error=on_watch_error,
-        )
+        # The tunables come as one value (validated where it is built).
+        tuned = ReflectorOptions.of(options)
+        page_size, use_watch_list = tuned.page_size, tuned.use_watch_list
+        initial_events_timeout, stall_timeout = tuned.initial_events_timeout, tuned.stall_timeout
+        min_watch_timeout, max_watch_timeout = tuned.min_watch_timeout, tuned.max_watch_timeout
+        backoff_initial, backoff_max = tuned.backoff_initial, tuned.backoff_max
+        on_watch_error = tuned.on_watch_error
         self.name = name
         self._lw = lister_watcher
         self._store = store
@@ -600,7 +599,7 @@ class Reflector:
     def _record_list(self, rv: str) -> None:
         """Count a complete list at ``rv``: done *before* the store gets its items.
 
-        Whoever sees the items in the store (an informer whose ``wait_for_sync``
+        Whoever sees the items in the store (an informer whose ``wait_for_cache_sync``
         returned) then finds :meth:`last_sync_resource_version`, :meth:`has_synced_once`
         and ``stats.lists`` already saying so. A store that raises ends :meth:`run`,
         so nothing resumes from a version the store did not take.
@@ -755,13 +754,13 @@ class Reflector:
                 # made after the list's snapshot may come before the end bookmark: apply them.
                 if new_rv:
                     rv = new_rv
-                if etype == "ADDED" or etype == "MODIFIED":
+                if etype in (_ADDED, _MODIFIED):
                     collected[_object_key(obj)] = (
                         obj if self._list_transform is None else self._transform_listed(obj)
                     )
-                elif etype == "DELETED":
+                elif etype == _DELETED:
                     collected.pop(_object_key(obj), None)
-                elif etype == "BOOKMARK":
+                elif etype == _BOOKMARK:
                     self._bookmarks += 1
                     if not ends_initial_events(obj):
                         # A server that streams lists sends the end bookmark before any other.
@@ -778,13 +777,13 @@ class Reflector:
                     rv = self._last_rv = new_rv
                 self._events += 1
                 self._malformed_streak = 0
-                if etype == "MODIFIED":
+                if etype == _MODIFIED:
                     store.update(obj)
-                elif etype == "ADDED":
+                elif etype == _ADDED:
                     store.add(obj)
                 else:
                     store.delete(obj)
-            elif etype == "BOOKMARK":
+            elif etype == _BOOKMARK:
                 if new_rv:
                     rv = self._last_rv = new_rv
                 self._bookmarks += 1

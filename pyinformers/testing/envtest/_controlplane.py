@@ -172,8 +172,13 @@ class ControlPlane:
         self.start_seconds = time.monotonic() - began
         return self
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """Stop the processes this control plane started (newest first) and remove its state. Idempotent."""
+    def stop(self, timeout: float = 15.0) -> bool:
+        """Stop the processes this control plane started (newest first) and remove its state.
+
+        Idempotent. Each process gets SIGTERM and ``timeout`` seconds, then
+        SIGKILL, so all have ended when it returns True (the lifecycle's shape:
+        ``stop(timeout) -> bool`` everywhere).
+        """
         for name in (KUBE_CONTROLLER_MANAGER, KUBE_APISERVER, ETCD):
             component = self._components.pop(name, None)
             if component is not None:
@@ -182,6 +187,7 @@ class ControlPlane:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+        return True
 
     def __enter__(self) -> ControlPlane:
         if not self._components:

@@ -1,20 +1,20 @@
-"""One informer notification as a value: :class:`Event` and :class:`EventKind`.
+"""One informer notification as a value: :class:`Change` (its ``type`` a :class:`~pyinformers.cache.ChangeKind`).
 
 Informers call handlers with three shapes of arguments (``on_add(obj,
 is_in_initial_list)``, ``on_update(old, new)``, ``on_delete(obj_or_tombstone)``).
 Predicates and key mappers would each have to handle all three, plus
 tombstones, plus resyncs; instead the controller's handlers turn every
-notification into one frozen :class:`Event` first, and predicates are plain
-functions ``Event -> bool``.
+notification into one frozen :class:`Change` first, and predicates are plain
+functions ``Change -> bool``.
 
 * ``ADD``: ``obj`` is the new object, ``old`` is None.
 * ``UPDATE``: ``obj`` is the new object, ``old`` the previous one. A periodic
   resync re-delivers the cached object as an update whose ``old`` *is*
-  ``obj`` (the same dict); :attr:`Event.is_resync` tells.
+  ``obj`` (the same dict); :attr:`Change.is_resync` tells.
 * ``DELETE``: ``obj`` is the last state the cache knew. When the informer
   missed the deletion itself (the watch was down and a relist no longer
   found the object) it delivers a ``DeletedFinalStateUnknown`` tombstone;
-  :func:`Event.from_delete` unwraps it, sets :attr:`Event.final_state_unknown`
+  :func:`Change.from_delete` unwraps it, sets :attr:`Change.final_state_unknown`
   and keeps the tombstone's key.
 
 Objects are the informer's cached dicts: shared, never to be mutated.
@@ -22,20 +22,13 @@ Objects are the informer's cached dicts: shared, never to be mutated.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "EventKind", "unwrap_tombstone"]
+from pyinformers.cache import ChangeKind
 
-
-class EventKind(enum.Enum):
-    """What happened to an object, as the informer saw it."""
-
-    ADD = "Add"
-    UPDATE = "Update"
-    DELETE = "Delete"
+__all__ = ["Change", "unwrap_tombstone"]
 
 
 def unwrap_tombstone(obj: Any) -> tuple[Mapping[str, Any] | None, str | None]:
@@ -57,14 +50,14 @@ def unwrap_tombstone(obj: Any) -> tuple[Mapping[str, Any] | None, str | None]:
 
 
 @dataclass(frozen=True)
-class Event:
+class Change:
     """One notification: ``type``, the object, and (for updates) the old object.
 
     Immutable; equality compares the objects by value (rarely what you want
     on hot paths: compare fields instead).
     """
 
-    type: EventKind
+    type: ChangeKind
     obj: Mapping[str, Any] | None
     old: Mapping[str, Any] | None = None
     #: ADD only: the object came with the informer's initial list (or a relist).
@@ -78,21 +71,21 @@ class Event:
     @property
     def is_resync(self) -> bool:
         """True for a periodic resync: an update whose old and new object are the same dict."""
-        return self.type is EventKind.UPDATE and self.old is self.obj
+        return self.type is ChangeKind.UPDATE and self.old is self.obj
 
     @classmethod
-    def from_add(cls, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> Event:
-        return cls(EventKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list))
+    def from_add(cls, obj: Mapping[str, Any], is_in_initial_list: bool = False) -> Change:
+        return cls(ChangeKind.ADD, obj, None, is_in_initial_list=bool(is_in_initial_list))
 
     @classmethod
-    def from_update(cls, old: Mapping[str, Any], new: Mapping[str, Any]) -> Event:
-        return cls(EventKind.UPDATE, new, old)
+    def from_update(cls, old: Mapping[str, Any], new: Mapping[str, Any]) -> Change:
+        return cls(ChangeKind.UPDATE, new, old)
 
     @classmethod
-    def from_delete(cls, obj_or_tombstone: Any) -> Event:
+    def from_delete(cls, obj_or_tombstone: Any) -> Change:
         obj, key = unwrap_tombstone(obj_or_tombstone)
         return cls(
-            EventKind.DELETE, obj, None, final_state_unknown=key is not None, tombstone_key=key
+            ChangeKind.DELETE, obj, None, final_state_unknown=key is not None, tombstone_key=key
         )
 
     def __repr__(self) -> str:
@@ -104,4 +97,4 @@ class Event:
         )
         extra = " resync" if self.is_resync else ""
         extra += " tombstone" if self.final_state_unknown else ""
-        return f"<Event {self.type.value} {who}{extra}>"
+        return f"<Change {self.type.name} {who}{extra}>"
