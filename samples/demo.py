@@ -112,7 +112,7 @@ def run_scenario(
     with contextlib.ExitStack() as stack:
         # Wiring, as the Go sample's main.go does it: a factory, a recorder, the controller.
         factory = SharedInformerFactory(api_client, namespace=namespace, metrics_registry=False)
-        stack.callback(factory.shutdown, 5.0)
+        stack.callback(factory.stop, 5.0)
         recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
         stack.callback(recorder.stop, 5.0)
         registry = CollectorRegistry()  # this run's metrics only

@@ -132,7 +132,7 @@ def harness(api_client, k8s):
     install_crd(api_client, ARTIFACTS / "crd.yaml")
     with contextlib.ExitStack() as stack:
         factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
-        stack.callback(factory.shutdown, 5.0)
+        stack.callback(factory.stop, 5.0)
         recorder = EventRecorder(api_client, COMPONENT)
         stack.callback(recorder.stop, 5.0)
         controller = MyDeploymentController(factory, recorder, workers=1)
