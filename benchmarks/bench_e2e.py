@@ -62,9 +62,10 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from benchmarks import gobuild
 
@@ -92,7 +93,7 @@ def proc_cpu(pid: int) -> float:
     """CPU seconds (user + system, all threads) of process ``pid`` so far."""
     with open(f"/proc/{pid}/stat") as f:
         data = f.read()
-    fields = data[data.rindex(")") + 2:].split()  # fields[0] is the state (field 3)
+    fields = data[data.rindex(")") + 2 :].split()  # fields[0] is the state (field 3)
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
@@ -137,11 +138,21 @@ class Tracker:
         self._deployments: dict[str, Any] = {}
         self.with_status = 0
         self.replicas: Counter = Counter()
-        self.factory = SharedInformerFactory(api_client, namespace=NAMESPACE, metrics_registry=False)
-        self.factory.informer(foos).add_event_handler(EventHandlerFuncs(
-            on_add=lambda obj, _initial: self._foo(obj), on_update=lambda _old, new: self._foo(new)))
-        self.factory.informer(deployments).add_event_handler(EventHandlerFuncs(
-            on_add=lambda obj, _initial: self._deployment(obj), on_update=lambda _old, new: self._deployment(new)))
+        self.factory = SharedInformerFactory(
+            api_client, namespace=NAMESPACE, metrics_registry=False
+        )
+        self.factory.informer(foos).add_event_handler(
+            EventHandlerFuncs(
+                on_add=lambda obj, _initial: self._foo(obj),
+                on_update=lambda _old, new: self._foo(new),
+            )
+        )
+        self.factory.informer(deployments).add_event_handler(
+            EventHandlerFuncs(
+                on_add=lambda obj, _initial: self._deployment(obj),
+                on_update=lambda _old, new: self._deployment(new),
+            )
+        )
         self.factory.start()
         self.factory.wait_for_cache_sync(timeout=60)
 
@@ -168,20 +179,25 @@ class Tracker:
     def deployments(self) -> int:
         return len(self._deployments)
 
-    def wait(self, condition: Callable[["Tracker"], bool], timeout: float, what: str) -> None:
+    def wait(self, condition: Callable[[Tracker], bool], timeout: float, what: str) -> None:
         with self._cond:
             if not self._cond.wait_for(lambda: condition(self), timeout=timeout):
-                raise TimeoutError(f"not converged in {timeout:.0f}s: {what} (foos with status {self.with_status}, "
-                                   f"deployments {self.deployments}, by replicas {dict(self.replicas)})")
+                raise TimeoutError(
+                    f"not converged in {timeout:.0f}s: {what} (foos with status {self.with_status}, "
+                    f"deployments {self.deployments}, by replicas {dict(self.replicas)})"
+                )
 
     def stop(self) -> None:
         self.factory.shutdown()
 
 
 def foo(name: str, replicas: int) -> dict:
-    return {"apiVersion": f"{FOO_GROUP}/{FOO_VERSION}", "kind": "Foo",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"deploymentName": name, "replicas": replicas}}
+    return {
+        "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
+        "kind": "Foo",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"deploymentName": name, "replicas": replicas},
+    }
 
 
 def parallel(fn: Callable[[Any], Any], items: list) -> None:
@@ -191,7 +207,7 @@ def parallel(fn: Callable[[Any], Any], items: list) -> None:
 
 
 # --------------------------------------------------------------------------- one run
-def controller_command(variant: str, binary: Optional[Path], kubeconfig: str) -> list[str]:
+def controller_command(variant: str, binary: Path | None, kubeconfig: str) -> list[str]:
     """The command line of a variant: ``go[-protobuf][-qps=Q,B]`` or ``pyinformers[-qps=Q,B]``."""
     name, _, throttle = variant.partition("@")
     if name.startswith("go"):
@@ -207,15 +223,24 @@ def controller_command(variant: str, binary: Optional[Path], kubeconfig: str) ->
         else:
             command += ["-qps", "-1"]
         return command
-    command = [sys.executable, "-m", "samples.sample_controller", "--kubeconfig", kubeconfig,
-               "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "samples.sample_controller",
+        "--kubeconfig",
+        kubeconfig,
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+    ]
     if throttle:
         qps, burst = throttle.split(",")
         command += ["--kube-api-qps", qps, "--kube-api-burst", burst]
     return command
 
 
-def run_once(variant: str, n: int, binary: Optional[Path]) -> dict:
+def run_once(variant: str, n: int, binary: Path | None) -> dict:
     """One controller on a fresh control plane: warm-up, create n Foos, scale them; the measurements."""
     ControlPlane, _ = control_plane_class()
     from pyinformers.api import ResourceClient
@@ -224,7 +249,10 @@ def run_once(variant: str, n: int, binary: Optional[Path]) -> dict:
     from samples.sample_controller import ARTIFACTS, FOOS
 
     timeout = max(180.0, n * 0.12)
-    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp, ControlPlane(controller_manager=WITH_KCM) as cp:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp,
+        ControlPlane(controller_manager=WITH_KCM) as cp,
+    ):
         api = cp.api_client()
         install_crd(api, ARTIFACTS / "crd.yaml")
         ResourceClient(api, NAMESPACES).create({"metadata": {"name": NAMESPACE}})
@@ -235,17 +263,29 @@ def run_once(variant: str, n: int, binary: Optional[Path]) -> dict:
         etcd = cp.components["etcd"].pid
         log_path = Path(tmp) / "controller.log"
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(controller_command(variant, binary, kubeconfig), cwd=ROOT,
-                                    stdout=subprocess.DEVNULL, stderr=log)
+            proc = subprocess.Popen(
+                controller_command(variant, binary, kubeconfig),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         try:
             started = time.perf_counter()
             foos.create(foo("warmup", 1))
-            tracker.wait(lambda t: t.with_status >= 1 and t.deployments >= 1, 180, "the warm-up Foo")
+            tracker.wait(
+                lambda t: t.with_status >= 1 and t.deployments >= 1, 180, "the warm-up Foo"
+            )
             settle(proc.pid)
-            result: dict[str, Any] = {"variant": variant, "foos": n, "ready_seconds": time.perf_counter() - started,
-                                      "start": proc_rss_kb(proc.pid)}
+            result: dict[str, Any] = {
+                "variant": variant,
+                "foos": n,
+                "ready_seconds": time.perf_counter() - started,
+                "start": proc_rss_kb(proc.pid),
+            }
 
-            def phase(write: Callable[[int], Any], converged: Callable[[Tracker], bool], what: str) -> dict:
+            def phase(
+                write: Callable[[int], Any], converged: Callable[[Tracker], bool], what: str
+            ) -> dict:
                 cpu0, api0, etcd0 = proc_cpu(proc.pid), proc_cpu(apiserver), proc_cpu(etcd)
                 t0 = time.perf_counter()
                 parallel(write, list(range(n)))
@@ -255,19 +295,33 @@ def run_once(variant: str, n: int, binary: Optional[Path]) -> dict:
                 cpu = settle(proc.pid) - cpu0
                 if proc.poll() is not None:
                     raise RuntimeError(f"{variant} exited with {proc.returncode}")
-                return {"wall": wall, "writes_seconds": writes, "cpu": cpu,
-                        "apiserver_cpu": proc_cpu(apiserver) - api0, "etcd_cpu": proc_cpu(etcd) - etcd0,
-                        **proc_rss_kb(proc.pid)}
+                return {
+                    "wall": wall,
+                    "writes_seconds": writes,
+                    "cpu": cpu,
+                    "apiserver_cpu": proc_cpu(apiserver) - api0,
+                    "etcd_cpu": proc_cpu(etcd) - etcd0,
+                    **proc_rss_kb(proc.pid),
+                }
 
-            result["create"] = phase(lambda i: foos.create(foo(f"foo-{i:05d}", 1)),
-                                     lambda t: t.with_status >= n + 1 and t.deployments >= n + 1, "create")
+            result["create"] = phase(
+                lambda i: foos.create(foo(f"foo-{i:05d}", 1)),
+                lambda t: t.with_status >= n + 1 and t.deployments >= n + 1,
+                "create",
+            )
             result["scale"] = phase(
-                lambda i: foos.patch(f"foo-{i:05d}", {"spec": {"replicas": 2}}, namespace=NAMESPACE),
-                lambda t: t.replicas[2] >= n, "scale")
+                lambda i: foos.patch(
+                    f"foo-{i:05d}", {"spec": {"replicas": 2}}, namespace=NAMESPACE
+                ),
+                lambda t: t.replicas[2] >= n,
+                "scale",
+            )
             return result
         except BaseException:
-            sys.stderr.write(f"  {variant}: controller log tail:\n"
-                             + "".join(log_path.read_text(errors="replace").splitlines(True)[-20:]))
+            sys.stderr.write(
+                f"  {variant}: controller log tail:\n"
+                + "".join(log_path.read_text(errors="replace").splitlines(True)[-20:])
+            )
             raise
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -282,13 +336,16 @@ def run_once(variant: str, n: int, binary: Optional[Path]) -> dict:
 
 def control_plane_class() -> tuple[Any, Any]:
     try:
-        from pyinformers.testing.envtest import ControlPlane, MissingBinaries  # after the layout of issue 21
+        from pyinformers.testing.envtest import (
+            ControlPlane,
+            MissingBinaries,
+        )  # after the layout of issue 21
     except ImportError:
         from pyinformers.testing import ControlPlane, MissingBinaries
     return ControlPlane, MissingBinaries
 
 
-def binaries_missing() -> Optional[str]:
+def binaries_missing() -> str | None:
     ControlPlane, MissingBinaries = control_plane_class()
     try:
         with ControlPlane():
@@ -299,10 +356,15 @@ def binaries_missing() -> Optional[str]:
 
 # --------------------------------------------------------------------------- rounds and ratios
 def spread(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
 
 
-def rounds(variants: list[str], n: int, count: int, binary: Optional[Path]) -> dict:
+def rounds(variants: list[str], n: int, count: int, binary: Path | None) -> dict:
     """``count`` interleaved rounds of every variant at ``n`` Foos (order alternating); runs and ratios."""
     runs: dict[str, list[dict]] = {v: [] for v in variants}
     for r in range(count):
@@ -310,11 +372,16 @@ def rounds(variants: list[str], n: int, count: int, binary: Optional[Path]) -> d
         for variant in order:
             result = run_once(variant, n, binary)
             runs[variant].append(result)
-            print(f"  round {r + 1}/{count} {variant:<22} n={n}: "
-                  + "  ".join(f"{p} wall {result[p]['wall']:6.2f}s cpu {result[p]['cpu']:6.2f}s "
-                              f"api {result[p]['apiserver_cpu']:6.2f}s"
-                              for p in ("create", "scale"))
-                  + f"  rss {result['scale']['rss_kb'] / 1024:.0f} MB", flush=True)
+            print(
+                f"  round {r + 1}/{count} {variant:<22} n={n}: "
+                + "  ".join(
+                    f"{p} wall {result[p]['wall']:6.2f}s cpu {result[p]['cpu']:6.2f}s "
+                    f"api {result[p]['apiserver_cpu']:6.2f}s"
+                    for p in ("create", "scale")
+                )
+                + f"  rss {result['scale']['rss_kb'] / 1024:.0f} MB",
+                flush=True,
+            )
     return {"foos": n, "rounds": count, "runs": runs, "ratios": ratios(runs)}
 
 
@@ -329,16 +396,21 @@ def ratios(runs: dict[str, list[dict]]) -> dict:
             entry: dict[str, Any] = {}
             for p in ("create", "scale"):
                 for measure in ("wall", "cpu", "apiserver_cpu", "rss_kb"):
-                    entry[f"{p}_{measure}"] = spread([a[p][measure] / b[p][measure] for a, b in pairs
-                                                     if b[p][measure]])
-            entry["peak_rss_kb"] = spread([a["scale"]["peak_rss_kb"] / b["scale"]["peak_rss_kb"] for a, b in pairs])
+                    entry[f"{p}_{measure}"] = spread(
+                        [a[p][measure] / b[p][measure] for a, b in pairs if b[p][measure]]
+                    )
+            entry["peak_rss_kb"] = spread(
+                [a["scale"]["peak_rss_kb"] / b["scale"]["peak_rss_kb"] for a, b in pairs]
+            )
             out[f"{mine} / {anchor}"] = entry
     return out
 
 
 def print_ratios(section: dict) -> None:
     for name, entry in section["ratios"].items():
-        print(f"  {name} at {section['foos']} Foos (median [min-max] of {section['rounds']} rounds):")
+        print(
+            f"  {name} at {section['foos']} Foos (median [min-max] of {section['rounds']} rounds):"
+        )
         for key, value in entry.items():
             print(f"    {key:<22} {value['median']:.2f}x [{value['min']:.2f}-{value['max']:.2f}]")
 
@@ -352,8 +424,13 @@ def main() -> None:
     if binary is None:
         print("bench_e2e skipped: no Go anchor")
         return
-    data: dict[str, Any] = {"quick": QUICK, "kube_controller_manager": WITH_KCM, "writers": WRITERS,
-                            "cpus": os.cpu_count(), "load_at_start": os.getloadavg()}
+    data: dict[str, Any] = {
+        "quick": QUICK,
+        "kube_controller_manager": WITH_KCM,
+        "writers": WRITERS,
+        "cpus": os.cpu_count(),
+        "load_at_start": os.getloadavg(),
+    }
     variants = ["go", "pyinformers", "go-protobuf"]
     data["main"] = rounds(variants, FOOS_N, ROUNDS, binary)
     print_ratios(data["main"])

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -20,7 +19,7 @@ CACHE = HERE / ".cache"
 __all__ = ["CACHE", "build"]
 
 
-def build(folder: str, binary_name: str, *, what: str) -> Optional[Path]:
+def build(folder: str, binary_name: str, *, what: str) -> Path | None:
     """Build ``benchmarks/folder`` into ``benchmarks/.cache/binary_name``; cached. None without Go."""
     go = shutil.which("go")
     if go is None:
@@ -33,8 +32,13 @@ def build(folder: str, binary_name: str, *, what: str) -> Optional[Path]:
     CACHE.mkdir(exist_ok=True)
     print(f"  building {what} (go build; the first build downloads modules)...", flush=True)
     started = time.perf_counter()
-    proc = subprocess.run([go, "build", "-o", str(binary), "."], cwd=HERE / folder, capture_output=True,
-                          text=True, timeout=1800)
+    proc = subprocess.run(
+        [go, "build", "-o", str(binary), "."],
+        cwd=HERE / folder,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         print(f"  {what} skipped: go build failed:\n{proc.stderr[-2000:]}", flush=True)
         return None

@@ -36,10 +36,11 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 __all__ = [
@@ -74,8 +75,8 @@ class Answer:
     content_type: str
     body: Json = None
     warnings: list[str] = field(default_factory=list)
-    events: Optional[list[Json]] = None  # a watch's events, None for a plain answer
-    stream_end: Optional[str] = None
+    events: list[Json] | None = None  # a watch's events, None for a plain answer
+    stream_end: str | None = None
     timing: list[str] = field(default_factory=list)  # "TYPE@1.2s" per event of a watch
     seconds: float = 0.0
 
@@ -93,7 +94,11 @@ def _deployment_synced(answer: Answer) -> bool:
     """The deployment controller has caught up: observed the generation, counted its Pods, written the revision."""
     if answer.status != 200 or not isinstance(answer.body, dict):
         return False
-    meta, spec, status = answer.body["metadata"], answer.body.get("spec", {}), answer.body.get("status", {})
+    meta, spec, status = (
+        answer.body["metadata"],
+        answer.body.get("spec", {}),
+        answer.body.get("status", {}),
+    )
     want = spec.get("replicas", 1)
     return (
         status.get("observedGeneration") == meta.get("generation")
@@ -108,24 +113,34 @@ def _deployment_synced(answer: Answer) -> bool:
 PREDICATES: dict[str, Predicate] = {
     "deployment-synced": _deployment_synced,
     "established": lambda a: _conditions(a).get("Established") == "True",
-    "approval-condition": lambda a: "KubernetesAPIApprovalPolicyConformant" in _conditions(a)
-    and _conditions(a).get("Established") == "True",
-    "deleting": lambda a: a.status == 200 and bool((a.body.get("metadata") or {}).get("deletionTimestamp")),
-    "no-owner-references": lambda a: a.status == 200 and not (a.body.get("metadata") or {}).get("ownerReferences"),
-    "namespace-content-remaining": lambda a: _conditions(a).get("NamespaceContentRemaining") == "True"
-    and _conditions(a).get("NamespaceFinalizersRemaining") == "True",
+    "approval-condition": lambda a: (
+        "KubernetesAPIApprovalPolicyConformant" in _conditions(a)
+        and _conditions(a).get("Established") == "True"
+    ),
+    "deleting": lambda a: (
+        a.status == 200 and bool((a.body.get("metadata") or {}).get("deletionTimestamp"))
+    ),
+    "no-owner-references": lambda a: (
+        a.status == 200 and not (a.body.get("metadata") or {}).get("ownerReferences")
+    ),
+    "namespace-content-remaining": lambda a: (
+        _conditions(a).get("NamespaceContentRemaining") == "True"
+        and _conditions(a).get("NamespaceFinalizersRemaining") == "True"
+    ),
     "ok": lambda a: a.status == 200,
 }
 
 
-def _predicate(until: Union[str, Mapping[str, Any], Predicate]) -> Predicate:
+def _predicate(until: str | Mapping[str, Any] | Predicate) -> Predicate:
     if callable(until):
         return until
     if isinstance(until, str):
         try:
             return PREDICATES[until]
         except KeyError:
-            raise ValueError(f"unknown condition {until!r} (known: {', '.join(sorted(PREDICATES))})") from None
+            raise ValueError(
+                f"unknown condition {until!r} (known: {', '.join(sorted(PREDICATES))})"
+            ) from None
     if set(until) == {"status"}:
         return lambda a: a.status == int(until["status"])
     raise ValueError(f"a condition is a name or {{'status': N}}, not {until!r}")
@@ -140,7 +155,9 @@ def _poll(what: str, probe: Callable[[], Answer], until: Predicate, timeout: flo
         if until(answer):
             return answer
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: condition not met in {timeout:.0f} s (last answer {answer.status}: {str(answer.body)[:300]})")
+            raise TimeoutError(
+                f"{what}: condition not met in {timeout:.0f} s (last answer {answer.status}: {str(answer.body)[:300]})"
+            )
         time.sleep(pause)  # nothing to wait on: the condition is on another process
         pause = min(pause * 1.5, 0.5)
 
@@ -153,7 +170,7 @@ class _Line:
     step: str
     note: str
     request: dict
-    answer: Optional[Answer] = None
+    answer: Answer | None = None
     verbatim: bool = False
 
 
@@ -173,11 +190,15 @@ class Recorder:
         self.answers: dict[str, Answer] = {}
         url = urlsplit(control_plane.url)
         self._host, self._port = url.hostname or "127.0.0.1", url.port or 443
-        self._ssl = ssl.create_default_context(cafile=str(control_plane.ca_cert)) if url.scheme == "https" else None
+        self._ssl = (
+            ssl.create_default_context(cafile=str(control_plane.ca_cert))
+            if url.scheme == "https"
+            else None
+        )
 
     # -- HTTP ------------------------------------------------------------------------------------
 
-    def _auth_header(self, auth: Optional[str]) -> Optional[str]:
+    def _auth_header(self, auth: str | None) -> str | None:
         if auth is None:
             return f"Bearer {self.cp.token}"
         if auth == "none":
@@ -193,18 +214,32 @@ class Recorder:
                 if token:
                     return f"Bearer {token}"
             raise ValueError("auth 'serviceaccount-token' needs a TokenRequest answer before it")
-        raise ValueError(f"unknown auth {auth!r} (none, invalid-token, admin-token-lowercase-bearer, serviceaccount-token)")
+        raise ValueError(
+            f"unknown auth {auth!r} (none, invalid-token, admin-token-lowercase-bearer, serviceaccount-token)"
+        )
 
-    def _open(self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str],
-              body: Optional[bytes], auth: Optional[str], timeout: float) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    def _open(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes | None,
+        auth: str | None,
+        timeout: float,
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         target = path
         if query:
-            target += "?" + "&".join(f"{quote(str(k), safe='')}={quote(str(v), safe='')}" for k, v in query.items())
+            target += "?" + "&".join(
+                f"{quote(str(k), safe='')}={quote(str(v), safe='')}" for k, v in query.items()
+            )
         conn: http.client.HTTPConnection
         if self._ssl is None:  # a plain-HTTP server (a dry run against the embedded one)
             conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
         else:
-            conn = http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=timeout)
+            conn = http.client.HTTPSConnection(
+                self._host, self._port, context=self._ssl, timeout=timeout
+            )
         conn.putrequest(method, target, skip_accept_encoding=True)
         conn.putheader("User-Agent", USER_AGENT)
         authorization = self._auth_header(auth)
@@ -219,8 +254,15 @@ class Recorder:
 
     def _send(self, request: dict, timeout: float = 60.0) -> Answer:
         began = time.monotonic()
-        conn, resp = self._open(request["method"], request["path"], request.get("query") or {},
-                                request.get("headers") or {}, _encode_body(request), request.get("auth"), timeout)
+        conn, resp = self._open(
+            request["method"],
+            request["path"],
+            request.get("query") or {},
+            request.get("headers") or {},
+            _encode_body(request),
+            request.get("auth"),
+            timeout,
+        )
         try:
             raw = resp.read()
         finally:
@@ -229,16 +271,36 @@ class Recorder:
             body: Json = json.loads(raw)
         except ValueError:
             body = raw.decode("utf-8", errors="replace")
-        return Answer(resp.status, resp.headers.get("Content-Type", ""), body, resp.headers.get_all("Warning") or [],
-                      seconds=time.monotonic() - began)
+        return Answer(
+            resp.status,
+            resp.headers.get("Content-Type", ""),
+            body,
+            resp.headers.get_all("Warning") or [],
+            seconds=time.monotonic() - began,
+        )
 
-    def get(self, path: str, *, query: Optional[Mapping[str, str]] = None) -> Answer:
+    def get(self, path: str, *, query: Mapping[str, str] | None = None) -> Answer:
         """An unrecorded GET as the admin."""
-        return self._send({"method": "GET", "path": path, "query": dict(query or {}), "headers": {"Accept": "application/json"}})
+        return self._send(
+            {
+                "method": "GET",
+                "path": path,
+                "query": dict(query or {}),
+                "headers": {"Accept": "application/json"},
+            }
+        )
 
-    def wait(self, path: str, until: Union[str, Mapping[str, Any], Predicate], *, timeout: Optional[float] = None) -> Answer:
+    def wait(
+        self,
+        path: str,
+        until: str | Mapping[str, Any] | Predicate,
+        *,
+        timeout: float | None = None,
+    ) -> Answer:
         """Poll ``path`` (unrecorded GETs) until ``until`` holds; the last answer."""
-        return _poll(f"GET {path}", lambda: self.get(path), _predicate(until), timeout or self.timeout)
+        return _poll(
+            f"GET {path}", lambda: self.get(path), _predicate(until), timeout or self.timeout
+        )
 
     # -- out of band -------------------------------------------------------------------------------
 
@@ -247,11 +309,15 @@ class Recorder:
         etcd = _etcd_url(self.cp)
 
         def call(api: str, payload: dict) -> dict:
-            request = urllib.request.Request(f"{etcd}/v3/kv/{api}", data=json.dumps(payload).encode(), method="POST")
+            request = urllib.request.Request(
+                f"{etcd}/v3/kv/{api}", data=json.dumps(payload).encode(), method="POST"
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 return json.loads(response.read())
 
-        revision = int(call("range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"])
+        revision = int(
+            call("range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"]
+        )
         call("compaction", {"revision": str(revision), "physical": True})
         return revision
 
@@ -266,7 +332,11 @@ class Recorder:
         ``default`` ServiceAccount in it. A CustomResourceDefinition: it is
         Established and its resource answers a list.
         """
-        if request["method"] != "POST" or answer.status != 201 or request.get("query", {}).get("dryRun"):
+        if (
+            request["method"] != "POST"
+            or answer.status != 201
+            or request.get("query", {}).get("dryRun")
+        ):
             return
         path = request["path"].rstrip("/")
         if path == "/api/v1/namespaces":
@@ -277,7 +347,9 @@ class Recorder:
             crd = answer.body
             self.wait(f"{path}/{crd['metadata']['name']}", "established")
             version = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
-            self.wait(f"/apis/{crd['spec']['group']}/{version}/{crd['spec']['names']['plural']}", "ok")
+            self.wait(
+                f"/apis/{crd['spec']['group']}/{version}/{crd['spec']['names']['plural']}", "ok"
+            )
 
     # -- recorded steps --------------------------------------------------------------------------------
 
@@ -288,14 +360,14 @@ class Recorder:
         path: str,
         *,
         note: str,
-        query: Optional[Mapping[str, str]] = None,
-        headers: Optional[Mapping[str, str]] = None,
+        query: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
         body: Json = None,
         body_raw: bool = False,
-        auth: Optional[str] = None,
-        until: Union[None, str, Mapping[str, Any], Predicate] = None,
-        keep: Optional[Mapping[str, Sequence[str]]] = None,
-        summary: Optional[str] = None,
+        auth: str | None = None,
+        until: None | str | Mapping[str, Any] | Predicate = None,
+        keep: Mapping[str, Sequence[str]] | None = None,
+        summary: str | None = None,
         verbatim: bool = False,
     ) -> Answer:
         """Send one request and record it with its answer as the line ``step``.
@@ -336,10 +408,10 @@ class Recorder:
         path: str,
         *,
         note: str,
-        query: Optional[Mapping[str, str]] = None,
-        headers: Optional[Mapping[str, str]] = None,
-        auth: Optional[str] = None,
-        stop_after: Optional[int] = None,
+        query: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        auth: str | None = None,
+        stop_after: int | None = None,
         wait_events: int = 0,
     ) -> Iterator[Answer]:
         """Open a watch recorded as ``step``; the block's requests run while it is open (their lines follow it).
@@ -355,12 +427,22 @@ class Recorder:
         sent = _request_dict("GET", path, query, headers, None, False, auth)
         line = _Line(step, note, sent)
         self.lines.append(line)
-        timeout = float((query or {}).get("timeoutSeconds") or 0) if str((query or {}).get("timeoutSeconds", "")).isdigit() else 0.0
+        timeout = (
+            float((query or {}).get("timeoutSeconds") or 0)
+            if str((query or {}).get("timeoutSeconds", "")).isdigit()
+            else 0.0
+        )
         began = time.monotonic()
-        conn, resp = self._open("GET", sent["path"], sent["query"], sent["headers"], None, auth, timeout + 90)
-        answer = Answer(resp.status, resp.headers.get("Content-Type", ""), warnings=resp.headers.get_all("Warning") or [])
+        conn, resp = self._open(
+            "GET", sent["path"], sent["query"], sent["headers"], None, auth, timeout + 90
+        )
+        answer = Answer(
+            resp.status,
+            resp.headers.get("Content-Type", ""),
+            warnings=resp.headers.get_all("Warning") or [],
+        )
         arrived = threading.Condition()
-        reader: Optional[threading.Thread] = None
+        reader: threading.Thread | None = None
         if resp.status == 200:
             answer.events = []
 
@@ -376,7 +458,9 @@ class Recorder:
                             event = json.loads(raw)
                             with arrived:
                                 answer.events.append(event)
-                                answer.timing.append(f"{event.get('type')}@{time.monotonic() - began:.1f}s")
+                                answer.timing.append(
+                                    f"{event.get('type')}@{time.monotonic() - began:.1f}s"
+                                )
                                 arrived.notify_all()
                     else:
                         answer.stream_end = f"client stopped after {stop_after} events"
@@ -391,7 +475,10 @@ class Recorder:
             reader = threading.Thread(target=read, name=f"transcript-watch-{step}", daemon=True)
             reader.start()
             with arrived:
-                if not arrived.wait_for(lambda: len(answer.events or []) >= wait_events or not reader.is_alive(), self.timeout):
+                if not arrived.wait_for(
+                    lambda: len(answer.events or []) >= wait_events or not reader.is_alive(),
+                    self.timeout,
+                ):
                     raise TimeoutError(f"{step}: {wait_events} events did not come")
         else:
             raw = resp.read()
@@ -407,7 +494,9 @@ class Recorder:
                 reader.join(timeout + 90)
                 if reader.is_alive():
                     conn.close()
-                    raise TimeoutError(f"{step}: the watch did not end ({len(answer.events or [])} events read)")
+                    raise TimeoutError(
+                        f"{step}: the watch did not end ({len(answer.events or [])} events read)"
+                    )
                 line.note = f"{note} [timing in this run, informative only: {', '.join(answer.timing) or 'no events'}; stream ended after {answer.seconds:.1f}s]"
             line.answer = answer
             self.answers[step] = answer
@@ -417,17 +506,40 @@ class Recorder:
         raw = []
         for line in self.lines:
             assert line.answer is not None, f"{line.step} has no answer"
-            raw.append({"step": line.step, "note": line.note, "request": line.request,
-                        "response": _response_dict(line.answer), "verbatim": line.verbatim})
+            raw.append(
+                {
+                    "step": line.step,
+                    "note": line.note,
+                    "request": line.request,
+                    "response": _response_dict(line.answer),
+                    "verbatim": line.verbatim,
+                }
+            )
         return normalise(raw)
 
 
-def _request_dict(method: str, path: str, query: Optional[Mapping[str, str]], headers: Optional[Mapping[str, str]],
-                  body: Json, body_raw: bool, auth: Optional[str]) -> dict:
+def _request_dict(
+    method: str,
+    path: str,
+    query: Mapping[str, str] | None,
+    headers: Mapping[str, str] | None,
+    body: Json,
+    body_raw: bool,
+    auth: str | None,
+) -> dict:
     if headers is None:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"} if body is not None else {"Accept": "application/json"}
-    sent: dict = {"method": method, "path": path, "query": {k: str(v) for k, v in (query or {}).items()},
-                  "headers": dict(headers), "body": body}
+        headers = (
+            {"Content-Type": "application/json", "Accept": "application/json"}
+            if body is not None
+            else {"Accept": "application/json"}
+        )
+    sent: dict = {
+        "method": method,
+        "path": path,
+        "query": {k: str(v) for k, v in (query or {}).items()},
+        "headers": dict(headers),
+        "body": body,
+    }
     if body_raw:
         sent["body_raw"] = True
     if auth is not None:
@@ -438,7 +550,7 @@ def _request_dict(method: str, path: str, query: Optional[Mapping[str, str]], he
 _ELIDED = re.compile(r"<(\d+) x '(.)' \([^)]*\); elided by the recorder>")
 
 
-def _encode_body(request: dict) -> Optional[bytes]:
+def _encode_body(request: dict) -> bytes | None:
     """The bytes to send: the JSON (or raw text), with an elided run ``<N x 'c' (...); elided ...>`` expanded."""
     body = request.get("body")
     if body is None:
@@ -473,7 +585,7 @@ def _etcd_url(cp: Any) -> str:
 # -- trimming and summaries ------------------------------------------------------------------------
 
 
-def _entry_name(entry: Json) -> Optional[str]:
+def _entry_name(entry: Json) -> str | None:
     if not isinstance(entry, dict):
         return None
     for key in ("name", "resource"):
@@ -483,13 +595,13 @@ def _entry_name(entry: Json) -> Optional[str]:
     return meta.get("name") if isinstance(meta, dict) else None
 
 
-def _keep(body: Json, keep: Mapping[str, Sequence[str]]) -> tuple[Json, Optional[int]]:
+def _keep(body: Json, keep: Mapping[str, Sequence[str]]) -> tuple[Json, int | None]:
     """``body`` with the lists at ``keep``'s paths cut to the entries named (or their ``name/sub`` subresources).
 
     Returns the trimmed body and the length of the first list before trimming.
     """
     body = copy.deepcopy(body)
-    total: Optional[int] = None
+    total: int | None = None
     for path, names in keep.items():
         parts = path.split(".")
         assert parts[0] == "body", f"keep paths start with 'body.': {path}"
@@ -497,7 +609,12 @@ def _keep(body: Json, keep: Mapping[str, Sequence[str]]) -> tuple[Json, Optional
         for part in parts[1:-1]:
             star = part.endswith("[*]")
             key = part[:-3] if star else part
-            holders = [x for h in holders for x in (h.get(key) or [] if star else [h.get(key)]) if isinstance(x, dict)]
+            holders = [
+                x
+                for h in holders
+                for x in (h.get(key) or [] if star else [h.get(key)])
+                if isinstance(x, dict)
+            ]
         last = parts[-1]
         for holder in holders:
             entries = holder.get(last) or []
@@ -508,17 +625,29 @@ def _keep(body: Json, keep: Mapping[str, Sequence[str]]) -> tuple[Json, Optional
 
 
 def _summary_v2(doc: Json) -> dict:
-    return {"size_bytes": len(json.dumps(doc, separators=(",", ":"))), "swagger": doc.get("swagger"),
-            "info": doc.get("info"), "top_level_keys": sorted(doc), "paths": len(doc.get("paths", {})),
-            "definitions": len(doc.get("definitions", {}))}
+    return {
+        "size_bytes": len(json.dumps(doc, separators=(",", ":"))),
+        "swagger": doc.get("swagger"),
+        "info": doc.get("info"),
+        "top_level_keys": sorted(doc),
+        "paths": len(doc.get("paths", {})),
+        "definitions": len(doc.get("definitions", {})),
+    }
 
 
 def _summary_v3(doc: Json) -> dict:
-    return {"openapi": doc.get("openapi"), "info": doc.get("info"), "top_level_keys": sorted(doc),
-            "paths": sorted(doc.get("paths", {}))}
+    return {
+        "openapi": doc.get("openapi"),
+        "info": doc.get("info"),
+        "top_level_keys": sorted(doc),
+        "paths": sorted(doc.get("paths", {})),
+    }
 
 
-_SUMMARIES: dict[str, Callable[[Json], dict]] = {"openapi-v2": _summary_v2, "openapi-v3": _summary_v3}
+_SUMMARIES: dict[str, Callable[[Json], dict]] = {
+    "openapi-v2": _summary_v2,
+    "openapi-v3": _summary_v3,
+}
 
 
 # -- normalisation -----------------------------------------------------------------------------------
@@ -535,7 +664,9 @@ _RV_IN_MESSAGE = re.compile(
 _KEPT_RVS = {"0", "1"}
 
 
-def _walk(value: Json, visit: Callable[[Optional[str], Json], None], key: Optional[str] = None) -> None:
+def _walk(
+    value: Json, visit: Callable[[str | None, Json], None], key: str | None = None
+) -> None:
     visit(key, value)
     if isinstance(value, dict):
         for k, v in value.items():
@@ -545,7 +676,9 @@ def _walk(value: Json, visit: Callable[[Optional[str], Json], None], key: Option
             _walk(v, visit, key)
 
 
-def _map_strings(value: Json, fn: Callable[[Optional[str], str], str], key: Optional[str] = None) -> Json:
+def _map_strings(
+    value: Json, fn: Callable[[str | None, str], str], key: str | None = None
+) -> Json:
     if isinstance(value, str):
         return fn(key, value)
     if isinstance(value, dict):
@@ -580,8 +713,13 @@ def normalise(lines: list[dict]) -> list[dict]:
     rvs: set[int] = set()
     continues: list[str] = []
 
-    def collect(key: Optional[str], value: Json) -> None:
-        if key == "resourceVersion" and isinstance(value, str) and value.isdigit() and value not in _KEPT_RVS:
+    def collect(key: str | None, value: Json) -> None:
+        if (
+            key == "resourceVersion"
+            and isinstance(value, str)
+            and value.isdigit()
+            and value not in _KEPT_RVS
+        ):
             rvs.add(int(value))
         if key == "message" and isinstance(value, str):
             for m in _RV_IN_MESSAGE.finditer(value):
@@ -603,9 +741,13 @@ def normalise(lines: list[dict]) -> list[dict]:
     uids: dict[str, int] = {}
 
     def rv(text: str) -> str:
-        return f"<rv:{rank[int(text)]}>" if text.isdigit() and int(text) in rank and text not in _KEPT_RVS else text
+        return (
+            f"<rv:{rank[int(text)]}>"
+            if text.isdigit() and int(text) in rank and text not in _KEPT_RVS
+            else text
+        )
 
-    def text(key: Optional[str], value: str) -> str:
+    def text(key: str | None, value: str) -> str:
         if key == "resourceVersion":
             value = rv(value)
         elif key == "continue" and value in continue_ids:
@@ -641,7 +783,11 @@ def _replace_groups(m: re.Match, fn: Callable[[str], str]) -> str:
 def _continue_tokens(response: dict) -> list[str]:
     tokens = []
     for obj in [response.get("body")] + [e.get("object") for e in response.get("events") or []]:
-        if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) and obj["metadata"].get("continue"):
+        if (
+            isinstance(obj, dict)
+            and isinstance(obj.get("metadata"), dict)
+            and obj["metadata"].get("continue")
+        ):
             tokens.append(obj["metadata"]["continue"])
     return tokens
 
@@ -661,10 +807,19 @@ def _scrub(obj: Json, generated: dict[str, str]) -> None:
     if not isinstance(obj, dict):
         return
     meta: dict = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-    if meta.get("name") == "kube-root-ca.crt" and isinstance(obj.get("data"), dict) and "ca.crt" in obj["data"]:
+    if (
+        meta.get("name") == "kube-root-ca.crt"
+        and isinstance(obj.get("data"), dict)
+        and "ca.crt" in obj["data"]
+    ):
         obj["data"]["ca.crt"] = "<ca.crt>"
     prefix, name = meta.get("generateName"), meta.get("name")
-    if prefix and isinstance(name, str) and name.startswith(prefix) and len(name) == len(prefix) + 5:
+    if (
+        prefix
+        and isinstance(name, str)
+        and name.startswith(prefix)
+        and len(name) == len(prefix) + 5
+    ):
         generated[name] = prefix + "<suffix>"
     for cidr in obj.get("serverAddressByClientCIDRs") or []:
         if isinstance(cidr, dict) and "serverAddress" in cidr:
@@ -683,7 +838,14 @@ def _lookup(recorder: Recorder, ref: str) -> Json:
     if ref == "future-rv":
         seen = [0]
         for answer in recorder.answers.values():
-            _walk(answer.body, lambda k, v: seen.append(int(v)) if k == "resourceVersion" and isinstance(v, str) and v.isdigit() else None)
+            _walk(
+                answer.body,
+                lambda k, v: (
+                    seen.append(int(v))
+                    if k == "resourceVersion" and isinstance(v, str) and v.isdigit()
+                    else None
+                ),
+            )
         return str(max(seen) + 1_000_000)
     step, _, path = ref.partition(".")
     found = recorder.answers.get(step)
@@ -760,8 +922,16 @@ def play_template(recorder: Recorder, templates: list[dict]) -> None:
         _before(recorder, t)
         req = _resolve(recorder, t["request"])
         if t.get("watch"):
-            with recorder.watch(t["step"], req["path"], note=t["note"], query=req.get("query"), headers=req.get("headers"),
-                                auth=req.get("auth"), stop_after=t.get("stop_after"), wait_events=int(t.get("wait_events", 0))):
+            with recorder.watch(
+                t["step"],
+                req["path"],
+                note=t["note"],
+                query=req.get("query"),
+                headers=req.get("headers"),
+                auth=req.get("auth"),
+                stop_after=t.get("stop_after"),
+                wait_events=int(t.get("wait_events", 0)),
+            ):
                 for inner in during:
                     _play_one(recorder, inner)
                 if t.get("during_action") == "restart-apiserver":
@@ -783,15 +953,27 @@ def _before(recorder: Recorder, t: dict) -> None:
             raise ValueError(f"{t['step']}: unknown 'before' action {action!r}")
 
 
-def _play_one(recorder: Recorder, t: dict, req: Optional[dict] = None) -> None:
+def _play_one(recorder: Recorder, t: dict, req: dict | None = None) -> None:
     if req is None:
         _before(recorder, t)
         req = _resolve(recorder, t["request"])
     if t.get("watch"):
         raise ValueError(f"{t['step']}: a watch inside a watch's 'during' steps is not supported")
-    recorder.request(t["step"], req["method"], req["path"], note=t["note"], query=req.get("query"), headers=req.get("headers"),
-                     body=req.get("body"), body_raw=bool(req.get("body_raw")), auth=req.get("auth"), until=t.get("until"),
-                     keep=t.get("keep"), summary=t.get("summary"), verbatim=bool(t.get("verbatim")))
+    recorder.request(
+        t["step"],
+        req["method"],
+        req["path"],
+        note=t["note"],
+        query=req.get("query"),
+        headers=req.get("headers"),
+        body=req.get("body"),
+        body_raw=bool(req.get("body_raw")),
+        auth=req.get("auth"),
+        until=t.get("until"),
+        keep=t.get("keep"),
+        summary=t.get("summary"),
+        verbatim=bool(t.get("verbatim")),
+    )
 
 
 # -- the registry -------------------------------------------------------------------------------------------
@@ -811,7 +993,9 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, doc: str = "") -> Callable[[Callable[[Recorder], None]], Callable[[Recorder], None]]:
+def scenario(
+    name: str, doc: str = ""
+) -> Callable[[Callable[[Recorder], None]], Callable[[Recorder], None]]:
     """Register a scenario written as a function of a :class:`Recorder` (use a namespace ``tx-NAME`` of its own)."""
 
     def register(fn: Callable[[Recorder], None]) -> Callable[[Recorder], None]:
@@ -825,11 +1009,27 @@ def scenario(name: str, doc: str = "") -> Callable[[Callable[[Recorder], None]],
 
 def _data_scenario(name: str) -> None:
     path = TEMPLATES / f"{name}.jsonl"
-    SCENARIOS[name] = Scenario(name, lambda recorder: play_template(recorder, load_templates(path)), f"templates in {path.name}")
+    SCENARIOS[name] = Scenario(
+        name,
+        lambda recorder: play_template(recorder, load_templates(path)),
+        f"templates in {path.name}",
+    )
 
 
-for _name in ("discovery", "configmap-crud", "generation", "deployment-patches", "crd-validation", "lists-and-selectors",
-              "watch-basics", "watch-selectors", "watch-list", "errors", "delete-semantics", "leases"):
+for _name in (
+    "discovery",
+    "configmap-crud",
+    "generation",
+    "deployment-patches",
+    "crd-validation",
+    "lists-and-selectors",
+    "watch-basics",
+    "watch-selectors",
+    "watch-list",
+    "errors",
+    "delete-semantics",
+    "leases",
+):
     _data_scenario(_name)
 
 # New scenarios go here, before watch-expired: a template file registered with
@@ -859,19 +1059,30 @@ def _control_plane_class() -> Any:
     return ControlPlane
 
 
-def record(names: Sequence[str], out: Optional[Path], *, controllers: Sequence[str] = ("*",),
-           log: Callable[[str], None] = print) -> Path:
+def record(
+    names: Sequence[str],
+    out: Path | None,
+    *,
+    controllers: Sequence[str] = ("*",),
+    log: Callable[[str], None] = print,
+) -> Path:
     """Record ``names`` on one fresh control plane into ``out`` (default: by the server's version); the directory."""
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        raise SystemExit(f"unknown scenario(s): {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
-    chosen = [s for s in SCENARIOS.values() if s.name in names] if names else list(SCENARIOS.values())
+        raise SystemExit(
+            f"unknown scenario(s): {', '.join(unknown)} (known: {', '.join(SCENARIOS)})"
+        )
+    chosen = (
+        [s for s in SCENARIOS.values() if s.name in names] if names else list(SCENARIOS.values())
+    )
     ControlPlane = _control_plane_class()
     with ControlPlane(controller_manager=True, controllers=tuple(controllers)) as cp:
         version = Recorder(cp).get("/version").body
         directory = out or DEFAULT_ROOT / version["gitVersion"]
         directory.mkdir(parents=True, exist_ok=True)
-        log(f"recording {len(chosen)} scenario(s) on kube-apiserver {version['gitVersion']} ({version.get('goVersion')}) into {directory}")
+        log(
+            f"recording {len(chosen)} scenario(s) on kube-apiserver {version['gitVersion']} ({version.get('goVersion')}) into {directory}"
+        )
         for sc in chosen:
             began = time.monotonic()
             recorder = Recorder(cp)
@@ -883,11 +1094,24 @@ def record(names: Sequence[str], out: Optional[Path], *, controllers: Sequence[s
     return directory
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.support.record_transcripts", description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO", help=f"scenarios to record (default: all: {', '.join(SCENARIOS)})")
-    parser.add_argument("--out", type=Path, help="output directory (default: tests/transcripts/<server gitVersion>)")
-    parser.add_argument("--controllers", default="*", help="kube-controller-manager's --controllers (default: '*', all its defaults)")
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.record_transcripts", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO",
+        help=f"scenarios to record (default: all: {', '.join(SCENARIOS)})",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="output directory (default: tests/transcripts/<server gitVersion>)"
+    )
+    parser.add_argument(
+        "--controllers",
+        default="*",
+        help="kube-controller-manager's --controllers (default: '*', all its defaults)",
+    )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     args = parser.parse_args(argv)
     if args.list:

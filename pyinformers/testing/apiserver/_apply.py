@@ -14,7 +14,7 @@ Runs under the store lock like every read-modify-write; thread-safe.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -35,7 +35,14 @@ def _conflict_error(exc: ApplyConflicts) -> Exception:
     return status.StatusError(409, "Conflict", exc.message, details={"causes": exc.causes()})
 
 
-_GO_JSON_KINDS = {list: "array", str: "string", bool: "bool", int: "number", float: "number", type(None): "null"}
+_GO_JSON_KINDS = {
+    list: "array",
+    str: "string",
+    bool: "bool",
+    int: "number",
+    float: "number",
+    type(None): "null",
+}
 
 
 def _config(rt: Any, namespace: str, name: str, body: bytes) -> dict:
@@ -44,7 +51,9 @@ def _config(rt: Any, namespace: str, name: str, body: bytes) -> dict:
     try:
         config = decode_apply_body(body)
     except ValueError as exc:
-        raise status.bad_request(f"error decoding YAML: error converting YAML to JSON: {exc}") from None
+        raise status.bad_request(
+            f"error decoding YAML: error converting YAML to JSON: {exc}"
+        ) from None
     if not isinstance(config, dict):
         go_kind = _GO_JSON_KINDS.get(type(config), "object")
         raise status.bad_request(
@@ -55,7 +64,9 @@ def _config(rt: Any, namespace: str, name: str, body: bytes) -> dict:
     if api_version != rt.api_version or kind != rt.kind:
         text = api_version if isinstance(api_version, str) else ""
         group, _, version = text.rpartition("/")
-        raise status.bad_request(f"invalid object type: {group}/{version}, Kind={kind if isinstance(kind, str) else ''}")
+        raise status.bad_request(
+            f"invalid object type: {group}/{version}, Kind={kind if isinstance(kind, str) else ''}"
+        )
     meta = config.get("metadata")
     if meta is None:
         meta = config["metadata"] = {}
@@ -63,9 +74,13 @@ def _config(rt: Any, namespace: str, name: str, body: bytes) -> dict:
         raise status.bad_request("metadata must be an object")
     named = meta.get("name")
     if named and named != name:
-        raise status.bad_request(f"the name of the object ({named}) does not match the name on the URL ({name})")
+        raise status.bad_request(
+            f"the name of the object ({named}) does not match the name on the URL ({name})"
+        )
     if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-        raise status.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        raise status.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
     if meta.get("managedFields") is not None:
         raise status.bad_request("metadata.managedFields must be nil")
     return config
@@ -74,16 +89,16 @@ def _config(rt: Any, namespace: str, name: str, body: bytes) -> dict:
 def apply_patch(
     rest: Any,
     rt: Any,
-    namespace: Optional[str],
+    namespace: str | None,
     name: str,
     body: bytes,
     *,
     manager: str,
     force: bool,
-    subresource: Optional[str] = None,
+    subresource: str | None = None,
     dry_run: bool = False,
     field_validation: str = "Warn",
-    warnings: Optional[list] = None,
+    warnings: list | None = None,
 ) -> tuple[int, dict]:
     """Apply ``body`` to the object ``name`` as ``manager``: (201 created or 200, the object)."""
     status = _errors()
@@ -97,19 +112,32 @@ def apply_patch(
         expected = config["metadata"].get("resourceVersion")
         if old is not None and expected and expected != old["metadata"]["resourceVersion"]:
             raise status.conflict(
-                rt.plural, rt.group, name, "the object has been modified; please apply your changes to the latest version and try again"
+                rt.plural,
+                rt.group,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
             )
         try:
             merged = fields.apply(rt, old, config, manager, force=force, subresource=subresource)
         except ApplyConflicts as exc:
             raise _conflict_error(exc) from None
         except FieldManagerError as exc:
-            raise status.StatusError(500, "InternalError", f"Internal error occurred: failed to create typed patch object: {exc}") from None
+            raise status.StatusError(
+                500,
+                "InternalError",
+                f"Internal error occurred: failed to create typed patch object: {exc}",
+            ) from None
         merged["metadata"]["name"] = name
         if old is None:
             merged["metadata"].pop("resourceVersion", None)
             return 201, rest.create(
-                rt, ns, merged, dry_run=dry_run, field_validation=field_validation, warnings=warnings, field_manager=None
+                rt,
+                ns,
+                merged,
+                dry_run=dry_run,
+                field_validation=field_validation,
+                warnings=warnings,
+                field_manager=None,
             )
         merged["metadata"]["resourceVersion"] = expected or None
         if not expected:
@@ -117,9 +145,16 @@ def apply_patch(
         return 200, rest._out(
             rt,
             rest._apply_update(
-                rt, ns, name, old, merged, subresource=None if subresource == "scale" else subresource, dry_run=dry_run,
+                rt,
+                ns,
+                name,
+                old,
+                merged,
+                subresource=None if subresource == "scale" else subresource,
+                dry_run=dry_run,
                 field_validation=field_validation,
-                warnings=warnings, field_manager=None,
+                warnings=warnings,
+                field_manager=None,
             ),
         )
 
@@ -134,18 +169,38 @@ _SCALE = _ScaleType()
 
 
 def apply_scale(
-    rest: Any, rt: Any, namespace: Optional[str], name: str, body: bytes, *, manager: str, force: bool, dry_run: bool = False
+    rest: Any,
+    rt: Any,
+    namespace: str | None,
+    name: str,
+    body: bytes,
+    *,
+    manager: str,
+    force: bool,
+    dry_run: bool = False,
 ) -> tuple[int, dict]:
     """Apply an ``autoscaling/v1`` Scale: ``spec.replicas`` of the parent, recorded with subresource ``scale``."""
     status = _errors()
     config = _config(_SCALE, rest._ns(rt, namespace), name, body)
     raw_spec = config.get("spec")
     spec: dict = raw_spec if isinstance(raw_spec, dict) else {}
-    parent: dict[str, Any] = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": name}}
+    parent: dict[str, Any] = {
+        "apiVersion": rt.api_version,
+        "kind": rt.kind,
+        "metadata": {"name": name},
+    }
     if "replicas" in spec:
         if not isinstance(spec["replicas"], int) or isinstance(spec["replicas"], bool):
             raise status.bad_request("spec.replicas must be an integer")
         parent["spec"] = {"replicas": spec["replicas"]}
     return apply_patch(
-        rest, rt, namespace, name, orjson.dumps(parent), manager=manager, force=force, subresource="scale", dry_run=dry_run
+        rest,
+        rt,
+        namespace,
+        name,
+        orjson.dumps(parent),
+        manager=manager,
+        force=force,
+        subresource="scale",
+        dry_run=dry_run,
     )

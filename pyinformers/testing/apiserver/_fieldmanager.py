@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from typing import Any
 
 import orjson
 
@@ -98,7 +98,7 @@ class Entry:
     operation: str  # "Apply" | "Update"
     api_version: str
     fields: FieldSet
-    time: Optional[str] = None
+    time: str | None = None
     subresource: str = ""
 
     @property
@@ -140,7 +140,11 @@ class ApplyConflicts(Exception):
 
     def causes(self) -> list[dict]:
         return [
-            {"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}", "field": path_string(path)}
+            {
+                "reason": "FieldManagerConflict",
+                "message": f"conflict with {entry.describe()}",
+                "field": path_string(path),
+            }
             for entry, path in self.conflicts
         ]
 
@@ -161,7 +165,9 @@ def _item_element(item: Any, shape: Shape, where: Path) -> str:
     if shape.list_type == "set":
         return value_element(item)
     if not isinstance(item, dict):
-        raise FieldManagerError(f"{path_string(where)}: expected a map as an item of an associative list")
+        raise FieldManagerError(
+            f"{path_string(where)}: expected a map as an item of an associative list"
+        )
     keys = {}
     for key in shape.keys:
         if key in item:
@@ -229,7 +235,9 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, (dict, list)):
-        return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            b, option=orjson.OPT_SORT_KEYS
+        )
     return bool(a == b)
 
 
@@ -247,7 +255,12 @@ def _merge(lhs: Any, rhs: Any, shape: Shape, path: Path) -> Any:
         out = {}
         for name, value in lhs.items():
             other = rhs.get(name, MISSING)
-            out[name] = _merge(value, other, shape.child(name, other if other is not MISSING else value), path + (field(name),))
+            out[name] = _merge(
+                value,
+                other,
+                shape.child(name, other if other is not MISSING else value),
+                path + (field(name),),
+            )
         for name, value in rhs.items():
             if name not in lhs:
                 out[name] = value
@@ -287,7 +300,9 @@ def _merge_list(lhs: list, rhs: list, shape: Shape, path: Path) -> list:
                 li += 1  # already placed with the applied items
                 continue
         element = r_order[ri]
-        out.append(_merge(l_seen.get(element, MISSING), r_seen[element], item_shape, path + (element,)))
+        out.append(
+            _merge(l_seen.get(element, MISSING), r_seen[element], item_shape, path + (element,))
+        )
         ri += 1
         if next_shared is not None and next_shared == element:
             next_shared = shared.pop(0) if shared else None
@@ -325,13 +340,21 @@ def _compare(lhs: Any, rhs: Any, shape: Shape, path: Path, c: Comparison) -> Non
         right = rhs if isinstance(rhs, dict) else {}
         for name in list(left) + [n for n in right if n not in left]:
             a, b = left.get(name, MISSING), right.get(name, MISSING)
-            _compare(a, b, shape.child(name, b if b is not MISSING else a), path + (field(name),), c)
+            _compare(
+                a, b, shape.child(name, b if b is not MISSING else a), path + (field(name),), c
+            )
     else:
         l_order, l_seen = _index(lhs if isinstance(lhs, list) else [], shape, path)
         r_order, r_seen = _index(rhs if isinstance(rhs, list) else [], shape, path)
         item_shape = shape.item()
         for element in l_order + [e for e in r_order if e not in l_seen]:
-            _compare(l_seen.get(element, MISSING), r_seen.get(element, MISSING), item_shape, path + (element,), c)
+            _compare(
+                l_seen.get(element, MISSING),
+                r_seen.get(element, MISSING),
+                item_shape,
+                path + (element,),
+                c,
+            )
     if path:
         if lhs is MISSING:
             c.added.add(path)
@@ -424,7 +447,9 @@ def decode_managed_fields(raw: Any) -> list[Entry]:
         if operation not in ("Apply", "Update"):
             raise FieldManagerError(f"managedFields: unsupported operation {operation!r}")
         if item.get("fieldsType", "FieldsV1") != "FieldsV1":
-            raise FieldManagerError(f"managedFields: unsupported fieldsType {item.get('fieldsType')!r}")
+            raise FieldManagerError(
+                f"managedFields: unsupported fieldsType {item.get('fieldsType')!r}"
+            )
         try:
             fields = from_fields_v1(item.get("fieldsV1") or {})
         except ValueError as exc:
@@ -442,7 +467,7 @@ def decode_managed_fields(raw: Any) -> list[Entry]:
     return entries
 
 
-def _rfc3339(value: Any) -> Optional[str]:
+def _rfc3339(value: Any) -> str | None:
     """A time as the server writes it back (seconds, UTC, ``Z``); None for none or garbage."""
     if not isinstance(value, str) or not value:
         return None
@@ -463,7 +488,11 @@ def encode_managed_fields(entries: Iterable[Entry]) -> list[dict]:
 
     out = []
     for e in sorted(entries, key=order):
-        item: dict[str, Any] = {"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version}
+        item: dict[str, Any] = {
+            "manager": e.manager,
+            "operation": e.operation,
+            "apiVersion": e.api_version,
+        }
         if e.time is not None:
             item["time"] = e.time
         item["fieldsType"] = "FieldsV1"
@@ -478,7 +507,7 @@ def _filter(paths: Iterable[Path], ignored: Callable[[Path], bool]) -> frozenset
     return frozenset(p for p in paths if p not in STRIPPED and not ignored(p))
 
 
-def _without_managed_fields(obj: Optional[Mapping[str, Any]]) -> Any:
+def _without_managed_fields(obj: Mapping[str, Any] | None) -> Any:
     if obj is None:
         return MISSING
     meta = obj.get("metadata")
@@ -488,7 +517,12 @@ def _without_managed_fields(obj: Optional[Mapping[str, Any]]) -> Any:
 
 
 def _take_from_others(
-    managers: dict[tuple, Entry], me: tuple, changes: Comparison, ignored: Callable[[Path], bool], *, force: bool
+    managers: dict[tuple, Entry],
+    me: tuple,
+    changes: Comparison,
+    ignored: Callable[[Path], bool],
+    *,
+    force: bool,
 ) -> None:
     """Others lose what they owned and the write changed (a conflict unless forced) or removed."""
     taken = _filter(changes.modified | changes.added, ignored)
@@ -517,7 +551,7 @@ def _path_order(path: Path) -> tuple:
 
 
 def apply(
-    live: Optional[Mapping[str, Any]],
+    live: Mapping[str, Any] | None,
     config: Mapping[str, Any],
     entries: Iterable[Entry],
     *,
@@ -543,7 +577,9 @@ def apply(
     # Inside the merge the applier owns its whole configuration (metadata.name included, which
     # keeps metadata from being pruned); what the server owns is left out of what is recorded.
     applied = frozenset(p for p in field_set(config, shape) if not ignored(p))
-    managers[me] = Entry(manager, "Apply", api_version, applied, previous.time if previous else None, subresource)
+    managers[me] = Entry(
+        manager, "Apply", api_version, applied, previous.time if previous else None, subresource
+    )
     if previous is not None and previous.fields:
         merged = _prune(merged, managers, previous.fields, shape)
     _take_from_others(managers, me, compare(base, merged, shape), ignored, force=force)
@@ -573,7 +609,7 @@ def _prune(merged: Any, managers: dict[tuple, Entry], last: FieldSet, shape: Sha
 
 
 def update(
-    live: Optional[Mapping[str, Any]],
+    live: Mapping[str, Any] | None,
     new: Mapping[str, Any],
     entries: Iterable[Entry],
     *,
@@ -582,7 +618,7 @@ def update(
     shape: Shape,
     now: str,
     subresource: str = "",
-    zero: Optional[Mapping[str, Any]] = None,
+    zero: Mapping[str, Any] | None = None,
     ignored: Callable[[Path], bool] = lambda path: False,
 ) -> list[Entry]:
     """The entries after ``manager`` wrote ``new`` over ``live`` (None: a create, compared

@@ -24,9 +24,10 @@ rest is pure.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 import unicodedata
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import orjson
 import yaml
@@ -41,9 +42,20 @@ from pyinformers.testing.apiserver._fieldmanager import (
     update,
 )
 from pyinformers.testing.apiserver._fieldpath import Path
-from pyinformers.testing.apiserver._schema import Shape, UnknownListType, shape_for_builtin, shape_for_crd
+from pyinformers.testing.apiserver._schema import (
+    Shape,
+    UnknownListType,
+    shape_for_builtin,
+    shape_for_crd,
+)
 
-__all__ = ["FieldManagement", "manager_name", "check_field_manager", "decode_apply_body", "ApplyConflicts"]
+__all__ = [
+    "FieldManagement",
+    "manager_name",
+    "check_field_manager",
+    "decode_apply_body",
+    "ApplyConflicts",
+]
 
 MAX_MANAGER_LENGTH = 128
 
@@ -54,10 +66,24 @@ _TEMPLATE = {"metadata": {"creationTimestamp": None}, "spec": {"containers": Non
 _ZERO: dict[str, dict] = {
     "Deployment": {"spec": {"selector": None, "template": _TEMPLATE, "strategy": {}}, "status": {}},
     "ReplicaSet": {"spec": {"selector": None, "template": _TEMPLATE}, "status": {}},
-    "StatefulSet": {"spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}}, "status": {}},
-    "DaemonSet": {"spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}}, "status": {}},
+    "StatefulSet": {
+        "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
+        "status": {},
+    },
+    "DaemonSet": {
+        "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
+        "status": {},
+    },
     "Job": {"spec": {"template": _TEMPLATE}, "status": {}},
-    "CronJob": {"spec": {"jobTemplate": {"metadata": {"creationTimestamp": None}, "spec": {"template": _TEMPLATE}}}, "status": {}},
+    "CronJob": {
+        "spec": {
+            "jobTemplate": {
+                "metadata": {"creationTimestamp": None},
+                "spec": {"template": _TEMPLATE},
+            }
+        },
+        "status": {},
+    },
     "Pod": {"spec": {"containers": None}, "status": {}},
     "PodTemplate": {"template": _TEMPLATE},
     "Service": {"spec": {}, "status": {"loadBalancer": {}}},
@@ -69,27 +95,45 @@ _ZERO: dict[str, dict] = {
 _ZERO_DEFAULT: dict = {"spec": {}, "status": {}}
 
 
-def manager_name(field_manager: Optional[str], user_agent: str) -> str:
+def manager_name(field_manager: str | None, user_agent: str) -> str:
     """The manager a write is recorded under: ``fieldManager``, else the user agent's first
     word (up to its first ``/``, printable characters, at most 128)."""
     if field_manager:
         return field_manager
     word = (user_agent or "").split("/")[0]
-    printable = "".join(ch for ch in word if unicodedata.category(ch)[0] not in ("C",) and (ch.isprintable() or ch == " "))
+    printable = "".join(
+        ch
+        for ch in word
+        if unicodedata.category(ch)[0] not in ("C",) and (ch.isprintable() or ch == " ")
+    )
     return printable[:MAX_MANAGER_LENGTH]
 
 
-def check_field_manager(field_manager: Optional[str], options_kind: str, *, apply_patch: bool) -> Optional[tuple[str, str, str]]:
+def check_field_manager(
+    field_manager: str | None, options_kind: str, *, apply_patch: bool
+) -> tuple[str, str, str] | None:
     """The 422 cause a ``fieldManager`` parameter gets, or None: (reason, field, message)."""
     if field_manager is None or field_manager == "":
         if apply_patch:
-            return ("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")
+            return (
+                "FieldValueRequired",
+                "fieldManager",
+                "Required value: is required for apply patch",
+            )
         return None
     if len(field_manager.encode()) > MAX_MANAGER_LENGTH:
-        return ("FieldValueTooLong", "fieldManager", f"Too long: may not be more than {MAX_MANAGER_LENGTH} bytes")
+        return (
+            "FieldValueTooLong",
+            "fieldManager",
+            f"Too long: may not be more than {MAX_MANAGER_LENGTH} bytes",
+        )
     for ch in field_manager:
         if not ch.isprintable():
-            return ("FieldValueInvalid", "fieldManager", f"Invalid value: {field_manager!r}: must only contain printable characters")
+            return (
+                "FieldValueInvalid",
+                "fieldManager",
+                f"Invalid value: {field_manager!r}: must only contain printable characters",
+            )
     return None
 
 
@@ -123,7 +167,9 @@ def _outside_status(path: Path) -> bool:
 class FieldManagement:
     """Field ownership for one embedded server (see the module docstring). Thread-safe."""
 
-    def __init__(self, crd_for: Callable[[Any], Optional[dict]], time_func: Callable[[], str]) -> None:
+    def __init__(
+        self, crd_for: Callable[[Any], dict | None], time_func: Callable[[], str]
+    ) -> None:
         self._crd_for = crd_for
         self._now = time_func
         self._lock = threading.Lock()
@@ -139,7 +185,11 @@ class FieldManagement:
         if not rt.is_custom:
             return shape_for_builtin(rt.kind)
         crd = self._crd_for(rt) or {}
-        key = (rt.crd_name or "", rt.version, str((crd.get("metadata") or {}).get("resourceVersion")))
+        key = (
+            rt.crd_name or "",
+            rt.version,
+            str((crd.get("metadata") or {}).get("resourceVersion")),
+        )
         with self._lock:
             cached = self._shapes.get(key)
         if cached is not None:
@@ -153,21 +203,25 @@ class FieldManagement:
         except UnknownListType:
             shape = shape_for_crd(None)
         with self._lock:
-            self._shapes = {k: v for k, v in self._shapes.items() if k[0] != key[0] or k[1] != key[1]}
+            self._shapes = {
+                k: v for k, v in self._shapes.items() if k[0] != key[0] or k[1] != key[1]
+            }
             self._shapes[key] = shape
         return shape
 
     @staticmethod
-    def ignored(rt: Any, subresource: Optional[str]) -> Callable[[Path], bool]:
+    def ignored(rt: Any, subresource: str | None) -> Callable[[Path], bool]:
         """Which paths an endpoint resets, so nobody owns them through it."""
         if subresource == "status":
-            return _outside_status  # /status writes only status: nobody owns anything else through it
+            return (
+                _outside_status  # /status writes only status: nobody owns anything else through it
+            )
         if rt.has_status:
             return _status_prefix
         return lambda path: False
 
     @staticmethod
-    def entries_of(obj: Optional[dict]) -> list[Entry]:
+    def entries_of(obj: dict | None) -> list[Entry]:
         """The entries an object records (none when they cannot be read: a server resets those)."""
         if obj is None:
             return []
@@ -176,7 +230,15 @@ class FieldManagement:
         except FieldManagerError:
             return []
 
-    def record(self, rt: Any, old: Optional[dict], new: dict, manager: str, *, subresource: Optional[str] = None) -> None:
+    def record(
+        self,
+        rt: Any,
+        old: dict | None,
+        new: dict,
+        manager: str,
+        *,
+        subresource: str | None = None,
+    ) -> None:
         """Set ``new``'s managedFields after ``manager`` wrote it over ``old`` (None: a create)."""
         if not self.enabled:
             return
@@ -190,21 +252,44 @@ class FieldManagement:
         zero = None if rt.is_custom else _ZERO.get(rt.kind, _ZERO_DEFAULT)
         try:
             result = update(
-                old, new, entries, manager=manager, api_version=rt.api_version, shape=self.shape(rt), now=self._now(),
-                subresource=subresource or "", zero=zero, ignored=self.ignored(rt, subresource),
+                old,
+                new,
+                entries,
+                manager=manager,
+                api_version=rt.api_version,
+                shape=self.shape(rt),
+                now=self._now(),
+                subresource=subresource or "",
+                zero=zero,
+                ignored=self.ignored(rt, subresource),
             )
         except FieldManagerError:
             result = entries  # the real server keeps the write and its previous entries
         self._set(new, result)
 
     def apply(
-        self, rt: Any, live: Optional[dict], config: dict, manager: str, *, force: bool, subresource: Optional[str] = None
+        self,
+        rt: Any,
+        live: dict | None,
+        config: dict,
+        manager: str,
+        *,
+        force: bool,
+        subresource: str | None = None,
     ) -> dict:
         """The object after applying ``config`` as ``manager`` (managedFields set); raises
         :class:`ApplyConflicts`, or FieldManagerError for a configuration it cannot merge."""
         merged, entries = apply(
-            live, config, self.entries_of(live), manager=manager, force=force, api_version=rt.api_version,
-            shape=self.shape(rt), now=self._now(), subresource=subresource or "", ignored=self.ignored(rt, subresource),
+            live,
+            config,
+            self.entries_of(live),
+            manager=manager,
+            force=force,
+            api_version=rt.api_version,
+            shape=self.shape(rt),
+            now=self._now(),
+            subresource=subresource or "",
+            ignored=self.ignored(rt, subresource),
         )
         merged = dict(merged)
         self._set(merged, entries)
@@ -213,7 +298,9 @@ class FieldManagement:
     @staticmethod
     def _set(obj: dict, entries: list[Entry]) -> None:
         # kube-apiserver converts /scale's entries between the Scale and its parent, which drops their times
-        entries = [replace(e, time=None) if e.subresource == "scale" and e.time else e for e in entries]
+        entries = [
+            replace(e, time=None) if e.subresource == "scale" and e.time else e for e in entries
+        ]
         meta = dict(obj.get("metadata") or {})
         if entries:
             meta["managedFields"] = encode_managed_fields(entries)

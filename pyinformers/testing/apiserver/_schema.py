@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["Shape", "DEDUCED", "SCALAR", "shape_for_crd", "shape_for_builtin", "UnknownListType"]
 
@@ -44,13 +44,13 @@ class Shape:
     kind: str  # "struct" | "map" | "list" | "scalar" | "deduced"
     fields: dict[str, Shape] = field(default_factory=dict)
     #: map values, list items, and a struct's undeclared fields (None: generic built-in struct)
-    element: Optional[Shape] = None
+    element: Shape | None = None
     atomic: bool = False
     list_type: str = "atomic"
     keys: tuple[str, ...] = ()
     key_defaults: Mapping[str, Any] = field(default_factory=dict)
     #: a generic built-in struct: every field declared, its shape chosen by name and value
-    generic: Optional[dict[str, Shape]] = None
+    generic: dict[str, Shape] | None = None
 
     def child(self, name: str, value: Any) -> Shape:
         """The shape of field or key ``name`` holding ``value``."""
@@ -100,7 +100,7 @@ def _generic(table: dict[str, Shape]) -> Shape:
 # -- custom resources -------------------------------------------------------------------
 
 
-def shape_for_crd(schema: Optional[Mapping[str, Any]]) -> Shape:
+def shape_for_crd(schema: Mapping[str, Any] | None) -> Shape:
     """The shape of a custom resource whose version has ``schema`` (its openAPIV3Schema)."""
     root = _from_openapi(schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
     if root.kind != "struct":
@@ -157,8 +157,14 @@ def _from_openapi(schema: Mapping[str, Any]) -> Shape:
 # -- built-in kinds ----------------------------------------------------------------------
 
 
-def _map_list(*keys: str, element: Optional[Shape] = None, **defaults: Any) -> Shape:
-    return Shape("list", element=element or _generic(_COMMON), list_type="map", keys=keys, key_defaults=defaults)
+def _map_list(*keys: str, element: Shape | None = None, **defaults: Any) -> Shape:
+    return Shape(
+        "list",
+        element=element or _generic(_COMMON),
+        list_type="map",
+        keys=keys,
+        key_defaults=defaults,
+    )
 
 
 _COMMON: dict[str, Shape] = {}
@@ -207,7 +213,9 @@ _POD_SPEC_TABLE = dict(
     schedulingGates=_map_list("name"),
 )
 _POD_SPEC = _generic(_POD_SPEC_TABLE)
-_POD_STATUS = _generic(dict(_COMMON, containerStatuses=_ATOMIC_LIST, podIPs=_map_list("ip"), hostIPs=_map_list("ip")))
+_POD_STATUS = _generic(
+    dict(_COMMON, containerStatuses=_ATOMIC_LIST, podIPs=_map_list("ip"), hostIPs=_map_list("ip"))
+)
 _TEMPLATE = Shape("struct", fields={"metadata": OBJECT_META, "spec": _POD_SPEC}, generic=_COMMON)
 _WORKLOAD_SPEC = _generic(dict(_COMMON, template=_TEMPLATE))
 _SERVICE_SPEC = _generic(dict(_COMMON, ports=_map_list("port", "protocol", protocol="TCP")))

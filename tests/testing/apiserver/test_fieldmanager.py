@@ -11,8 +11,6 @@ changed, and removed keys lose their owners.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -40,16 +38,26 @@ CONFIGS = st.dictionaries(KEYS, VALUES, max_size=4)
 
 
 def _object(fields: dict) -> dict:
-    obj: dict = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}}
+    obj: dict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"},
+    }
     for (where, key), value in fields.items():
-        target = obj["metadata"].setdefault("labels", {}) if where == "labels" else obj.setdefault("data", {})
+        target = (
+            obj["metadata"].setdefault("labels", {})
+            if where == "labels"
+            else obj.setdefault("data", {})
+        )
         target[key] = value
     return obj
 
 
 def _fields(obj: dict) -> dict:
     out = {("data", k): v for k, v in (obj.get("data") or {}).items()}
-    out.update({("labels", k): v for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()})
+    out.update(
+        {("labels", k): v for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()}
+    )
     return out
 
 
@@ -70,7 +78,7 @@ class Ownership(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.obj: Optional[dict] = None
+        self.obj: dict | None = None
         self.entries: list = []
         self.values: dict = {}
         self.owners: dict = {}  # key -> {(manager, operation)}; an applier's last applied keys are those it owns
@@ -79,16 +87,27 @@ class Ownership(RuleBasedStateMachine):
     def apply_config(self, manager: str, config: dict, force: bool) -> None:
         me = (manager, "Apply")
         conflicts = {
-            k for k, v in config.items() if self.values.get(k) not in (None, v) and self.owners.get(k, set()) - {me}
+            k
+            for k, v in config.items()
+            if self.values.get(k) not in (None, v) and self.owners.get(k, set()) - {me}
         }
         try:
             obj, entries = apply(
-                self.obj, _object(config), self.entries, manager=manager, force=force,
-                api_version="v1", shape=CONFIGMAP, now=NOW,
+                self.obj,
+                _object(config),
+                self.entries,
+                manager=manager,
+                force=force,
+                api_version="v1",
+                shape=CONFIGMAP,
+                now=NOW,
             )
         except ApplyConflicts as exc:
             assert conflicts and not force
-            reported = {(p[0][2:], p[-1][2:]) if p[0] == "f:data" else ("labels", p[-1][2:]) for _, p in exc.conflicts}
+            reported = {
+                (p[0][2:], p[-1][2:]) if p[0] == "f:data" else ("labels", p[-1][2:])
+                for _, p in exc.conflicts
+            }
             assert reported == conflicts
             return
         assert force or not conflicts
@@ -106,7 +125,7 @@ class Ownership(RuleBasedStateMachine):
         self.obj, self.entries = obj, entries
 
     @rule(manager=st.sampled_from(MANAGERS), key=KEYS, value=st.one_of(st.none(), VALUES))
-    def update_one_key(self, manager: str, key: tuple, value: Optional[str]) -> None:
+    def update_one_key(self, manager: str, key: tuple, value: str | None) -> None:
         me = (manager, "Update")
         fields = dict(self.values)
         if value is None:
@@ -114,7 +133,9 @@ class Ownership(RuleBasedStateMachine):
         else:
             fields[key] = value
         new = _object(fields)
-        self.entries = update(self.obj, new, self.entries, manager=manager, api_version="v1", shape=CONFIGMAP, now=NOW)
+        self.entries = update(
+            self.obj, new, self.entries, manager=manager, api_version="v1", shape=CONFIGMAP, now=NOW
+        )
         self.obj = new
         if value is None:
             if key in self.values:
@@ -139,8 +160,10 @@ class Ownership(RuleBasedStateMachine):
     @invariant()
     def managed_fields_round_trip(self) -> None:
         encoded = encode_managed_fields(self.entries)
-        assert [(e.manager, e.fields) for e in decode_managed_fields(encoded)] == [(e.manager, e.fields) for e in sorted(
-            self.entries, key=lambda e: (e.operation, e.time or "", e.manager))]
+        assert [(e.manager, e.fields) for e in decode_managed_fields(encoded)] == [
+            (e.manager, e.fields)
+            for e in sorted(self.entries, key=lambda e: (e.operation, e.time or "", e.manager))
+        ]
 
 
 Ownership.TestCase.settings = settings(max_examples=150, stateful_step_count=25, deadline=None)
@@ -157,79 +180,235 @@ def _deployment(containers: list, **spec) -> dict:
 
 
 def test_two_appliers_containers_merge_by_name_in_the_live_order():
-    obj, entries = apply(None, _deployment([{"name": "app", "image": "app:1"}]), [], manager="a", force=False,
-                         api_version="apps/v1", shape=DEPLOYMENT, now=NOW)
-    obj, entries = apply(obj, _deployment([{"name": "sidecar", "image": "side:1"}]), entries, manager="b", force=False,
-                         api_version="apps/v1", shape=DEPLOYMENT, now=NOW)
+    obj, entries = apply(
+        None,
+        _deployment([{"name": "app", "image": "app:1"}]),
+        [],
+        manager="a",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=NOW,
+    )
+    obj, entries = apply(
+        obj,
+        _deployment([{"name": "sidecar", "image": "side:1"}]),
+        entries,
+        manager="b",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=NOW,
+    )
     assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == ["app", "sidecar"]
     owned = {e.manager: to_fields_v1(e.fields) for e in entries}
-    assert owned["b"] == {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"sidecar"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}
+    assert owned["b"] == {
+        "f:spec": {
+            "f:template": {
+                "f:spec": {
+                    "f:containers": {'k:{"name":"sidecar"}': {".": {}, "f:image": {}, "f:name": {}}}
+                }
+            }
+        }
+    }
 
 
 def test_a_conflict_on_one_containers_image_names_the_path():
-    obj, entries = apply(None, _deployment([{"name": "app", "image": "app:1"}]), [], manager="a", force=False,
-                         api_version="apps/v1", shape=DEPLOYMENT, now=NOW)
+    obj, entries = apply(
+        None,
+        _deployment([{"name": "app", "image": "app:1"}]),
+        [],
+        manager="a",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=NOW,
+    )
     with pytest.raises(ApplyConflicts) as caught:
-        apply(obj, _deployment([{"name": "app", "image": "app:2"}]), entries, manager="b", force=False,
-              api_version="apps/v1", shape=DEPLOYMENT, now=NOW)
-    assert caught.value.message == 'Apply failed with 1 conflict: conflict with "a": .spec.template.spec.containers[name="app"].image'
+        apply(
+            obj,
+            _deployment([{"name": "app", "image": "app:2"}]),
+            entries,
+            manager="b",
+            force=False,
+            api_version="apps/v1",
+            shape=DEPLOYMENT,
+            now=NOW,
+        )
+    assert (
+        caught.value.message
+        == 'Apply failed with 1 conflict: conflict with "a": .spec.template.spec.containers[name="app"].image'
+    )
 
 
 def test_container_ports_are_keyed_by_port_and_the_defaulted_protocol():
-    _, entries = apply(None, _deployment([{"name": "app", "ports": [{"containerPort": 80}]}]), [], manager="a",
-                       force=False, api_version="apps/v1", shape=DEPLOYMENT, now=NOW)
+    _, entries = apply(
+        None,
+        _deployment([{"name": "app", "ports": [{"containerPort": 80}]}]),
+        [],
+        manager="a",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=NOW,
+    )
     (entry,) = entries
-    assert ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:ports",
-            'k:{"containerPort":80,"protocol":"TCP"}') in entry.fields
+    assert (
+        "f:spec",
+        "f:template",
+        "f:spec",
+        "f:containers",
+        'k:{"name":"app"}',
+        "f:ports",
+        'k:{"containerPort":80,"protocol":"TCP"}',
+    ) in entry.fields
 
 
 def test_releasing_replicas_leaves_the_value_to_whoever_writes_it_next():
-    obj, entries = apply(None, _deployment([{"name": "app"}], replicas=3), [], manager="a", force=False,
-                         api_version="apps/v1", shape=DEPLOYMENT, now=NOW)
-    obj, entries = apply(obj, _deployment([{"name": "app"}]), entries, manager="a", force=False,
-                         api_version="apps/v1", shape=DEPLOYMENT, now=LATER)
+    obj, entries = apply(
+        None,
+        _deployment([{"name": "app"}], replicas=3),
+        [],
+        manager="a",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=NOW,
+    )
+    obj, entries = apply(
+        obj,
+        _deployment([{"name": "app"}]),
+        entries,
+        manager="a",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=LATER,
+    )
     assert "replicas" not in obj["spec"]
     assert entries[0].time == LATER
 
 
 def test_a_no_op_apply_keeps_the_object_and_the_entry_time():
-    obj, entries = apply(None, _object({("data", "a"): "1"}), [], manager="a", force=False, api_version="v1",
-                         shape=CONFIGMAP, now=NOW)
-    again, entries2 = apply(obj, _object({("data", "a"): "1"}), entries, manager="a", force=False, api_version="v1",
-                            shape=CONFIGMAP, now=LATER)
+    obj, entries = apply(
+        None,
+        _object({("data", "a"): "1"}),
+        [],
+        manager="a",
+        force=False,
+        api_version="v1",
+        shape=CONFIGMAP,
+        now=NOW,
+    )
+    again, entries2 = apply(
+        obj,
+        _object({("data", "a"): "1"}),
+        entries,
+        manager="a",
+        force=False,
+        api_version="v1",
+        shape=CONFIGMAP,
+        now=LATER,
+    )
     assert again == obj and entries2 == entries
 
 
 def test_custom_resources_follow_their_schemas_list_types():
-    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "hosts": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
-        "args": {"type": "array", "items": {"type": "string"}},
-        "routes": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"],
-                   "items": {"type": "object", "properties": {"path": {"type": "string"}, "to": {"type": "string"}}}},
-        "settings": {"type": "object", "x-kubernetes-map-type": "atomic", "additionalProperties": {"type": "string"}},
-    }}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "hosts": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-list-type": "set",
+                    },
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "routes": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["path"],
+                        "items": {
+                            "type": "object",
+                            "properties": {"path": {"type": "string"}, "to": {"type": "string"}},
+                        },
+                    },
+                    "settings": {
+                        "type": "object",
+                        "x-kubernetes-map-type": "atomic",
+                        "additionalProperties": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
     shape = shape_for_crd(schema)
-    cr = {"apiVersion": "x.io/v1", "kind": "R", "metadata": {"name": "r"},
-          "spec": {"hosts": ["a"], "args": ["x"], "routes": [{"path": "/", "to": "s"}], "settings": {"k": "v"}}}
-    _, entries = apply(None, cr, [], manager="a", force=False, api_version="x.io/v1", shape=shape, now=NOW)
-    assert to_fields_v1(entries[0].fields) == {"f:spec": {
-        "f:args": {}, "f:hosts": {'v:"a"': {}},
-        "f:routes": {'k:{"path":"/"}': {".": {}, "f:path": {}, "f:to": {}}}, "f:settings": {}}}
+    cr = {
+        "apiVersion": "x.io/v1",
+        "kind": "R",
+        "metadata": {"name": "r"},
+        "spec": {
+            "hosts": ["a"],
+            "args": ["x"],
+            "routes": [{"path": "/", "to": "s"}],
+            "settings": {"k": "v"},
+        },
+    }
+    _, entries = apply(
+        None, cr, [], manager="a", force=False, api_version="x.io/v1", shape=shape, now=NOW
+    )
+    assert to_fields_v1(entries[0].fields) == {
+        "f:spec": {
+            "f:args": {},
+            "f:hosts": {'v:"a"': {}},
+            "f:routes": {'k:{"path":"/"}': {".": {}, "f:path": {}, "f:to": {}}},
+            "f:settings": {},
+        }
+    }
 
 
 def test_an_update_on_create_owns_new_maps_with_a_dot():
-    entries = update(None, _object({("data", "a"): "1"}), [], manager="kubectl", api_version="v1", shape=CONFIGMAP, now=NOW)
+    entries = update(
+        None,
+        _object({("data", "a"): "1"}),
+        [],
+        manager="kubectl",
+        api_version="v1",
+        shape=CONFIGMAP,
+        now=NOW,
+    )
     assert to_fields_v1(entries[0].fields) == {"f:data": {".": {}, "f:a": {}}}
 
 
 def test_fields_v1_round_trips_and_paths_print_as_the_server_prints_them():
-    fields = frozenset({("f:spec",), ("f:spec", "f:replicas"), ("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}')})
+    fields = frozenset(
+        {
+            ("f:spec",),
+            ("f:spec", "f:replicas"),
+            ("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}'),
+        }
+    )
     assert from_fields_v1(to_fields_v1(fields)) == fields
-    assert path_string(('f:spec', 'f:ports', 'k:{"port":80,"protocol":"TCP"}')) == '.spec.ports[port=80,protocol="TCP"]'
+    assert (
+        path_string(("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}'))
+        == '.spec.ports[port=80,protocol="TCP"]'
+    )
     assert path_string(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
 
 
 def test_a_list_item_without_a_key_field_is_keyed_by_the_others():
-    _, entries = apply(None, _deployment([{"image": "x"}]), [], manager="a", force=False, api_version="apps/v1",
-                       shape=DEPLOYMENT, now=NOW)
-    assert ("f:spec", "f:template", "f:spec", "f:containers", "k:{}", "f:image") in entries[0].fields
+    _, entries = apply(
+        None,
+        _deployment([{"image": "x"}]),
+        [],
+        manager="a",
+        force=False,
+        api_version="apps/v1",
+        shape=DEPLOYMENT,
+        now=NOW,
+    )
+    assert ("f:spec", "f:template", "f:spec", "f:containers", "k:{}", "f:image") in entries[
+        0
+    ].fields

@@ -17,8 +17,21 @@ import pytest
 from tests.support import record_transcripts as rt
 
 _REF = re.compile(r"\{\{([^{}]+)\}\}")
-_TEMPLATE_KEYS = {"step", "note", "request", "before", "until", "keep", "summary", "verbatim", "watch", "during",
-                  "wait_events", "stop_after", "during_action"}
+_TEMPLATE_KEYS = {
+    "step",
+    "note",
+    "request",
+    "before",
+    "until",
+    "keep",
+    "summary",
+    "verbatim",
+    "watch",
+    "during",
+    "wait_events",
+    "stop_after",
+    "during_action",
+}
 
 
 def _refs(value):
@@ -42,7 +55,9 @@ def test_every_template_is_well_formed_and_refers_only_to_earlier_steps(name):
             if condition is not None:
                 rt._predicate(condition)
         if t.get("during"):
-            assert t.get("watch") and i + t["during"] < len(templates), f"{t['step']}: 'during' past the end or not a watch"
+            assert t.get("watch") and i + t["during"] < len(templates), (
+                f"{t['step']}: 'during' past the end or not a watch"
+            )
         seen.append(t["step"])
 
 
@@ -50,42 +65,115 @@ def test_every_scenario_of_the_registry_is_recorded_in_the_repository():
     recorded = {p.stem for p in (rt.DEFAULT_ROOT).glob("*/*.jsonl")}
     if not recorded:
         pytest.skip("no recordings under tests/transcripts yet")
-    assert set(rt.SCENARIOS) <= recorded, f"scenarios never recorded: {sorted(set(rt.SCENARIOS) - recorded)}"
+    assert set(rt.SCENARIOS) <= recorded, (
+        f"scenarios never recorded: {sorted(set(rt.SCENARIOS) - recorded)}"
+    )
 
 
 def _line(step, request, response):
-    return {"step": step, "note": "", "request": {"method": "GET", "path": "/x", "query": {}, "headers": {}, "body": None, **request},
-            "response": {"status": 200, "content_type": "application/json", **response}}
+    return {
+        "step": step,
+        "note": "",
+        "request": {
+            "method": "GET",
+            "path": "/x",
+            "query": {},
+            "headers": {},
+            "body": None,
+            **request,
+        },
+        "response": {"status": 200, "content_type": "application/json", **response},
+    }
 
 
 def test_normalisation_ranks_resource_versions_and_numbers_uids_by_first_appearance():
     uid_a, uid_b = "0f0e0d0c-0b0a-4900-8800-777766665555", "11111111-2222-4333-8444-555555555555"
     lines = [
-        _line("a", {}, {"body": {"metadata": {"uid": uid_b, "resourceVersion": "907", "creationTimestamp": "2026-12-02T05:00:00Z"}}}),
-        _line("b", {"query": {"resourceVersion": "45"}},
-              {"body": {"metadata": {"uid": uid_a, "resourceVersion": "1200"},
-                        "message": "too old resource version: 45 (907)", "renewTime": "2030-01-01T00:00:05.000000Z"}}),
-        _line("c", {"body": {"metadata": {"resourceVersion": "1", "uid": uid_b}}},
-              {"body": {"metadata": {"resourceVersion": "0", "managedFields": [{"time": "2026-12-02T05:00:00.123456Z"}]}}}),
+        _line(
+            "a",
+            {},
+            {
+                "body": {
+                    "metadata": {
+                        "uid": uid_b,
+                        "resourceVersion": "907",
+                        "creationTimestamp": "2026-12-02T05:00:00Z",
+                    }
+                }
+            },
+        ),
+        _line(
+            "b",
+            {"query": {"resourceVersion": "45"}},
+            {
+                "body": {
+                    "metadata": {"uid": uid_a, "resourceVersion": "1200"},
+                    "message": "too old resource version: 45 (907)",
+                    "renewTime": "2030-01-01T00:00:05.000000Z",
+                }
+            },
+        ),
+        _line(
+            "c",
+            {"body": {"metadata": {"resourceVersion": "1", "uid": uid_b}}},
+            {
+                "body": {
+                    "metadata": {
+                        "resourceVersion": "0",
+                        "managedFields": [{"time": "2026-12-02T05:00:00.123456Z"}],
+                    }
+                }
+            },
+        ),
     ]
     a, b, c = rt.normalise(lines)
-    assert a["response"]["body"]["metadata"] == {"uid": "<uid:1>", "resourceVersion": "<rv:2>", "creationTimestamp": "<time>"}
+    assert a["response"]["body"]["metadata"] == {
+        "uid": "<uid:1>",
+        "resourceVersion": "<rv:2>",
+        "creationTimestamp": "<time>",
+    }
     assert b["request"]["query"] == {"resourceVersion": "<rv:1>"}
     assert b["response"]["body"]["metadata"] == {"uid": "<uid:2>", "resourceVersion": "<rv:3>"}
     assert b["response"]["body"]["message"] == "too old resource version: <rv:1> (<rv:2>)"
-    assert b["response"]["body"]["renewTime"] == "2030-01-01T00:00:05.000000Z", "the recorder's own 2030 times are kept"
+    assert b["response"]["body"]["renewTime"] == "2030-01-01T00:00:05.000000Z", (
+        "the recorder's own 2030 times are kept"
+    )
     assert c["request"]["body"]["metadata"] == {"resourceVersion": "1", "uid": "<uid:1>"}
-    assert c["response"]["body"]["metadata"] == {"resourceVersion": "0", "managedFields": [{"time": "<microtime>"}]}
+    assert c["response"]["body"]["metadata"] == {
+        "resourceVersion": "0",
+        "managedFields": [{"time": "<microtime>"}],
+    }
 
 
 def test_normalisation_replaces_server_made_continue_tokens_generated_names_and_secrets_but_not_verbatim_lines():
     lines = [
-        _line("page", {}, {"body": {"metadata": {"continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTJ9"}, "items": [
-            {"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": "-----BEGIN CERTIFICATE-----"}}]}}),
-        _line("next", {"query": {"continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTJ9"}}, {"body": {}}),
+        _line(
+            "page",
+            {},
+            {
+                "body": {
+                    "metadata": {"continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTJ9"},
+                    "items": [
+                        {
+                            "metadata": {"name": "kube-root-ca.crt"},
+                            "data": {"ca.crt": "-----BEGIN CERTIFICATE-----"},
+                        }
+                    ],
+                }
+            },
+        ),
+        _line(
+            "next",
+            {"query": {"continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTJ9"}},
+            {"body": {}},
+        ),
         _line("made-up", {"query": {"continue": "not-a-token"}}, {"body": {}}),
         _line("gen", {}, {"body": {"metadata": {"generateName": "gen-", "name": "gen-x7k2p"}}}),
-        _line("delete", {"path": "/api/v1/namespaces/n/configmaps/gen-x7k2p"}, {"body": {"status": {"token": "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOlsiYSJdfQ.c2ln"}}}),
+        _line(
+            "delete",
+            {"path": "/api/v1/namespaces/n/configmaps/gen-x7k2p"},
+            {"body": {"status": {"token": "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOlsiYSJdfQ.c2ln"}}},
+        ),
         {**_line("version", {}, {"body": {"buildDate": "2026-01-01T00:00:00Z"}}), "verbatim": True},
     ]
     page, nxt, made_up, gen, delete, version = rt.normalise(lines)
@@ -96,11 +184,21 @@ def test_normalisation_replaces_server_made_continue_tokens_generated_names_and_
     assert gen["response"]["body"]["metadata"]["name"] == "gen-<suffix>"
     assert delete["request"]["path"] == "/api/v1/namespaces/n/configmaps/gen-<suffix>"
     assert delete["response"]["body"]["status"]["token"] == "<token>"
-    assert version["response"]["body"] == {"buildDate": "2026-01-01T00:00:00Z"} and "verbatim" not in version
+    assert (
+        version["response"]["body"] == {"buildDate": "2026-01-01T00:00:00Z"}
+        and "verbatim" not in version
+    )
 
 
 def test_trimming_keeps_named_entries_and_their_subresources_and_counts_the_whole_list():
-    body = {"resources": [{"name": "pods"}, {"name": "pods/status"}, {"name": "services"}, {"name": "podtemplates"}]}
+    body = {
+        "resources": [
+            {"name": "pods"},
+            {"name": "pods/status"},
+            {"name": "services"},
+            {"name": "podtemplates"},
+        ]
+    }
     trimmed, total = rt._keep(body, {"body.resources": ["pods"]})
     assert trimmed == {"resources": [{"name": "pods"}, {"name": "pods/status"}]}
     assert total == 4
