@@ -59,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 TEMPLATES = HERE / "transcript_scenarios"
 DEFAULT_ROOT = REPO / "tests" / "transcripts"
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 USER_AGENT = "transcript-recorder/1.0"  # managedFields name the manager after its first word
 
 Json = Any
@@ -79,6 +80,7 @@ class Answer:
     stream_end: str | None = None
     timing: list[str] = field(default_factory=list)  # "TYPE@1.2s" per event of a watch
     seconds: float = 0.0
+    size: int = 0  # bytes of the body as received
 
 
 Predicate = Callable[[Answer], bool]
@@ -277,6 +279,7 @@ class Recorder:
             body,
             resp.headers.get_all("Warning") or [],
             seconds=time.monotonic() - began,
+            size=len(raw),
         )
 
     def get(self, path: str, *, query: Mapping[str, str] | None = None) -> Answer:
@@ -315,9 +318,33 @@ class Recorder:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return json.loads(response.read())
 
-        revision = int(
-            call("range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"]
+        # kube-apiserver's protocol: record the revision under compact_rev_key (compare-and-swap on
+        # its version), then compact. kube-apiserver watches that key, and its watch caches read the
+        # compacted revision from it every 15 s: a compaction that skips the key goes unnoticed.
+        key = base64.b64encode(b"compact_rev_key").decode()
+        found = call("range", {"key": key})
+        revision = int(found["header"]["revision"])
+        version = int((found.get("kvs") or [{}])[0].get("version", 0))
+        swapped = call(
+            "txn",
+            {
+                "compare": [
+                    {"key": key, "target": "VERSION", "result": "EQUAL", "version": str(version)}
+                ],
+                "success": [
+                    {
+                        "requestPut": {
+                            "key": key,
+                            "value": base64.b64encode(str(revision).encode()).decode(),
+                        }
+                    }
+                ],
+            },
         )
+        if not swapped.get("succeeded"):
+            raise RuntimeError(
+                "compact_rev_key changed under the recorder (kube-apiserver compacting at the same moment?)"
+            )
         call("compaction", {"revision": str(revision), "physical": True})
         return revision
 
@@ -394,7 +421,7 @@ class Recorder:
         if keep:
             answer.body, total = _keep(answer.body, keep)
         if summary:
-            answer.body = {"recorder_summary": _SUMMARIES[summary](answer.body)}
+            answer.body = {"recorder_summary": _SUMMARIES[summary](answer)}
         note = note.replace("{total}", str(total)) if total is not None else note
         self.lines.append(_Line(step, note, sent, answer, verbatim))
         self.answers[step] = answer
@@ -624,9 +651,10 @@ def _keep(body: Json, keep: Mapping[str, Sequence[str]]) -> tuple[Json, int | No
     return body, total
 
 
-def _summary_v2(doc: Json) -> dict:
+def _summary_v2(answer: Answer) -> dict:
+    doc = answer.body
     return {
-        "size_bytes": len(json.dumps(doc, separators=(",", ":"))),
+        "size_bytes": answer.size,
         "swagger": doc.get("swagger"),
         "info": doc.get("info"),
         "top_level_keys": sorted(doc),
@@ -635,7 +663,8 @@ def _summary_v2(doc: Json) -> dict:
     }
 
 
-def _summary_v3(doc: Json) -> dict:
+def _summary_v3(answer: Answer) -> dict:
+    doc = answer.body
     return {
         "openapi": doc.get("openapi"),
         "info": doc.get("info"),
@@ -644,7 +673,7 @@ def _summary_v3(doc: Json) -> dict:
     }
 
 
-_SUMMARIES: dict[str, Callable[[Json], dict]] = {
+_SUMMARIES: dict[str, Callable[[Answer], dict]] = {
     "openapi-v2": _summary_v2,
     "openapi-v3": _summary_v3,
 }
@@ -664,9 +693,7 @@ _RV_IN_MESSAGE = re.compile(
 _KEPT_RVS = {"0", "1"}
 
 
-def _walk(
-    value: Json, visit: Callable[[str | None, Json], None], key: str | None = None
-) -> None:
+def _walk(value: Json, visit: Callable[[str | None, Json], None], key: str | None = None) -> None:
     visit(key, value)
     if isinstance(value, dict):
         for k, v in value.items():
@@ -676,9 +703,7 @@ def _walk(
             _walk(v, visit, key)
 
 
-def _map_strings(
-    value: Json, fn: Callable[[str | None, str], str], key: str | None = None
-) -> Json:
+def _map_strings(value: Json, fn: Callable[[str | None, str], str], key: str | None = None) -> Json:
     if isinstance(value, str):
         return fn(key, value)
     if isinstance(value, dict):
@@ -1076,7 +1101,13 @@ def record(
         [s for s in SCENARIOS.values() if s.name in names] if names else list(SCENARIOS.values())
     )
     ControlPlane = _control_plane_class()
-    with ControlPlane(controller_manager=True, controllers=tuple(controllers)) as cp:
+    # The API audience is the in-cluster default, not the control plane's own https://127.0.0.1:<port>
+    # issuer: a TokenRequest answer lists it, and a random port would make every recording differ.
+    with ControlPlane(
+        controller_manager=True,
+        controllers=tuple(controllers),
+        apiserver_args=[f"--api-audiences={API_AUDIENCE}"],
+    ) as cp:
         version = Recorder(cp).get("/version").body
         directory = out or DEFAULT_ROOT / version["gitVersion"]
         directory.mkdir(parents=True, exist_ok=True)
