@@ -12,9 +12,11 @@ they share:
   (:func:`resolve_registry`);
 * one collector of each kind per registry, created and registered on first
   use (prometheus-client refuses to register the same metric names twice in
-  one registry), and forgotten with the registry (:func:`collector_for`).
+  one registry), and forgotten with the registry (:func:`collector_for`);
+* the live objects a collector reads at scrape time, held weakly so a
+  stopped component is forgotten with it (:class:`LiveSet`).
 
-Thread-safety: both functions may be called from any thread.
+Thread-safety: everything here may be called from any thread.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["collector_for", "resolve_registry"]
+__all__ = ["LiveSet", "collector_for", "resolve_registry"]
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 _lock = threading.Lock()
 # registry -> {collector class: the collector registered there}
@@ -60,3 +63,26 @@ def collector_for(registry: Any, kind: Callable[[], C]) -> C:
             registry.register(collector)
             per_kind[kind] = collector
         return collector
+
+
+class LiveSet(Generic[T]):
+    """The components a scrape-time collector reports on: added weakly, read as a snapshot.
+
+    ``add`` is called when a component starts reporting; :meth:`snapshot`
+    when the registry is scraped. A component that is garbage-collected
+    drops out by itself. Thread-safe.
+    """
+
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def add(self, item: T) -> None:
+        with self._lock:
+            self._items.add(item)
+
+    def snapshot(self) -> list[T]:
+        with self._lock:
+            return list(self._items)

@@ -104,6 +104,18 @@ def selector_query(value: Selector, kind: str) -> str | None:
     return text or None
 
 
+def selectors_query(label_selector: Selector, field_selector: Selector) -> list[tuple[str, Any]]:
+    """The ``labelSelector`` / ``fieldSelector`` query parameters of a list or watch (empty ones left out)."""
+    query: list[tuple[str, Any]] = []
+    label = selector_query(label_selector, "label")
+    field = selector_query(field_selector, "field")
+    if label:
+        query.append(("labelSelector", label))
+    if field:
+        query.append(("fieldSelector", field))
+    return query
+
+
 class ResourceClient:
     """List, watch, read and write one :class:`Resource` on dicts, through ``api_client``.
 
@@ -214,13 +226,7 @@ class ResourceClient:
 
         Raises :class:`~pyinformers.api._errors.Gone` when ``continue_`` expired.
         """
-        query: list[tuple[str, Any]] = []
-        label = selector_query(label_selector, "label")
-        field = selector_query(field_selector, "field")
-        if label:
-            query.append(("labelSelector", label))
-        if field:
-            query.append(("fieldSelector", field))
+        query = selectors_query(label_selector, field_selector)
         if limit is not None:
             if limit <= 0:
                 raise ValueError(f"limit must be positive, got {limit}")
@@ -298,13 +304,7 @@ class ResourceClient:
         ``k8s.io/initial-events-end``); it implies ``resource_version_match=
         "NotOlderThan"`` and bookmarks, as the API requires.
         """
-        query: list[tuple[str, Any]] = [("watch", "true")]
-        label = selector_query(label_selector, "label")
-        field = selector_query(field_selector, "field")
-        if label:
-            query.append(("labelSelector", label))
-        if field:
-            query.append(("fieldSelector", field))
+        query = [("watch", "true"), *selectors_query(label_selector, field_selector)]
         if resource_version is not None:
             query.append(("resourceVersion", resource_version))
         if send_initial_events:

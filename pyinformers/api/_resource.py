@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["Resource"]
+__all__ = ["Resource", "join_group_version"]
 
 
 def _segment(value: str, what: str) -> str:
@@ -34,6 +34,11 @@ def _segment(value: str, what: str) -> str:
         if bad in value:
             raise ValueError(f"{what} may not contain {bad!r}: {value!r}")
     return quote(value, safe=":@")
+
+
+def join_group_version(group: str, version: str) -> str:
+    """``"apps/v1"``, or ``"v1"`` for the core group: an ``apiVersion`` (client-go's GroupVersion string)."""
+    return f"{group}/{version}" if group else version
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ class Resource:
     @property
     def api_version(self) -> str:
         """The ``apiVersion`` objects of this resource carry: ``"v1"`` or ``"apps/v1"``."""
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return join_group_version(self.group, self.version)
 
     @property
     def group_version(self) -> str:

@@ -51,13 +51,12 @@ import logging
 import sys
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from pyinformers._metrics import collector_for, resolve_registry
+from pyinformers._metrics import LiveSet, collector_for, resolve_registry
 from pyinformers.cache._notification import ChangeKind, Notification
 from pyinformers.clock import REAL_CLOCK, Clock
 
@@ -627,12 +626,8 @@ class _InformerCollector:
     """A Prometheus collector reading informer state at scrape time (no per-event cost)."""
 
     def __init__(self) -> None:
-        self._informers: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def track(self, informer: Any) -> None:
-        with self._lock:
-            self._informers.add(informer)
+        self._informers: LiveSet[Any] = LiveSet()
+        self.track = self._informers.add
 
     def describe(self) -> Iterable[Any]:
         return []  # no fixed description: avoids duplicate-name checks against dynamic labels
@@ -675,8 +670,7 @@ class _InformerCollector:
             "1 once the informer's initial list is in its cache and delivered, else 0.",
             labels=["informer"],
         )
-        with self._lock:
-            informers = list(self._informers)
+        informers = self._informers.snapshot()
         for informer in informers:
             objects.add_metric([informer.name], len(informer.indexer))
             synced.add_metric([informer.name], 1.0 if informer.has_synced() else 0.0)

@@ -310,17 +310,7 @@ class Indexer:
             items: dict[str, Any] = {}
             for obj in objects if isinstance(objects, (list, tuple)) else list(objects):
                 items[self._key(obj)] = obj
-            indices: dict[str, dict[str, set[str]]] = {}
-            for name, fn in indexers.items():
-                index: dict[str, set[str]] = {}
-                for key, obj in items.items():
-                    for v in self._index_values(name, fn, obj):
-                        keys = index.get(v)
-                        if keys is None:
-                            index[v] = {key}
-                        else:
-                            keys.add(key)
-                indices[name] = index
+            indices = {name: self._build_index(name, fn, items) for name, fn in indexers.items()}
             with self._lock:
                 if self._indexers.keys() != indexers.keys():
                     objects = list(items.values())
@@ -329,6 +319,20 @@ class Indexer:
                 self._indices = indices
                 self._resource_version = resource_version
                 return
+
+    def _build_index(
+        self, name: str, fn: IndexFunc, items: Mapping[str, Any]
+    ) -> dict[str, set[str]]:
+        """``{index value: keys}`` of ``items`` under one index function (a relist, a new index)."""
+        index: dict[str, set[str]] = {}
+        for key, obj in items.items():
+            for v in self._index_values(name, fn, obj):
+                keys = index.get(v)
+                if keys is None:
+                    index[v] = {key}
+                else:
+                    keys.add(key)
+        return index
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add indexes; objects already in the store are indexed at once.
@@ -339,17 +343,9 @@ class Indexer:
             taken = sorted(set(indexers) & set(self._indexers))
             if taken:
                 raise ValueError(f"indexer(s) {taken} already exist")
-            built: dict[str, dict[str, set[str]]] = {}
-            for name, fn in indexers.items():
-                index: dict[str, set[str]] = {}
-                for key, obj in self._items.items():
-                    for v in self._index_values(name, fn, obj):
-                        keys = index.get(v)
-                        if keys is None:
-                            index[v] = {key}
-                        else:
-                            keys.add(key)
-                built[name] = index
+            built = {
+                name: self._build_index(name, fn, self._items) for name, fn in indexers.items()
+            }
             for name, fn in indexers.items():
                 self._indexers[name] = fn
                 self._indices[name] = built[name]

@@ -292,18 +292,29 @@ class EnqueueForOwner(EventHandler):
         return keys
 
     def keys(self, event: Change) -> Iterable[str]:
-        keys = self.owner_keys(event.obj)
-        if event.type is ChangeKind.UPDATE and event.old is not event.obj:
-            for key in self.owner_keys(event.old):
-                if key not in keys:
-                    keys.append(key)
-        return keys
+        return _old_and_new_keys(self.owner_keys, event)
 
     def __repr__(self) -> str:
         return (
             f"EnqueueForOwner({self.owner_kind!r}, owner_group={self.owner_group!r}, "
             f"controller_only={self.controller_only}, owner_namespaced={self.owner_namespaced})"
         )
+
+
+def _old_and_new_keys(
+    keys_of: Callable[[Mapping[str, Any] | None], list[str]], change: Change
+) -> list[str]:
+    """The keys of the new object, then those of the old one not already named (updates only).
+
+    A relation that changed (a new owner, a remapped key) wakes both sides; a
+    resync (old *is* new) maps once.
+    """
+    keys = keys_of(change.obj)
+    if change.type is ChangeKind.UPDATE and change.old is not change.obj:
+        for key in keys_of(change.old):
+            if key not in keys:
+                keys.append(key)
+    return keys
 
 
 #: Handlers whose keys() runs no user code: their bound handlers run on the informer thread.
@@ -341,12 +352,7 @@ class EnqueueMapped(EventHandler):
         return keys
 
     def keys(self, event: Change) -> Iterable[str]:
-        keys = self._map(event.obj)
-        if event.type is ChangeKind.UPDATE and event.old is not event.obj:
-            for key in self._map(event.old):
-                if key not in keys:
-                    keys.append(key)
-        return keys
+        return _old_and_new_keys(self._map, event)
 
     def __repr__(self) -> str:
         return f"EnqueueMapped({getattr(self.fn, '__qualname__', self.fn)!s})"

@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import bisect
 import threading
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from pyinformers._metrics import collector_for, resolve_registry
+from pyinformers._metrics import LiveSet, collector_for, resolve_registry
 
 __all__ = ["ControllerMetrics", "RECONCILE_TIME_BUCKETS", "RESULTS"]
 
@@ -146,12 +145,8 @@ class _Collector:
     """Turns the live controllers' numbers into metric families at scrape time (one per registry)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._controllers: weakref.WeakSet[ControllerMetrics] = weakref.WeakSet()
-
-    def track(self, metrics: ControllerMetrics) -> None:
-        with self._lock:
-            self._controllers.add(metrics)
+        self._controllers: LiveSet[ControllerMetrics] = LiveSet()
+        self.track = self._controllers.add
 
     @staticmethod
     def _families() -> tuple[Any, ...]:
@@ -187,8 +182,7 @@ class _Collector:
         return iter(self._families())
 
     def collect(self) -> Iterator[Any]:
-        with self._lock:
-            controllers = list(self._controllers)
+        controllers = self._controllers.snapshot()
         merged: dict[str, list] = {}
         for metrics in controllers:
             results, buckets, total, active, maximum = metrics.snapshot()

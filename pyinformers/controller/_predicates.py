@@ -66,6 +66,21 @@ def _incomplete_update(change: Change) -> bool:
     return change.type is ChangeKind.UPDATE and (change.old is None or change.obj is None)
 
 
+def _before_comparing(change: Change, *, resync: bool) -> bool | None:
+    """What every ``*_changed`` predicate answers before it compares old and new.
+
+    Adds and deletes pass; an update missing a side fails; a resync gets
+    ``resync``. None: a complete, real update, for the caller to compare.
+    """
+    if change.type is not ChangeKind.UPDATE:
+        return True
+    if _incomplete_update(change):
+        return False
+    if change.is_resync:
+        return resync
+    return None
+
+
 def is_resync(change: Change) -> bool:
     """True for a periodic resync (an update with the same object on both sides)."""
     return change.is_resync
@@ -81,12 +96,9 @@ def generation_changed(change: Change) -> bool:
     Namespaces, Leases) carry no generation at all: their updates always pass,
     as do adds, deletes and resyncs (see the module notes).
     """
-    if change.type is not ChangeKind.UPDATE:
-        return True
-    if _incomplete_update(change):
-        return False
-    if change.is_resync:
-        return True
+    verdict = _before_comparing(change, resync=True)
+    if verdict is not None:
+        return verdict
     old = _meta(change.old).get("generation")
     new = _meta(change.obj).get("generation")
     if old is None or new is None:
@@ -96,23 +108,17 @@ def generation_changed(change: Change) -> bool:
 
 def labels_changed(change: Change) -> bool:
     """Let an update through only when ``metadata.labels`` changed (adds, deletes, resyncs pass)."""
-    if change.type is not ChangeKind.UPDATE:
-        return True
-    if _incomplete_update(change):
-        return False
-    if change.is_resync:
-        return True
+    verdict = _before_comparing(change, resync=True)
+    if verdict is not None:
+        return verdict
     return (_meta(change.old).get("labels") or {}) != (_meta(change.obj).get("labels") or {})
 
 
 def annotations_changed(change: Change) -> bool:
     """Let an update through only when ``metadata.annotations`` changed (adds, deletes, resyncs pass)."""
-    if change.type is not ChangeKind.UPDATE:
-        return True
-    if _incomplete_update(change):
-        return False
-    if change.is_resync:
-        return True
+    verdict = _before_comparing(change, resync=True)
+    if verdict is not None:
+        return verdict
     return (_meta(change.old).get("annotations") or {}) != (
         _meta(change.obj).get("annotations") or {}
     )
@@ -124,10 +130,9 @@ def resource_version_changed(change: Change) -> bool:
     Every real change bumps the resourceVersion and a resync never does, so
     this is the predicate that drops resyncs. Adds and deletes pass.
     """
-    if change.type is not ChangeKind.UPDATE:
-        return True
-    if change.is_resync or _incomplete_update(change):
-        return False
+    verdict = _before_comparing(change, resync=False)
+    if verdict is not None:
+        return verdict
     return _meta(change.old).get("resourceVersion") != _meta(change.obj).get("resourceVersion")
 
 

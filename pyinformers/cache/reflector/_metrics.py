@@ -11,10 +11,10 @@ them weakly, so a forgotten reflector drops out of the metrics.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from pyinformers._metrics import LiveSet
 
 if TYPE_CHECKING:
     from pyinformers.cache.reflector._reflector import Reflector
@@ -30,12 +30,8 @@ class ReflectorCollector:
     """
 
     def __init__(self) -> None:
-        self._reflectors: weakref.WeakSet[Reflector] = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def add(self, reflector: Reflector) -> None:
-        with self._lock:
-            self._reflectors.add(reflector)
+        self._reflectors: LiveSet[Reflector] = LiveSet()
+        self.add = self._reflectors.add
 
     def describe(self) -> list:
         return []
@@ -43,8 +39,7 @@ class ReflectorCollector:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        with self._lock:
-            reflectors = list(self._reflectors)
+        reflectors = self._reflectors.snapshot()
         counters = {
             "lists": "Full lists completed (streaming lists included).",
             "watches": "Watch requests opened.",

@@ -167,9 +167,7 @@ def _outside_status(path: Path) -> bool:
 class FieldManagement:
     """Field ownership for one embedded server (see the module docstring). Thread-safe."""
 
-    def __init__(
-        self, crd_for: Callable[[Any], dict | None], time_func: Callable[[], str]
-    ) -> None:
+    def __init__(self, crd_for: Callable[[Any], dict | None], time_func: Callable[[], str]) -> None:
         self._crd_for = crd_for
         self._now = time_func
         self._lock = threading.Lock()

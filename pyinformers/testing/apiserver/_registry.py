@@ -24,6 +24,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pyinformers.api._resource import join_group_version
+
 __all__ = ["ResourceType", "Registry", "BUILTIN_RESOURCES", "resource_types_from_crd"]
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -72,7 +74,7 @@ class ResourceType:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return join_group_version(self.group, self.version)
 
     @property
     def group_version(self) -> str:
