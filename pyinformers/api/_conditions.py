@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import re
 import time as _time
-from typing import Any, Mapping, MutableMapping, Optional, Union
+from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 from pyinformers.api._times import TimeLike, format_time
 
@@ -54,7 +55,7 @@ _TYPE = re.compile(
 _REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 _TYPE_MAX, _REASON_MAX, _MESSAGE_MAX = 316, 1024, 32768
 
-Conditions = Union[list, MutableMapping[str, Any]]
+Conditions = list | MutableMapping[str, Any]
 
 
 def validate_condition(
@@ -69,9 +70,13 @@ def validate_condition(
             f"at most {_TYPE_MAX} characters)"
         )
     if status not in CONDITION_STATUSES:
-        raise ValueError(f"condition {type}: status must be one of True, False, Unknown (strings), got {status!r}")
+        raise ValueError(
+            f"condition {type}: status must be one of True, False, Unknown (strings), got {status!r}"
+        )
     if not isinstance(reason, str) or not reason:
-        raise ValueError(f"condition {type}: reason is required (a CamelCase word such as 'Available'), got {reason!r}")
+        raise ValueError(
+            f"condition {type}: reason is required (a CamelCase word such as 'Available'), got {reason!r}"
+        )
     if len(reason) > _REASON_MAX or not _REASON.match(reason):
         raise ValueError(
             f"condition {type}: reason {reason!r} must be CamelCase: a letter, then letters, digits, '_', ',' or ':' "
@@ -80,14 +85,20 @@ def validate_condition(
     if not isinstance(message, str):
         raise ValueError(f"condition {type}: message must be a string, got {message!r}")
     if len(message) > _MESSAGE_MAX:
-        raise ValueError(f"condition {type}: message is {len(message)} characters, at most {_MESSAGE_MAX} allowed")
+        raise ValueError(
+            f"condition {type}: message is {len(message)} characters, at most {_MESSAGE_MAX} allowed"
+        )
     if observed_generation is not None and (
-        isinstance(observed_generation, bool) or not isinstance(observed_generation, int) or observed_generation < 0
+        isinstance(observed_generation, bool)
+        or not isinstance(observed_generation, int)
+        or observed_generation < 0
     ):
-        raise ValueError(f"condition {type}: observed_generation must be an int >= 0, got {observed_generation!r}")
+        raise ValueError(
+            f"condition {type}: observed_generation must be an int >= 0, got {observed_generation!r}"
+        )
 
 
-def _list_of(conditions: Any, *, create: bool) -> Optional[list]:
+def _list_of(conditions: Any, *, create: bool) -> list | None:
     """The condition list itself: ``conditions`` if a list, else ``obj['status']['conditions']``."""
     if isinstance(conditions, list):
         return conditions
@@ -112,7 +123,7 @@ def _list_of(conditions: Any, *, create: bool) -> Optional[list]:
     return found
 
 
-def find_status_condition(conditions: Any, type: str) -> Optional[dict[str, Any]]:
+def find_status_condition(conditions: Any, type: str) -> dict[str, Any] | None:
     """The condition of ``type`` in ``conditions`` (a list or an object), or None. The entry itself, not a copy."""
     found = _list_of(conditions, create=False)
     for entry in found or ():
@@ -128,8 +139,8 @@ def set_status_condition(
     status: str,
     reason: str,
     message: str = "",
-    observed_generation: Optional[int] = None,
-    now: Optional[TimeLike] = None,
+    observed_generation: int | None = None,
+    now: TimeLike | None = None,
 ) -> bool:
     """Upsert the condition ``type``; True when the list changed.
 
@@ -156,7 +167,9 @@ def set_status_condition(
         existing["status"] = status
         existing["lastTransitionTime"] = stamp
         changed = True
-    elif not existing.get("lastTransitionTime"):  # the schema requires one; repair a list written by hand
+    elif not existing.get(
+        "lastTransitionTime"
+    ):  # the schema requires one; repair a list written by hand
         existing["lastTransitionTime"] = stamp
         changed = True
     if existing.get("reason") != reason:
@@ -165,7 +178,10 @@ def set_status_condition(
     if existing.get("message", "") != message:
         existing["message"] = message
         changed = True
-    if observed_generation is not None and existing.get("observedGeneration") != observed_generation:
+    if (
+        observed_generation is not None
+        and existing.get("observedGeneration") != observed_generation
+    ):
         existing["observedGeneration"] = observed_generation
         changed = True
     return changed

@@ -21,7 +21,8 @@ object first. Not thread-safe on a shared object.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 __all__ = ["add_finalizer", "contains_finalizer", "remove_finalizer", "validate_finalizer_name"]
 
@@ -32,7 +33,9 @@ _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a
 def validate_finalizer_name(finalizer: Any) -> None:
     """Raise ValueError unless ``finalizer`` is a domain-qualified name such as ``example.com/cleanup``."""
     if not isinstance(finalizer, str) or not finalizer:
-        raise ValueError(f"finalizer must be a non-empty string such as 'example.com/cleanup', got {finalizer!r}")
+        raise ValueError(
+            f"finalizer must be a non-empty string such as 'example.com/cleanup', got {finalizer!r}"
+        )
     prefix, slash, name = finalizer.rpartition("/")
     if not slash:
         raise ValueError(

@@ -15,9 +15,8 @@ manager's ``ignored`` attribute says whether it swallowed one. Thread-safe
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Optional
 
-from pyinformers.api import AlreadyExists, ApiError, NotFound
+from pyinformers.api._errors import AlreadyExists, ApiError, NotFound
 
 __all__ = ["Ignored", "ignore_already_exists", "ignore_not_found"]
 
@@ -29,13 +28,16 @@ class Ignored:
 
     def __init__(self, kind: type[ApiError]) -> None:
         self._kind = kind
-        self.ignored: Optional[ApiError] = None
+        self.ignored: ApiError | None = None
 
-    def __enter__(self) -> "Ignored":
+    def __enter__(self) -> Ignored:
         return self
 
     def __exit__(
-        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> bool:
         if exc is not None and isinstance(exc, self._kind):
             self.ignored = exc

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 __all__ = ["WriteListener", "notify_write", "observing_writes"]
 
@@ -31,14 +32,14 @@ __all__ = ["WriteListener", "notify_write", "observing_writes"]
 #: ``answer`` what the server returned (the stored object, or a Status for some deletes).
 WriteListener = Callable[[Any, str, Any], None]
 
-_LISTENER: contextvars.ContextVar[Optional[WriteListener]] = contextvars.ContextVar(
+_LISTENER: contextvars.ContextVar[WriteListener | None] = contextvars.ContextVar(
     "pyinformers_write_listener", default=None
 )
 _log = logging.getLogger("pyinformers.api")
 
 
 @contextmanager
-def observing_writes(listener: Optional[WriteListener]) -> Iterator[None]:
+def observing_writes(listener: WriteListener | None) -> Iterator[None]:
     """Within this block (and this thread's context), tell ``listener`` of every accepted write."""
     token = _LISTENER.set(listener)
     try:

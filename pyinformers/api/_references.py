@@ -12,7 +12,8 @@ Pure, thread-safe.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["object_reference"]
 
@@ -20,7 +21,9 @@ __all__ = ["object_reference"]
 def object_reference(obj: Mapping[str, Any], *, field_path: str = "") -> dict[str, str]:
     """An ``ObjectReference`` dict to ``obj``; ``field_path`` (e.g. ``spec.containers{web}``) when given."""
     if not isinstance(obj, Mapping):
-        raise ValueError(f"object_reference needs an object (a mapping), got {type(obj).__name__}")
+        raise ValueError(
+            f"object_reference: objects are referenced as dicts, got {type(obj).__name__}"
+        )
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         raise ValueError("object_reference: the object needs metadata.name")

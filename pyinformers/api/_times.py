@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Optional, Union
 
 __all__ = ["format_time", "format_micro_time", "parse_time", "parse_time_seconds", "TimeLike"]
 
 #: Epoch seconds (``Clock.time()``, ``time.time()``) or an aware ``datetime``.
-TimeLike = Union[float, int, datetime]
+TimeLike = float | int | datetime
 
 # RFC 3339 date-time: date, 'T', time, optional fraction (Go writes up to 9 digits), zone.
 _RFC3339 = re.compile(
@@ -38,10 +37,14 @@ _RFC3339 = re.compile(
 def _as_datetime(value: TimeLike, what: str) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"{what}: a naive datetime ({value.isoformat()}) has no time zone; pass an aware one")
+            raise ValueError(
+                f"{what}: a naive datetime ({value.isoformat()}) has no time zone; pass an aware one"
+            )
         return value.astimezone(timezone.utc)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what}: expected epoch seconds or an aware datetime, got {type(value).__name__}")
+        raise TypeError(
+            f"{what}: expected epoch seconds or an aware datetime, got {type(value).__name__}"
+        )
     return datetime.fromtimestamp(value, tz=timezone.utc)
 
 
@@ -76,7 +79,7 @@ def parse_time(text: str) -> datetime:
     return parsed.astimezone(timezone.utc)
 
 
-def parse_time_seconds(text: Optional[str]) -> Optional[float]:
+def parse_time_seconds(text: str | None) -> float | None:
     """:func:`parse_time` as epoch seconds; None for None or an empty string (an unset time)."""
     if text is None or text == "":
         return None

@@ -19,9 +19,22 @@ vocabulary every layer above needs on that shape:
 * :func:`describe`, the one way the library names an object in a log line or
   an error message: kind, namespace, name, uid and resourceVersion, never the
   object's data (a Secret's ``data`` must never reach a log).
+* **status conditions** (``metav1.Condition``, apimachinery's semantics):
+  :func:`set_status_condition`, :func:`find_status_condition`,
+  :func:`remove_status_condition`, :func:`is_status_condition_true`,
+  :func:`is_status_condition_false`, :func:`is_status_condition_present_and_equal`.
+* **finalizers**: :func:`add_finalizer`, :func:`remove_finalizer`,
+  :func:`contains_finalizer` (idempotent; names must be domain-qualified).
+* **times**: :func:`format_time`, :func:`format_micro_time`,
+  :func:`parse_time`, :func:`parse_time_seconds` (RFC 3339, as the API
+  server writes ``Time`` and ``MicroTime``).
+* :func:`object_reference` (client-go's ``ref.GetReference``), and
+  :func:`ignore_not_found` / :func:`ignore_already_exists` (controller-runtime's
+  ``client.IgnoreNotFound`` as a ``with`` block).
 
-Every function here is pure (except :func:`set_controller_reference`, which
-mutates the object it is given, by design) and thread-safe.
+Every function here is pure (except :func:`set_controller_reference`, the
+condition setters and the finalizer setters, which mutate the object they
+are given, by design) and thread-safe.
 """
 
 from __future__ import annotations
@@ -31,7 +44,54 @@ from collections.abc import Mapping, MutableMapping
 from types import MappingProxyType
 from typing import Any
 
+from pyinformers.api._conditions import (
+    CONDITION_STATUSES,
+    find_status_condition,
+    is_status_condition_false,
+    is_status_condition_present_and_equal,
+    is_status_condition_true,
+    remove_status_condition,
+    set_status_condition,
+    validate_condition,
+)
+from pyinformers.api._finalizers import (
+    add_finalizer,
+    contains_finalizer,
+    remove_finalizer,
+    validate_finalizer_name,
+)
+from pyinformers.api._ignore import Ignored, ignore_already_exists, ignore_not_found
+from pyinformers.api._references import object_reference
+from pyinformers.api._times import (
+    TimeLike,
+    format_micro_time,
+    format_time,
+    parse_time,
+    parse_time_seconds,
+)
+
 __all__ = [
+    "CONDITION_STATUSES",
+    "Ignored",
+    "TimeLike",
+    "add_finalizer",
+    "contains_finalizer",
+    "find_status_condition",
+    "format_micro_time",
+    "format_time",
+    "ignore_already_exists",
+    "ignore_not_found",
+    "is_status_condition_false",
+    "is_status_condition_present_and_equal",
+    "is_status_condition_true",
+    "object_reference",
+    "parse_time",
+    "parse_time_seconds",
+    "remove_finalizer",
+    "remove_status_condition",
+    "set_status_condition",
+    "validate_condition",
+    "validate_finalizer_name",
     "AlreadyOwnedError",
     "object_key",
     "split_key",

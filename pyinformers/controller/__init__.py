@@ -11,6 +11,11 @@
   :func:`resource_version_changed`, :func:`label_selector`, :func:`is_resync`,
   combined with :func:`all_of`, :func:`any_of`, :func:`not_`.
 * :func:`install_crd` -- create a CRD and wait until the API server serves it.
+* What a reconcile does to objects (controller-runtime's ``controllerutil``):
+  :func:`create_or_update`, :func:`create_or_patch` (an
+  :class:`OperationResult`), :func:`update_status` / :func:`update_object`
+  (the stored object handed back in place), :func:`finalize` (kube-rs's
+  ``finalizer()``: apply and cleanup around a finalizer).
 
 The process that runs controllers (``Manager``, ``Operator``, probes, leader
 election) is :mod:`pyinformers.manager`; its names imported from here still
@@ -50,6 +55,16 @@ from pyinformers.controller._predicates import (
     not_,
     resource_version_changed,
 )
+from pyinformers.controller._objects import (
+    ObjectBeingDeleted,
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+    finalize,
+    merge_patch,
+    update_object,
+    update_status,
+)
 from pyinformers.controller._result import Result
 
 __all__ = [
@@ -63,6 +78,8 @@ __all__ = [
     "EventHandler",
     "ChangeKind",
     "InformersNotStarted",
+    "ObjectBeingDeleted",
+    "OperationResult",
     "Predicate",
     "Result",
     "Watch",
@@ -70,14 +87,20 @@ __all__ = [
     "all_of",
     "annotations_changed",
     "any_of",
+    "create_or_patch",
+    "create_or_update",
+    "finalize",
     "generation_changed",
     "install_crd",
     "load_yaml",
     "is_resync",
     "label_selector",
     "labels_changed",
+    "merge_patch",
     "not_",
     "resource_version_changed",
+    "update_object",
+    "update_status",
 ]
 
 publish(globals(), __all__)

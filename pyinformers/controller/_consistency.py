@@ -54,8 +54,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pyinformers.api.meta import object_key
 from pyinformers.clock import REAL_CLOCK, Clock
@@ -96,7 +97,7 @@ class _Pending:
         self.writes: dict[tuple[str, str, str], tuple[int, bool]] = {}
 
 
-def _rv(value: Any) -> Optional[int]:
+def _rv(value: Any) -> int | None:
     if type(value) is str and value.isdigit():
         return int(value)
     return None
@@ -118,10 +119,10 @@ class ConsistencyGuard:
         self,
         informers: Iterable[Any] = (),
         *,
-        clock: Optional[Clock] = None,
+        clock: Clock | None = None,
         timeout: float = DEFAULT_CONSISTENCY_TIMEOUT,
         max_keys: int = DEFAULT_MAX_KEYS,
-        log: Optional[logging.Logger] = None,
+        log: logging.Logger | None = None,
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"consistency timeout must be > 0 seconds, got {timeout!r}")
@@ -135,14 +136,16 @@ class ConsistencyGuard:
         # (group, plural) -> informer caching it. Written by watch() before start, read after.
         self._caches: dict[tuple[str, str], Any] = {}
         # invariant: every entry has at least one write; insertion order is the order of last record
-        self._pending: "OrderedDict[Any, _Pending]" = OrderedDict()
+        self._pending: OrderedDict[Any, _Pending] = OrderedDict()
         self._stats = ConsistencyStats()
         for informer in informers:
             self.add_informer(informer)
 
     def add_informer(self, informer: Any) -> None:
         """Check writes to the resource ``informer`` caches against its cache."""
-        resource = getattr(getattr(informer, "lister", None), "resource", None) or getattr(informer, "resource", None)
+        resource = getattr(getattr(informer, "lister", None), "resource", None) or getattr(
+            informer, "resource", None
+        )
         if resource is None or getattr(informer, "indexer", None) is None:
             return  # a bare test double: nothing to compare with
         with self._lock:
@@ -151,8 +154,8 @@ class ConsistencyGuard:
     # -- recording ----------------------------------------------------------------------
     def record(self, key: Any, resource: Any, verb: str, answer: Any) -> None:
         """The reconcile of ``key`` wrote ``resource``; the server answered ``answer``."""
-        group = getattr(resource, "group", None)
-        plural = getattr(resource, "plural", None)
+        group: str = getattr(resource, "group", "")
+        plural: str = getattr(resource, "plural", "")
         if (group, plural) not in self._caches or not isinstance(answer, dict):
             return
         md = answer.get("metadata")
@@ -203,7 +206,7 @@ class ConsistencyGuard:
             self._pending.clear()
 
     # -- checking -----------------------------------------------------------------------
-    def check(self, key: Any) -> Optional[float]:
+    def check(self, key: Any) -> float | None:
         """None when ``key`` may be reconciled now; else the seconds to defer it by.
 
         Drops the records of ``key`` when they are all caught up, or when the
@@ -214,11 +217,17 @@ class ConsistencyGuard:
             if pending is None:
                 return None
             writes = list(pending.writes.items())
-        behind = [(ident, rv) for ident, (rv, deleted) in writes if not self._caught_up(ident, rv, deleted)]
+        behind = [
+            (ident, rv)
+            for ident, (rv, deleted) in writes
+            if not self._caught_up(ident, rv, deleted)
+        ]
         now = self.clock.now()
         with self._lock:
             current = self._pending.get(key)
-            if current is not pending:  # recorded anew or forgotten meanwhile: decide on what is there now
+            if (
+                current is not pending
+            ):  # recorded anew or forgotten meanwhile: decide on what is there now
                 return None if current is None else 0.0
             if not behind:
                 del self._pending[key]
@@ -230,7 +239,9 @@ class ConsistencyGuard:
                 timed_out = True
             else:
                 pending.writes = {ident: pending.writes[ident] for ident, _ in behind}
-                delay = min(_FIRST_DELAY * (2 ** pending.deferrals), _MAX_DELAY, self.timeout - waited)
+                delay = min(
+                    _FIRST_DELAY * (2**pending.deferrals), _MAX_DELAY, self.timeout - waited
+                )
                 pending.deferrals += 1
                 self._stats.deferred += 1
                 timed_out = False
@@ -239,7 +250,12 @@ class ConsistencyGuard:
             self.log.warning(
                 "reconciling %r although the cache has not caught up with its own write after %g s "
                 "(%s %s at resourceVersion %d, and %d more): the watch is behind",
-                key, waited, plural + ("." + group if group else ""), obj_key, rv, len(behind) - 1,
+                key,
+                waited,
+                plural + ("." + group if group else ""),
+                obj_key,
+                rv,
+                len(behind) - 1,
             )
             return None
         return max(delay, 0.0)
@@ -259,14 +275,18 @@ class ConsistencyGuard:
             return True
         last = getattr(informer, "last_sync_resource_version", None)
         seen = _rv(last()) if callable(last) else None
-        return seen is not None and seen >= rv  # an informer that says nothing of its progress: wait
+        return (
+            seen is not None and seen >= rv
+        )  # an informer that says nothing of its progress: wait
 
     # -- looking at it ------------------------------------------------------------------
     def stats(self) -> ConsistencyStats:
         """A snapshot of the counts."""
         with self._lock:
             s = self._stats
-            return ConsistencyStats(s.recorded, s.deferred, s.timeouts, s.evicted, len(self._pending))
+            return ConsistencyStats(
+                s.recorded, s.deferred, s.timeouts, s.evicted, len(self._pending)
+            )
 
     def __repr__(self) -> str:
         s = self.stats()

@@ -27,10 +27,11 @@ filled in.
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Mapping, MutableMapping, Optional, TypeVar
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, TypeVar
 
-from pyinformers.api import NotFound, deep_copy
-from pyinformers.api._finalizers import contains_finalizer, validate_finalizer_name
+from pyinformers.api import NotFound
+from pyinformers.api.meta import contains_finalizer, deep_copy, validate_finalizer_name
 
 __all__ = [
     "ObjectBeingDeleted",
@@ -79,32 +80,36 @@ def _md(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return md if isinstance(md, Mapping) else {}
 
 
-def _identity(obj: Mapping[str, Any], what: str) -> tuple[Optional[str], str]:
+def _identity(obj: Mapping[str, Any], what: str) -> tuple[str | None, str]:
     md = _md(obj)
     name = md.get("name")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"{what}: obj needs metadata.name (generateName cannot be looked up first)")
+        raise ValueError(
+            f"{what}: obj needs metadata.name (generateName cannot be looked up first)"
+        )
     ns = md.get("namespace") or None
     return ns, name
 
 
-def _check_identity(before: tuple[Optional[str], str], obj: Mapping[str, Any], what: str) -> None:
+def _check_identity(before: tuple[str | None, str], obj: Mapping[str, Any], what: str) -> None:
     md = _md(obj)
     after = (md.get("namespace") or None, md.get("name"))
     if after[1] != before[1]:
-        raise ValueError(f"{what}: the mutate function changed metadata.name from {before[1]!r} to {after[1]!r}")
+        raise ValueError(
+            f"{what}: the mutate function changed metadata.name from {before[1]!r} to {after[1]!r}"
+        )
     if after[0] != before[0]:
         raise ValueError(
             f"{what}: the mutate function changed metadata.namespace from {before[0]!r} to {after[0]!r}"
         )
 
 
-def _label(ns: Optional[str], name: str, client: Any) -> str:
+def _label(ns: str | None, name: str, client: Any) -> str:
     kind = getattr(getattr(client, "resource", None), "kind", "object")
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
-def _read(client: Any, lister: Any, ns: Optional[str], name: str) -> Optional[dict]:
+def _read(client: Any, lister: Any, ns: str | None, name: str) -> dict | None:
     """The current object (a private copy), from ``lister`` if given (the cache), else the server."""
     if lister is not None:
         cached = lister.get(name, namespace=ns) if ns else lister.get(name)
@@ -126,8 +131,34 @@ def _replace_in_place(target: MutableMapping[str, Any], stored: Mapping[str, Any
     target.update(stored)
 
 
+def _read_and_mutate(
+    client: Any,
+    obj: MutableMapping[str, Any],
+    mutate: Callable[[MutableMapping[str, Any]], Any],
+    lister: Any,
+    what: str,
+) -> tuple[tuple[str | None, str], dict | None]:
+    """Fill ``obj`` with the current object (if any), apply ``mutate``, check the name and namespace.
+
+    Returns the identity and a copy of the object as it was (None: it does not exist yet).
+    """
+    ident = _identity(obj, what)
+    current = _read(client, lister, *ident)
+    before = None
+    if current is not None:
+        _refuse_deleting(current, _label(*ident, client))
+        before = deep_copy(current)
+        _replace_in_place(obj, current)
+    mutate(obj)
+    _check_identity(ident, obj, what)
+    return ident, before
+
+
 def create_or_update(
-    client: Any, obj: MutableMapping[str, Any], mutate: Callable[[MutableMapping[str, Any]], Any], *,
+    client: Any,
+    obj: MutableMapping[str, Any],
+    mutate: Callable[[MutableMapping[str, Any]], Any],
+    *,
     lister: Any = None,
 ) -> OperationResult:
     """Make ``obj`` exist as ``mutate`` wants it, with one create, one update, or no write at all.
@@ -142,19 +173,10 @@ def create_or_update(
     deletionTimestamp, and the server's errors (``Conflict`` when the read
     was stale: retry).
     """
-    ident = _identity(obj, "create_or_update")
-    label = _label(*ident, client)
-    current = _read(client, lister, *ident)
-    if current is None:
-        mutate(obj)
-        _check_identity(ident, obj, "create_or_update")
+    ident, before = _read_and_mutate(client, obj, mutate, lister, "create_or_update")
+    if before is None:
         _replace_in_place(obj, client.create(obj))
         return OperationResult.CREATED
-    _refuse_deleting(current, label)
-    before = deep_copy(current)
-    _replace_in_place(obj, current)
-    mutate(obj)
-    _check_identity(ident, obj, "create_or_update")
     if obj == before:
         return OperationResult.UNCHANGED
     _replace_in_place(obj, client.replace(obj))
@@ -185,8 +207,12 @@ def merge_patch(old: Any, new: Any) -> Any:
 
 
 def create_or_patch(
-    client: Any, obj: MutableMapping[str, Any], mutate: Callable[[MutableMapping[str, Any]], Any], *,
-    lister: Any = None, status_subresource: bool = True,
+    client: Any,
+    obj: MutableMapping[str, Any],
+    mutate: Callable[[MutableMapping[str, Any]], Any],
+    *,
+    lister: Any = None,
+    status_subresource: bool = True,
 ) -> OperationResult:
     """:func:`create_or_update`, writing only what ``mutate`` changed, as merge patches.
 
@@ -198,29 +224,19 @@ def create_or_patch(
     written by a status patch after the create, as controller-runtime does.
     Errors as :func:`create_or_update`.
     """
-    ident = _identity(obj, "create_or_patch")
-    ns, name = ident
-    label = _label(ns, name, client)
-    current = _read(client, lister, ns, name)
-    if current is None:
-        mutate(obj)
-        _check_identity(ident, obj, "create_or_patch")
+    (ns, name), before = _read_and_mutate(client, obj, mutate, lister, "create_or_patch")
+    if before is None:
         status = obj.get("status")
-        stored = client.create(obj)
-        if status_subresource and status and stored.get("status") != status:
-            stored = client.patch(name, {"status": deep_copy(status)}, ns, subresource="status")
-        _replace_in_place(obj, stored)
+        created = client.create(obj)
+        if status_subresource and status and created.get("status") != status:
+            created = client.patch(name, {"status": deep_copy(status)}, ns, subresource="status")
+        _replace_in_place(obj, created)
         return OperationResult.CREATED
-    _refuse_deleting(current, label)
-    before = deep_copy(current)
-    _replace_in_place(obj, current)
-    mutate(obj)
-    _check_identity(ident, obj, "create_or_patch")
     patch = merge_patch(before, obj)
     if not patch:
         return OperationResult.UNCHANGED
     status_patch = patch.pop("status", None) if status_subresource else None
-    stored: Optional[dict] = None
+    stored: dict | None = None
     if patch:
         stored = client.patch(name, patch, ns)
     if status_patch is not None:
@@ -251,7 +267,9 @@ def update_object(client: Any, obj: MutableMapping[str, Any]) -> MutableMapping[
 
 def _finalizer_patch(obj: Mapping[str, Any], finalizers: list) -> dict:
     # The resourceVersion makes the patch conditional: a concurrent change is a 409, never lost.
-    return {"metadata": {"finalizers": finalizers, "resourceVersion": _md(obj).get("resourceVersion")}}
+    return {
+        "metadata": {"finalizers": finalizers, "resourceVersion": _md(obj).get("resourceVersion")}
+    }
 
 
 def finalize(
@@ -261,7 +279,7 @@ def finalize(
     *,
     apply: Callable[[dict], R],
     cleanup: Callable[[dict], R],
-) -> Optional[R]:
+) -> R | None:
     """Reconcile ``obj`` as ``apply`` or ``cleanup``, holding ``finalizer`` on it while it lives.
 
     * alive, without the finalizer: add it (a merge patch conditional on the
@@ -288,7 +306,10 @@ def finalize(
         if not contains_finalizer(current, finalizer):
             return None
         outcome = cleanup(current)
-        if getattr(outcome, "requeue", False) or getattr(outcome, "requeue_after", None) is not None:
+        if (
+            getattr(outcome, "requeue", False)
+            or getattr(outcome, "requeue_after", None) is not None
+        ):
             return outcome  # cleanup not finished: keep the finalizer
         kept = [f for f in finalizers if f != finalizer]
         client.patch(name, _finalizer_patch(current, kept), ns)

@@ -9,8 +9,9 @@ MicroTime. The API server parses ``acquireTime``/``renewTime`` with the Go
 layout ``2006-01-02T15:04:05.000000Z07:00``: exactly six fractional digits.
 ``...:35Z`` (none) and ``...:40.123456789Z`` (nine) are rejected with 400,
 an offset such as ``+02:00`` is accepted and answered in UTC (transcript
-``k8s-transcripts/v1.36.2/leases.jsonl``). :func:`format_micro_time` always
-writes six digits in UTC; :func:`parse_micro_time` reads any RFC 3339 time.
+``k8s-transcripts/v1.36.2/leases.jsonl``). :func:`format_micro_time` (the one of
+:mod:`pyinformers.api.meta`) always writes six digits in UTC;
+:func:`parse_micro_time` reads any RFC 3339 time.
 
 Nothing in a record is trusted for timing: electors measure lease expiry on
 their own clock from the moment they *observed* a record change, never from
@@ -22,32 +23,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
+
+from pyinformers.api.meta import format_micro_time, parse_time_seconds
 
 __all__ = ["LeaderElectionRecord", "format_micro_time", "parse_micro_time"]
 
 
-def format_micro_time(seconds: float) -> str:
-    """``seconds`` since the epoch as a MicroTime: UTC, exactly six fractional digits."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def parse_micro_time(value: str | None) -> float | None:
     """An RFC 3339 time (any precision, ``Z`` or an offset) as seconds since the epoch; None for None/""."""
-    if not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    head, dot, rest = text.partition(".")
-    if dot:  # fromisoformat takes at most six fractional digits: cut nanoseconds
-        digits = len(rest) - len(rest.lstrip("0123456789"))
-        text = head + "." + rest[: min(digits, 6)].ljust(6, "0") + rest[digits:]
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
+    return parse_time_seconds(value)
 
 
 @dataclass(frozen=True)

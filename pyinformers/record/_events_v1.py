@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.api import ResourceClient
-from pyinformers.api._times import format_micro_time, parse_time_seconds
+from pyinformers.api.meta import format_micro_time, parse_time_seconds
+from pyinformers.record._sink import ResourceClientSink
 from pyinformers.resources import EVENTS_V1
 
 __all__ = ["DiscoveringSink", "EventsV1Sink", "serves_events_v1", "to_events_v1"]
@@ -53,10 +54,13 @@ def serves_events_v1(api_client: Any) -> bool:
     import kubernetes
 
     groups = kubernetes.client.ApisApi(api_client).get_api_versions().groups or []
-    return any(g.name == "events.k8s.io" and any(v.version == "v1" for v in g.versions or []) for g in groups)
+    return any(
+        g.name == "events.k8s.io" and any(v.version == "v1" for v in g.versions or [])
+        for g in groups
+    )
 
 
-def _micro(text: Any) -> Optional[str]:
+def _micro(text: Any) -> str | None:
     seconds = parse_time_seconds(text) if isinstance(text, str) else None
     return None if seconds is None else format_micro_time(seconds)
 
@@ -89,15 +93,20 @@ class EventsV1Sink:
     ``instance`` is ``reportingInstance`` when the recorder has no host (default: this host's name).
     """
 
-    def __init__(self, api_client: Any, *, instance: Optional[str] = None) -> None:
+    def __init__(self, api_client: Any, *, instance: str | None = None) -> None:
         self._client = ResourceClient(api_client, EVENTS_V1)
         self._instance = instance or socket.gethostname() or "unknown"
 
     def create(self, event: dict, namespace: str) -> dict:
-        return self._client.create(to_events_v1(event, instance=self._instance), namespace=namespace)
+        return self._client.create(
+            to_events_v1(event, instance=self._instance), namespace=namespace
+        )
 
     def patch(self, name: str, namespace: str, body: dict) -> dict:
-        series = {"count": int(body.get("count") or 2), "lastObservedTime": _micro(body.get("lastTimestamp"))}
+        series = {
+            "count": int(body.get("count") or 2),
+            "lastObservedTime": _micro(body.get("lastTimestamp")),
+        }
         return self._client.patch(name, {"series": series}, namespace=namespace, patch_type="merge")
 
     def __repr__(self) -> str:
@@ -112,21 +121,24 @@ class DiscoveringSink:
     the question is asked again then.
     """
 
-    def __init__(self, api_client: Any, *, instance: Optional[str] = None) -> None:
+    def __init__(self, api_client: Any, *, instance: str | None = None) -> None:
         self._api_client = api_client
         self._instance = instance
         self._sink: Any = None
-        self.api_version: Optional[str] = None
+        self.api_version: str | None = None
 
     def _chosen(self) -> Any:
         if self._sink is None:
             if serves_events_v1(self._api_client):
-                self._sink, self.api_version = EventsV1Sink(self._api_client, instance=self._instance), "events.k8s.io/v1"
+                self._sink, self.api_version = (
+                    EventsV1Sink(self._api_client, instance=self._instance),
+                    "events.k8s.io/v1",
+                )
             else:
-                from pyinformers.record import ResourceClientSink  # the package face, imported once it exists
-
                 self._sink, self.api_version = ResourceClientSink(self._api_client), "v1"
-                logger.info("the API server does not serve events.k8s.io/v1: recording core/v1 Events")
+                logger.info(
+                    "the API server does not serve events.k8s.io/v1: recording core/v1 Events"
+                )
         return self._sink
 
     def create(self, event: dict, namespace: str) -> dict:

@@ -40,11 +40,11 @@ import time as _time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from pyinformers._exports import renamed_method
 from pyinformers.api._errors import AlreadyExists, ApiError, NotFound
+from pyinformers.api.meta import format_time, object_reference
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.record._correlator import (
     DEFAULT_CACHE_SIZE,
@@ -89,9 +89,7 @@ class RecorderStats:
 
 def rfc3339(epoch_seconds: float) -> str:
     """``2026-01-01T00:00:00Z``: the second-precision time format of core/v1 Events."""
-    return datetime.fromtimestamp(int(epoch_seconds), tz=timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
+    return format_time(int(epoch_seconds))
 
 
 @dataclass(frozen=True)
@@ -194,7 +192,7 @@ class EventRecorder:
             raise ValueError("an event needs a non-empty reason (a CamelCase word, e.g. 'Synced')")
         if not isinstance(message, str):
             raise ValueError(f"an event message must be a string, got {message.__class__.__name__}")
-        reference = _object_reference(obj)
+        reference = object_reference(obj)
         key = CorrelationKey(
             component=self.component,
             host=self.host,
@@ -524,25 +522,3 @@ def _event_type(value: str | EventType) -> EventType:
         return EventType(value)
     except ValueError:
         raise ValueError(f"event type must be 'Normal' or 'Warning', got {value!r}") from None
-
-
-def _object_reference(obj: Any) -> dict:
-    """The ``involvedObject`` fields of ``obj``; ValueError when it cannot name an object."""
-    if not isinstance(obj, Mapping):
-        raise ValueError(
-            f"events are recorded about objects as dicts, got {obj.__class__.__name__}"
-        )
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping) or not metadata.get("name"):
-        raise ValueError("the object of an event needs metadata.name")
-    kind, api_version = obj.get("kind"), obj.get("apiVersion")
-    if not kind or not api_version:
-        raise ValueError(
-            f"the object of an event needs kind and apiVersion (object {metadata.get('name')!r} has"
-            f" kind={kind!r}, apiVersion={api_version!r})"
-        )
-    reference = {"apiVersion": str(api_version), "kind": str(kind), "name": str(metadata["name"])}
-    for field in ("namespace", "uid", "resourceVersion"):
-        if metadata.get(field):
-            reference[field] = str(metadata[field])
-    return reference

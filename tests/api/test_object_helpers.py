@@ -5,13 +5,22 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pyinformers.api import AlreadyExists, Conflict, NotFound
-from pyinformers.api._finalizers import add_finalizer, contains_finalizer, remove_finalizer
-from pyinformers.api._ignore import ignore_already_exists, ignore_not_found
-from pyinformers.api._references import object_reference
-from pyinformers.api._times import format_micro_time, format_time, parse_time, parse_time_seconds
+from pyinformers.api.meta import (
+    add_finalizer,
+    contains_finalizer,
+    format_micro_time,
+    format_time,
+    ignore_already_exists,
+    ignore_not_found,
+    object_reference,
+    parse_time,
+    parse_time_seconds,
+    remove_finalizer,
+)
 
 F = "example.com/cleanup"
 
@@ -55,7 +64,10 @@ def test_times_are_written_as_the_api_server_writes_them():
     t = 1_767_225_600.25
     assert format_time(t) == "2026-01-01T00:00:00Z"
     assert format_micro_time(t) == "2026-01-01T00:00:00.250000Z"
-    assert format_time(datetime(2026, 1, 1, 2, tzinfo=timezone(timedelta(hours=2)))) == "2026-01-01T00:00:00Z"
+    assert (
+        format_time(datetime(2026, 1, 1, 2, tzinfo=timezone(timedelta(hours=2))))
+        == "2026-01-01T00:00:00Z"
+    )
 
 
 def test_any_rfc3339_time_parses_to_utc_including_nanoseconds_and_offsets():
@@ -66,7 +78,9 @@ def test_any_rfc3339_time_parses_to_utc_including_nanoseconds_and_offsets():
     assert parse_time_seconds(None) is None and parse_time_seconds("") is None
 
 
-@pytest.mark.parametrize("bad", ["2026-01-01", "2026-01-01T00:00:00", "2026-13-01T00:00:00Z", "yesterday"])
+@pytest.mark.parametrize(
+    "bad", ["2026-01-01", "2026-01-01T00:00:00", "2026-13-01T00:00:00Z", "yesterday"]
+)
 def test_a_malformed_time_is_a_clear_error(bad):
     with pytest.raises(ValueError, match="not an RFC 3339 time"):
         parse_time(bad)
@@ -79,22 +93,40 @@ def test_a_naive_datetime_is_refused_rather_than_guessed():
 
 @given(st.integers(0, 4_000_000_000), st.integers(0, 999_999))
 def test_a_micro_time_round_trips_exactly(seconds, micros):
-    text = format_micro_time(datetime.fromtimestamp(seconds, tz=timezone.utc) + timedelta(microseconds=micros))
+    text = format_micro_time(
+        datetime.fromtimestamp(seconds, tz=timezone.utc) + timedelta(microseconds=micros)
+    )
     assert format_micro_time(parse_time(text)) == text
 
 
 def test_an_object_reference_names_the_object_and_its_version():
     obj = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "labels": {"a": "b"}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "ns",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "labels": {"a": "b"},
+        },
         "spec": {"replicas": 1},
     }
     assert object_reference(obj) == {
-        "apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "ns", "uid": "u1",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "web",
+        "namespace": "ns",
+        "uid": "u1",
         "resourceVersion": "7",
     }
-    assert object_reference({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}, field_path="spec") == {
-        "apiVersion": "v1", "kind": "Node", "name": "n", "fieldPath": "spec",
+    assert object_reference(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}, field_path="spec"
+    ) == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": "n",
+        "fieldPath": "spec",
     }
 
 

@@ -13,7 +13,11 @@ from pyinformers.testing import FakeInformer
 
 
 def cm(name: str, rv: str, ns: str = "ns") -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "resourceVersion": rv}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": rv},
+    }
 
 
 @pytest.fixture
@@ -67,8 +71,16 @@ def test_a_delete_is_caught_up_once_the_object_left_the_cache(guard, informer):
 
 
 def test_a_write_to_a_resource_not_cached_is_not_tracked(guard):
-    guard.record("ns/a", DEPLOYMENTS, "create", {"apiVersion": "apps/v1", "kind": "Deployment",
-                                                  "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "3"}})
+    guard.record(
+        "ns/a",
+        DEPLOYMENTS,
+        "create",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "3"},
+        },
+    )
     assert guard.check("ns/a") is None and guard.stats().recorded == 0
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from pyinformers.api import Conflict, NotFound, ResourceClient, deep_copy
 from pyinformers.controller import Result, install_crd
-from pyinformers.controller._objects import (
+from pyinformers.controller import (
     ObjectBeingDeleted,
     OperationResult,
     create_or_patch,
@@ -22,7 +22,9 @@ from samples.sample_controller.controller import FOOS
 
 pytestmark = pytest.mark.timeout(180)
 
-CRD = Path(__file__).resolve().parents[2] / "samples" / "sample_controller" / "artifacts" / "crd.yaml"
+CRD = (
+    Path(__file__).resolve().parents[2] / "samples" / "sample_controller" / "artifacts" / "crd.yaml"
+)
 F = "example.com/cleanup"
 
 
@@ -38,6 +40,7 @@ def skeleton(ns, name="cfg"):
 def set_data(value):
     def mutate(obj):
         obj["data"] = {"key": value}
+
     return mutate
 
 
@@ -56,10 +59,13 @@ def test_create_or_update_creates_then_writes_nothing_then_updates(k8s, configma
 
 def test_create_or_patch_patches_only_what_the_mutate_changed(k8s, configmaps):
     ns = k8s.namespace
-    configmaps.create({"metadata": {"name": "cfg", "namespace": ns, "labels": {"keep": "me"}}, "data": {"x": "1"}})
+    configmaps.create(
+        {"metadata": {"name": "cfg", "namespace": ns, "labels": {"keep": "me"}}, "data": {"x": "1"}}
+    )
 
     def mutate(obj):
         obj["data"]["y"] = "2"
+
     obj = skeleton(ns)
     assert create_or_patch(configmaps, obj, mutate) is OperationResult.UPDATED
     stored = configmaps.get("cfg", ns)
@@ -72,6 +78,7 @@ def test_a_mutate_that_renames_the_object_is_refused_and_nothing_is_written(k8s,
 
     def rename(obj):
         obj["metadata"]["name"] = "other"
+
     with pytest.raises(ValueError, match="changed metadata.name from 'cfg' to 'other'"):
         create_or_patch(configmaps, skeleton(ns), rename)
     with pytest.raises(NotFound):
@@ -81,13 +88,16 @@ def test_a_mutate_that_renames_the_object_is_refused_and_nothing_is_written(k8s,
 
     def move(obj):
         obj["metadata"]["namespace"] = "kube-system"
+
     with pytest.raises(ValueError, match="changed metadata.namespace"):
         create_or_update(configmaps, skeleton(ns), move)
 
 
 def test_an_object_being_deleted_is_not_written_by_create_or_patch(k8s, configmaps):
     ns = k8s.namespace
-    configmaps.create({"metadata": {"name": "cfg", "namespace": ns, "finalizers": [F]}, "data": {"x": "1"}})
+    configmaps.create(
+        {"metadata": {"name": "cfg", "namespace": ns, "finalizers": [F]}, "data": {"x": "1"}}
+    )
     configmaps.delete("cfg", ns)
     with pytest.raises(ObjectBeingDeleted, match="is being deleted"):
         create_or_patch(configmaps, skeleton(ns), set_data("b"))
@@ -108,18 +118,27 @@ def test_finalize_adds_the_finalizer_before_apply_and_removes_it_after_cleanup(k
     def cleanup(obj):
         seen.append(("cleanup", list(obj["metadata"]["finalizers"])))
 
-    assert finalize(configmaps, F, created, apply=apply, cleanup=cleanup) == Result(requeue_after=60)
-    assert seen == [("apply", [F])]  # apply ran on the stored object, finalizer already on the server
+    assert finalize(configmaps, F, created, apply=apply, cleanup=cleanup) == Result(
+        requeue_after=60
+    )
+    assert seen == [
+        ("apply", [F])
+    ]  # apply ran on the stored object, finalizer already on the server
     stored = configmaps.get("cfg", ns)
     assert stored["metadata"]["finalizers"] == [F]
     finalize(configmaps, F, stored, apply=apply, cleanup=cleanup)
-    assert configmaps.get("cfg", ns)["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert (
+        configmaps.get("cfg", ns)["metadata"]["resourceVersion"]
+        == stored["metadata"]["resourceVersion"]
+    )
 
     configmaps.delete("cfg", ns)
     deleting = configmaps.get("cfg", ns)
     assert finalize(configmaps, F, deleting, apply=apply, cleanup=cleanup) is None
     assert seen[-1] == ("cleanup", [F])
-    eventually(lambda: _gone(configmaps, ns), 30, what="the ConfigMap gone once its finalizer was removed")
+    eventually(
+        lambda: _gone(configmaps, ns), 30, what="the ConfigMap gone once its finalizer was removed"
+    )
 
 
 def _gone(client, ns):
@@ -138,10 +157,12 @@ def test_a_cleanup_that_fails_or_is_not_done_keeps_the_finalizer(k8s, configmaps
 
     def failing(obj):
         raise RuntimeError("the cloud said no")
+
     with pytest.raises(RuntimeError):
         finalize(configmaps, F, deleting, apply=lambda o: None, cleanup=failing)
-    assert finalize(configmaps, F, deleting, apply=lambda o: None, cleanup=lambda o: Result(requeue_after=5)) \
-        == Result(requeue_after=5)
+    assert finalize(
+        configmaps, F, deleting, apply=lambda o: None, cleanup=lambda o: Result(requeue_after=5)
+    ) == Result(requeue_after=5)
     assert configmaps.get("cfg", ns)["metadata"]["finalizers"] == [F]
     configmaps.patch("cfg", {"metadata": {"finalizers": None}}, ns)
 
@@ -167,8 +188,12 @@ def test_two_status_writes_in_one_reconcile_do_not_conflict_with_each_other(k8s)
     api_client = k8s.api_client()
     install_crd(api_client, CRD)
     foos = ResourceClient(api_client, FOOS)
-    foo = foos.create({"metadata": {"name": "f", "namespace": k8s.namespace},
-                       "spec": {"deploymentName": "d", "replicas": 1}})
+    foo = foos.create(
+        {
+            "metadata": {"name": "f", "namespace": k8s.namespace},
+            "spec": {"deploymentName": "d", "replicas": 1},
+        }
+    )
     foo["status"] = {"availableReplicas": 1}
     update_status(foos, foo)
     foo["status"] = {"availableReplicas": 2}
@@ -185,17 +210,22 @@ def test_create_or_patch_writes_a_status_change_through_the_status_subresource(k
     def mutate(obj):
         obj["spec"] = {"deploymentName": "d", "replicas": 1}
         obj["status"] = {"availableReplicas": 1}
+
     obj = skeleton(ns, "f")
     assert create_or_patch(foos, obj, mutate) is OperationResult.CREATED
     assert foos.get("f", ns)["status"] == {"availableReplicas": 1}
 
     def status_only(obj):
         obj["status"]["availableReplicas"] = 3
-    assert create_or_patch(foos, skeleton(ns, "f"), status_only) is OperationResult.UPDATED_STATUS_ONLY
+
+    assert (
+        create_or_patch(foos, skeleton(ns, "f"), status_only) is OperationResult.UPDATED_STATUS_ONLY
+    )
 
     def both(obj):
         obj["spec"]["replicas"] = 2
         obj["status"]["availableReplicas"] = 2
+
     assert create_or_patch(foos, skeleton(ns, "f"), both) is OperationResult.UPDATED_STATUS
     stored = foos.get("f", ns)
     assert stored["spec"]["replicas"] == 2 and stored["status"] == {"availableReplicas": 2}

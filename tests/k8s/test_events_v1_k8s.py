@@ -19,7 +19,9 @@ def test_the_server_serves_events_v1_and_the_discovering_sink_chooses_it(k8s):
 def test_a_repeated_event_is_one_events_v1_event_with_a_series(k8s):
     api_client = k8s.api_client()
     ns = k8s.namespace
-    cm = ResourceClient(api_client, CONFIGMAPS).create({"metadata": {"name": "cfg", "namespace": ns}})
+    cm = ResourceClient(api_client, CONFIGMAPS).create(
+        {"metadata": {"name": "cfg", "namespace": ns}}
+    )
     sink = DiscoveringSink(api_client, instance="replica-1")
     recorder = EventRecorder(None, "porter-controller", sink=sink)
     try:
@@ -28,13 +30,16 @@ def test_a_repeated_event_is_one_events_v1_event_with_a_series(k8s):
         recorder.event(cm, "Normal", "Synced", "all good")
         assert recorder.flush(30)
     finally:
-        recorder.close(5)
+        recorder.stop(5)
     assert sink.api_version == "events.k8s.io/v1"
     events = ResourceClient(api_client, EVENTS_V1).list(ns).items
     by_reason = {e["reason"]: e for e in events if e["regarding"].get("name") == "cfg"}
     failed, synced = by_reason["SyncFailed"], by_reason["Synced"]
     assert failed["note"] == "the backend said no" and failed["type"] == "Warning"
-    assert failed["reportingController"] == "porter-controller" and failed["reportingInstance"] == "replica-1"
+    assert (
+        failed["reportingController"] == "porter-controller"
+        and failed["reportingInstance"] == "replica-1"
+    )
     assert failed["action"] == "SyncFailed"
     assert failed["regarding"]["uid"] == cm["metadata"]["uid"]
     assert failed["series"]["count"] == 3 and failed["series"]["lastObservedTime"].endswith("Z")
