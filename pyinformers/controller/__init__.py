@@ -43,6 +43,16 @@ from pyinformers.controller._handlers import (
     EnqueueMapped,
     EventHandler,
 )
+from pyinformers.controller._objects import (
+    ObjectBeingDeleted,
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+    finalize,
+    merge_patch,
+    update_object,
+    update_status,
+)
 from pyinformers.controller._predicates import (
     Predicate,
     all_of,
@@ -54,16 +64,6 @@ from pyinformers.controller._predicates import (
     labels_changed,
     not_,
     resource_version_changed,
-)
-from pyinformers.controller._objects import (
-    ObjectBeingDeleted,
-    OperationResult,
-    create_or_patch,
-    create_or_update,
-    finalize,
-    merge_patch,
-    update_object,
-    update_status,
 )
 from pyinformers.controller._result import Result
 

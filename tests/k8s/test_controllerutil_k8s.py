@@ -6,14 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from pyinformers.api import Conflict, NotFound, ResourceClient, deep_copy
-from pyinformers.controller import Result, install_crd
+from pyinformers.api import Conflict, NotFound, ResourceClient
+from pyinformers.api.meta import deep_copy
 from pyinformers.controller import (
     ObjectBeingDeleted,
     OperationResult,
+    Result,
     create_or_patch,
     create_or_update,
     finalize,
+    install_crd,
     update_status,
 )
 from pyinformers.resources import CONFIGMAPS
