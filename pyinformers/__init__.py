@@ -118,7 +118,6 @@ if TYPE_CHECKING:
     from pyinformers.api.meta import (
         split_key as split_key,
     )
-    from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown as DeletedFinalStateUnknown
     from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
     from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache._lister import Lister as Lister
@@ -144,6 +143,7 @@ if TYPE_CHECKING:
     from pyinformers.cache._store import (
         default_indexers as default_indexers,
     )
+    from pyinformers.cache._tombstone import DeletedFinalStateUnknown as DeletedFinalStateUnknown
     from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
     from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
     from pyinformers.cache.reflector._reflector import Reflector as Reflector

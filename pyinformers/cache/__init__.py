@@ -30,9 +30,6 @@ from pyinformers._exports import lazy_face
 
 if TYPE_CHECKING:
     from pyinformers.cache._delta_fifo import (
-        DeletedFinalStateUnknown as DeletedFinalStateUnknown,
-    )
-    from pyinformers.cache._delta_fifo import (
         Delta as Delta,
     )
     from pyinformers.cache._delta_fifo import (
@@ -79,6 +76,9 @@ if TYPE_CHECKING:
     from pyinformers.cache._store import (
         namespace_index as namespace_index,
     )
+    from pyinformers.cache._tombstone import (
+        DeletedFinalStateUnknown as DeletedFinalStateUnknown,
+    )
     from pyinformers.cache._transforms import chain as chain
     from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
     from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
@@ -95,7 +95,7 @@ _EXPORTS = {
     "DeltaFIFO": "pyinformers.cache._delta_fifo",
     "Delta": "pyinformers.cache._delta_fifo",
     "DeltaType": "pyinformers.cache._delta_fifo",
-    "DeletedFinalStateUnknown": "pyinformers.cache._delta_fifo",
+    "DeletedFinalStateUnknown": "pyinformers.cache._tombstone",
     "FIFOClosedError": "pyinformers.cache._delta_fifo",
     "Lister": "pyinformers.cache._lister",
     "NamespaceLister": "pyinformers.cache._lister",

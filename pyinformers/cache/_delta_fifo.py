@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pyinformers.api.meta import object_key
+from pyinformers.cache._tombstone import DeletedFinalStateUnknown
 from pyinformers.clock import REAL_CLOCK, Clock
 
 __all__ = [
@@ -77,18 +78,6 @@ class DeltaType(enum.Enum):
     REPLACED = "Replaced"
     #: a periodic resync replaying the consumer's own cache
     SYNC = "Sync"
-
-
-@dataclass(frozen=True, slots=True)
-class DeletedFinalStateUnknown:
-    """Tombstone for an object deleted while nobody was watching.
-
-    ``obj`` is the last state known (from the consumer's store or the queue);
-    it may be stale. ``key`` is the object's key.
-    """
-
-    key: str
-    obj: Any
 
 
 @dataclass(frozen=True, slots=True)

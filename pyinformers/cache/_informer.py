@@ -67,7 +67,6 @@ from pyinformers.api._listwatch import ListerWatcher
 from pyinformers.api._resource import Resource
 from pyinformers.api.meta import describe
 from pyinformers.cache._delta_fifo import (
-    DeletedFinalStateUnknown,
     DeltaFIFO,
     DeltaType,
     FIFOClosedError,
@@ -85,6 +84,7 @@ from pyinformers.cache._processor import (
     track_informer,
 )
 from pyinformers.cache._store import Indexer
+from pyinformers.cache._tombstone import DeletedFinalStateUnknown
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.cache.reflector._reflector import Reflector
 from pyinformers.clock import REAL_CLOCK, Clock
@@ -653,7 +653,7 @@ class SharedIndexInformer:
                     handlers.distribute((_DELETE, obj, None), key)
                     return
                 # One store lock per change, with the key the FIFO computed.
-                old = self._indexer._put(key, obj)
+                old = self._indexer.put(key, obj)
                 if old is not None:
                     # A resync, or a relist that found the object unchanged, only
                     # concerns handlers whose resync is due.

@@ -96,7 +96,7 @@ class ResourceEventHandler(Protocol):
       the initial list, or of the cache replayed to a handler added late);
     * ``on_update(old, new)`` -- an object changed; ``old is new`` on a resync;
     * ``on_delete(obj)`` -- an object was deleted; ``obj`` is the last known
-      object or a :class:`~pyinformers.cache._delta_fifo.DeletedFinalStateUnknown`
+      object or a :class:`~pyinformers.cache.DeletedFinalStateUnknown`
       tombstone when the deletion happened while the watch was down.
 
     Handlers receive the cached objects themselves: never mutate them.

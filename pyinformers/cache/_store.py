@@ -49,7 +49,7 @@ from typing import Any
 
 from pyinformers._locking import acquire_contended
 from pyinformers.api.meta import object_key
-from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown
+from pyinformers.cache._tombstone import DeletedFinalStateUnknown
 
 __all__ = [
     "IndexFunc",
@@ -263,14 +263,18 @@ class Indexer:
 
     def add(self, obj: Any) -> None:
         """Insert or overwrite the object under its key (same as :meth:`update`)."""
-        self._put(self._key_func(obj), obj)
+        self.put(self._key_func(obj), obj)
 
     update = add
 
-    def _put(self, key: str, obj: Any) -> Any | None:
-        """Store ``obj`` under ``key`` (which the caller computed with this store's key
-        function) and return the object it replaced, or None: a ``get`` and an ``add``
-        under one lock and one key computation (the informer's hot path)."""
+    def put(self, key: str, obj: Any) -> Any | None:
+        """Store ``obj`` under ``key`` and return the object it replaced, or None.
+
+        ``key`` must be what this store's key function gives for ``obj``: the
+        informer computes it once per event (the DeltaFIFO needs it too) and
+        hands it here, so the event's write is one lock and one dict update
+        (the fast lane, docs/informers.rst "The path of one event").
+        """
         lock = self._lock
         if not lock.acquire(False):
             acquire_contended(lock)

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from pyinformers.api.meta import object_key
-from pyinformers.cache._delta_fifo import DeletedFinalStateUnknown
 from pyinformers.cache._store import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -20,6 +19,7 @@ from pyinformers.cache._store import (
     default_indexers,
     namespace_index,
 )
+from pyinformers.cache._tombstone import DeletedFinalStateUnknown
 
 
 def pod(name, ns="default", node=None, owner=None, rv="1", volumes=()):
