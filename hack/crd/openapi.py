@@ -44,7 +44,7 @@ def _get(cp: Any, path: str) -> Any:
 
 def _shorten(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: (v.rsplit("/", 1)[-1] if k == "$ref" else _shorten(v)) for k, v in node.items()}
+        return {k: (v.rsplit("/", 1)[-1] if k == "$ref" and isinstance(v, str) else _shorten(v)) for k, v in node.items()}
     if isinstance(node, list):
         return [_shorten(v) for v in node]
     return node
@@ -54,7 +54,7 @@ def _refs(node: Any) -> set[str]:
     found: set[str] = set()
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "$ref":
+            if key == "$ref" and isinstance(value, str):
                 found.add(value)
             else:
                 found |= _refs(value)
@@ -114,9 +114,12 @@ def main() -> int:
     if args.fetch:
         path = write_extract(fetch())
         print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
+    target = ROOT / "pyinformers" / "k8s.py"
+    if not target.exists():  # bootstrap: pyinformers.crd imports ObjectMeta from the module being made
+        target.write_text("from typing_extensions import TypedDict\n\n\nclass ObjectMeta(TypedDict, total=False):\n"
+                          "    name: str\n")
     from pyinformers.crd._builtins import builtin_types_source
 
-    target = ROOT / "pyinformers" / "k8s.py"
     target.write_text(builtin_types_source())
     print(f"wrote {target.relative_to(ROOT)} ({len(target.read_text().splitlines())} lines)")
     return 0

@@ -92,8 +92,7 @@ def builtin_types_source() -> str:
     aliases: list[str] = []
     writer = ModuleWriter(markers=False, docs=True, reserved=frozenset(names.values()) | {"OpenAPIDefinition"})
 
-    def resolve(ref: str) -> str:
-        name = ref.rsplit("/", 1)[-1]
+    def resolve(name: str) -> str:
         if name not in done and name not in in_progress:
             emit(name)
         return f'"{names[name]}"' if name in in_progress else names[name]
@@ -110,6 +109,8 @@ def builtin_types_source() -> str:
                 base = _SCALARS[schema["type"]]
             elif schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), Mapping):
                 base = writer.type_expr(schema, py, "")
+            elif schema.get("type") == "object":
+                base = "dict[str, Any]"
             else:
                 base = "Any"
             aliases.append(f"{py} = Annotated[{base}, OpenAPIDefinition({name!r})]")

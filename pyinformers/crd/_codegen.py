@@ -22,6 +22,7 @@ import keyword
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from pyinformers.crd._openapi import ref_name
 from pyinformers.crd._schema import ROOT_FIELDS, SchemaError
 
 __all__ = ["ModuleWriter", "types_module", "pascal", "upper_snake"]
@@ -97,7 +98,7 @@ class ModuleWriter:
         if not isinstance(schema, Mapping):
             raise SchemaError(f"{self.where}: {path or '.'}: a schema must be a mapping, got {schema!r}")
         schema = dict(schema)
-        ref = _ref(schema)
+        ref = ref_name(schema)
         if ref is not None and self.resolve is not None:
             base = self.resolve(ref)
             for key in ("$ref", "allOf"):
@@ -135,7 +136,10 @@ class ModuleWriter:
                 base = self.typed_dict(hint, {"properties": properties, "required": schema.pop("required", [])}, path)
             elif isinstance(additional, Mapping):
                 schema.pop("additionalProperties")
-                base = f"dict[str, {self.type_expr(additional, hint + 'Value', path + '{*}')}]"
+                value = self.type_expr(additional, hint + "Value", path + "{*}")
+                if value == "Any" and self.markers:  # dict[str, Any] alone is an object keeping unknown fields
+                    value = "Annotated[Any, crd.PreserveUnknownFields()]"
+                base = f"dict[str, {value}]"
             elif schema.get("x-kubernetes-preserve-unknown-fields") is True:
                 schema.pop("x-kubernetes-preserve-unknown-fields")
                 base = "dict[str, Any]"
@@ -235,15 +239,6 @@ def _annotate(text: str, marker: str) -> str:
     if text.startswith("Annotated[") and text.endswith("]"):
         return text[:-1] + f", {marker}]"
     return f"Annotated[{text}, {marker}]"
-
-
-def _ref(schema: Mapping[str, Any]) -> Optional[str]:
-    if isinstance(schema.get("$ref"), str):
-        return str(schema["$ref"])
-    all_of = schema.get("allOf")
-    if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], Mapping) and "$ref" in all_of[0]:
-        return str(all_of[0]["$ref"])
-    return None
 
 
 def _literal_enum(values: Any, kind: str) -> bool:

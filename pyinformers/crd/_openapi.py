@@ -15,7 +15,8 @@ one to what a CRD accepts, the way controller-gen does from the Go types:
   ``generateEmbeddedObjectMeta``); a nested kind is an embedded resource;
 * what CRDs refuse or ignore is dropped: ``uniqueItems``, the
   ``x-kubernetes-patch-*``, ``group-version-kind`` and ``unions`` extensions,
-  object- and list-valued defaults (the zero values of Go structs).
+  defaults that are Go zero values (``{}``, ``""``, ``0``, ``false``), which
+  the documents give every non-pointer field.
 
 The file is read once, on first use, under a lock; results are deep copies,
 so callers may change them. Safe from any thread.
@@ -33,7 +34,7 @@ from typing import Any, Mapping, Optional
 from pyinformers.crd._markers import QUANTITY_PATTERN
 from pyinformers.crd._schema import SchemaError
 
-__all__ = ["builtin_schema", "definitions", "kubernetes_version", "EXTRACT"]
+__all__ = ["builtin_schema", "definitions", "kubernetes_version", "ref_name", "EXTRACT"]
 
 EXTRACT = Path(__file__).with_name("_openapi.json.gz")
 
@@ -124,12 +125,12 @@ class _Converter:
         return out
 
     def node(self, node: Mapping[str, Any], stack: list[str]) -> dict[str, Any]:
-        ref = _ref(node)
+        ref = ref_name(node)
         if ref is not None:
             inlined = self.definition(ref, stack, nested=True)
             if "description" in node:
                 inlined["description"] = node["description"]
-            if "default" in node and not isinstance(node["default"], (dict, list)):
+            if "default" in node and not _zero(node["default"]):
                 inlined["default"] = node["default"]
             return inlined
         out: dict[str, Any] = {}
@@ -141,17 +142,49 @@ class _Converter:
             elif key == "additionalProperties":
                 if isinstance(value, Mapping):
                     out[key] = self.node(value, stack)
-            elif key == "default" and isinstance(value, (dict, list)):
+            elif key == "default" and _zero(value):
                 continue
             elif key in _KEEP:
                 out[key] = copy.deepcopy(value)
+        self.keep_key_defaults(node, out)
         if "type" not in out and not out.get("x-kubernetes-int-or-string") and not out.get(
                 "x-kubernetes-preserve-unknown-fields"):
             out["x-kubernetes-preserve-unknown-fields"] = True  # a definition with no type: any JSON value
         return out
 
+    def keep_key_defaults(self, node: Mapping[str, Any], out: dict[str, Any]) -> None:
+        """A list-map key that is not required keeps its default, zero or not, or gets its type's zero
+        value: the server refuses a map-list whose keys may be missing."""
+        keys = out.get("x-kubernetes-list-map-keys")
+        items = out.get("items")
+        if not keys or not isinstance(items, dict):
+            return
+        raw = node.get("items") or {}
+        name = ref_name(raw)
+        raw_properties = (self.defs.get(name, {}) if name else raw).get("properties") or {}
+        for key in keys:
+            prop = (items.get("properties") or {}).get(key)
+            if prop is None or key in (items.get("required") or ()) or "default" in prop:
+                continue
+            raw_prop = raw_properties.get(key) or {}
+            if "default" in raw_prop:
+                prop["default"] = copy.deepcopy(raw_prop["default"])
+            elif prop.get("type") in _ZERO:  # what Go reads for a key left out
+                prop["default"] = _ZERO[prop["type"]]
 
-def _ref(node: Mapping[str, Any]) -> Optional[str]:
+
+_ZERO: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def _zero(value: Any) -> bool:
+    """A Go zero value as a default (``{}``, ``[]``, ``""``, ``0``, ``false``): the OpenAPI documents
+    carry one for every non-pointer field; a CRD would apply it to every object (controller-gen
+    writes only the defaults a ``+default`` marker asks for, such as a port's ``TCP``)."""
+    return value in ({}, [], "", 0, False, None) and not (isinstance(value, float) and value != 0)
+
+
+def ref_name(node: Mapping[str, Any]) -> Optional[str]:
+    """The definition a ``$ref`` (or an ``allOf: [$ref]`` wrapper) names: its last path segment."""
     if isinstance(node.get("$ref"), str):
         return str(node["$ref"]).rsplit("/", 1)[-1]
     all_of = node.get("allOf")
