@@ -7,6 +7,11 @@ defined in ``MODULE`` needs, built from its controllers' declarations (see
 ``--namespace``, ``--leader-elect`` and ``--metrics-secure`` change what it
 needs, exactly as they change what it does; environment variables are ignored
 so that the output depends on the command line alone.
+
+``python -m pyinformers crd MODULE[:NAME]`` prints the CustomResourceDefinition(s)
+the :class:`pyinformers.crd.CustomResource` objects in ``MODULE`` define;
+``python -m pyinformers types FILE|-`` prints a Python module of TypedDicts for
+the CRD in ``FILE`` (see docs/custom-resources.rst).
 """
 
 from __future__ import annotations
@@ -81,14 +86,34 @@ def rbac(argv: Sequence[str]) -> str:
     )
 
 
+def crd(argv: Sequence[str]) -> str:
+    """The CRD YAML for ``argv`` (``MODULE[:NAME]``)."""
+    from pyinformers.crd._cli import crd_command
+
+    return crd_command(argv)
+
+
+def types(argv: Sequence[str]) -> str:
+    """The Python module typing the CRD of ``argv`` (``FILE|- [--kind KIND]``)."""
+    from pyinformers.crd._cli import types_command
+
+    return types_command(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"rbac": rbac}
-    usage = "usage: python -m pyinformers rbac MODULE [--service-account NS:NAME] [operator flags]"
+    commands = {"rbac": rbac, "crd": crd, "types": types}
+    usage = (
+        "usage: python -m pyinformers rbac MODULE [--service-account NS:NAME] [operator flags]\n"
+        "       python -m pyinformers crd MODULE[:NAME]\n"
+        "       python -m pyinformers types FILE|- [--kind KIND]"
+    )
     if argv[:1] in (["-h"], ["--help"]):
         print(
             usage
             + "\n\nrbac: print the RBAC the operator in MODULE needs (python -m pyinformers rbac --help)"
+            + "\ncrd: print the CRDs the CustomResources in MODULE define"
+            + "\ntypes: print a module of TypedDicts for the CRD in FILE"
         )
         return 0
     if not argv or argv[0] not in commands:

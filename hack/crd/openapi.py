@@ -29,8 +29,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 #: group-version documents read from /openapi/v3
-GROUP_VERSIONS = ("api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1",
-                  "apis/apiextensions.k8s.io/v1")
+GROUP_VERSIONS = (
+    "api/v1",
+    "apis/apps/v1",
+    "apis/batch/v1",
+    "apis/coordination.k8s.io/v1",
+    "apis/events.k8s.io/v1",
+    "apis/apiextensions.k8s.io/v1",
+)
 #: definitions offered besides the kinds (types a spec or status commonly embeds)
 EXTRA = ("io.k8s.apimachinery.pkg.apis.meta.v1.Condition",)
 
@@ -44,7 +50,10 @@ def _get(cp: Any, path: str) -> Any:
 
 def _shorten(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: (v.rsplit("/", 1)[-1] if k == "$ref" and isinstance(v, str) else _shorten(v)) for k, v in node.items()}
+        return {
+            k: (v.rsplit("/", 1)[-1] if k == "$ref" and isinstance(v, str) else _shorten(v))
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [_shorten(v) for v in node]
     return node
@@ -76,10 +85,15 @@ def fetch() -> dict[str, Any]:
             document = _get(cp, index[gv]["serverRelativeURL"])
             schemas.update(_shorten(document["components"]["schemas"]))
     wanted = {(r.group, r.version, r.kind) for r in resources.ALL}
-    roots = [name for name, schema in schemas.items()
-             if any((g.get("group", ""), g.get("version"), g.get("kind")) in wanted
-                    for g in schema.get("x-kubernetes-group-version-kind", ()))
-             and not name.startswith("io.k8s.apimachinery.pkg.apis.meta.v1.")]
+    roots = [
+        name
+        for name, schema in schemas.items()
+        if any(
+            (g.get("group", ""), g.get("version"), g.get("kind")) in wanted
+            for g in schema.get("x-kubernetes-group-version-kind", ())
+        )
+        and not name.startswith("io.k8s.apimachinery.pkg.apis.meta.v1.")
+    ]
     roots += [name for name in EXTRA if name in schemas]
     keep: set[str] = set()
     todo = list(roots)
@@ -108,16 +122,24 @@ def write_extract(document: dict[str, Any]) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fetch", action="store_true", help="read the OpenAPI documents from a real control plane")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--fetch", action="store_true", help="read the OpenAPI documents from a real control plane"
+    )
     args = parser.parse_args()
     if args.fetch:
         path = write_extract(fetch())
         print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
     target = ROOT / "pyinformers" / "k8s.py"
-    if not target.exists():  # bootstrap: pyinformers.crd imports ObjectMeta from the module being made
-        target.write_text("from typing_extensions import TypedDict\n\n\nclass ObjectMeta(TypedDict, total=False):\n"
-                          "    name: str\n")
+    if (
+        not target.exists()
+    ):  # bootstrap: pyinformers.crd imports ObjectMeta from the module being made
+        target.write_text(
+            "from typing_extensions import TypedDict\n\n\nclass ObjectMeta(TypedDict, total=False):\n"
+            "    name: str\n"
+        )
     from pyinformers.crd._builtins import builtin_types_source
 
     target.write_text(builtin_types_source())

@@ -15,6 +15,8 @@ lister returns the very same dicts, so typing costs nothing at run time.
 See docs/custom-resources.rst.
 """
 
+from pyinformers._exports import publish
+from pyinformers.crd._codegen import types_module
 from pyinformers.crd._definition import CustomResource, PrinterColumn, Scale, Version, plural_of
 from pyinformers.crd._markers import (
     Default,
@@ -64,6 +66,7 @@ __all__ = [
     "object_schema",
     "type_schema",
     "dump_yaml",
+    "types_module",
     "Marker",
     "Minimum",
     "Maximum",
@@ -96,3 +99,5 @@ __all__ = [
     "Time",
     "MicroTime",
 ]
+
+publish(globals(), __all__)

@@ -12,14 +12,23 @@ from there through ``__openapi_definitions__`` (classes) and
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyinformers.crd._codegen import ModuleWriter
 from pyinformers.crd._openapi import _load
 
 __all__ = ["builtin_types_source", "python_names"]
 
-_ORDER = ("core.v1", "meta.v1", "apps.v1", "batch.v1", "coordination.v1", "events.v1", "apiextensions.v1")
+_ORDER = (
+    "core.v1",
+    "meta.v1",
+    "apps.v1",
+    "batch.v1",
+    "coordination.v1",
+    "events.v1",
+    "apiextensions.v1",
+)
 _ALIASES: dict[str, str] = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "Union[int, str]",
     "io.k8s.apimachinery.pkg.api.resource.Quantity": "str",
@@ -66,6 +75,7 @@ def _package(name: str) -> str:
 
 def python_names(definitions: Mapping[str, Any]) -> dict[str, str]:
     """Definition name -> Python name, unique, the well-known groups first."""
+
     def rank(name: str) -> tuple[int, str]:
         package = _package(name)
         return (_ORDER.index(package) if package in _ORDER else len(_ORDER), name)
@@ -90,7 +100,9 @@ def builtin_types_source() -> str:
     done: set[str] = set()
     in_progress: set[str] = set()
     aliases: list[str] = []
-    writer = ModuleWriter(markers=False, docs=True, reserved=frozenset(names.values()) | {"OpenAPIDefinition"})
+    writer = ModuleWriter(
+        markers=False, docs=True, reserved=frozenset(names.values()) | {"OpenAPIDefinition"}
+    )
 
     def resolve(name: str) -> str:
         if name not in done and name not in in_progress:
@@ -107,7 +119,9 @@ def builtin_types_source() -> str:
                 base = _ALIASES[name]
             elif schema.get("type") in _SCALARS:
                 base = _SCALARS[schema["type"]]
-            elif schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), Mapping):
+            elif schema.get("type") == "object" and isinstance(
+                schema.get("additionalProperties"), Mapping
+            ):
                 base = writer.type_expr(schema, py, "")
             elif schema.get("type") == "object":
                 base = "dict[str, Any]"
@@ -119,10 +133,18 @@ def builtin_types_source() -> str:
             gvk = schema.get("x-kubernetes-group-version-kind")
             required = list(schema.get("required") or [])
             if gvk:
-                required += [f for f in _ROOT_FIELDS if f in schema.get("properties", {}) and f not in required]
+                required += [
+                    f
+                    for f in _ROOT_FIELDS
+                    if f in schema.get("properties", {}) and f not in required
+                ]
             writer.taken.discard(py)
-            writer.typed_dict(py, {"properties": schema["properties"], "required": required}, "",
-                              doc=schema.get("description"))
+            writer.typed_dict(
+                py,
+                {"properties": schema["properties"], "required": required},
+                "",
+                doc=schema.get("description"),
+            )
         in_progress.discard(name)
         done.add(name)
 
@@ -137,6 +159,10 @@ def builtin_types_source() -> str:
         + "\n\n"
         + "\n\n\n".join(writer.blocks)
         + "\n\n\n#: Python name -> the OpenAPI definition it types (the CRD generator reads the schema from it)\n"
-        + "__openapi_definitions__ = {\n" + mapping + "\n}\n\n"
-        + "__all__ = [\n" + "\n".join(f"    {n!r}," for n in sorted(exported)) + "\n]\n"
+        + "__openapi_definitions__ = {\n"
+        + mapping
+        + "\n}\n\n"
+        + "__all__ = [\n"
+        + "\n".join(f"    {n!r}," for n in sorted(exported))
+        + "\n]\n"
     )

@@ -20,7 +20,8 @@ from __future__ import annotations
 import inspect
 import keyword
 import re
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from pyinformers.crd._openapi import ref_name
 from pyinformers.crd._schema import ROOT_FIELDS, SchemaError
@@ -28,21 +29,47 @@ from pyinformers.crd._schema import ROOT_FIELDS, SchemaError
 __all__ = ["ModuleWriter", "types_module", "pascal", "upper_snake"]
 
 #: names the generated module imports: a class called so gets a trailing underscore
-RESERVED = frozenset({"Any", "Literal", "Optional", "Union", "Annotated", "NotRequired", "TypedDict", "Resource",
-                      "crd", "k8s"})
+RESERVED = frozenset(
+    {
+        "Any",
+        "Literal",
+        "Optional",
+        "Union",
+        "Annotated",
+        "NotRequired",
+        "TypedDict",
+        "Resource",
+        "crd",
+        "k8s",
+    }
+)
 
 # Keywords a marker stands for: keyword -> (marker, how the value is written)
 _VALUE_MARKERS = {
-    "multipleOf": "MultipleOf", "minLength": "MinLength", "maxLength": "MaxLength", "pattern": "Pattern",
-    "format": "Format", "minItems": "MinItems", "maxItems": "MaxItems", "minProperties": "MinProperties",
-    "maxProperties": "MaxProperties", "default": "Default", "title": "Title", "example": "Example",
+    "multipleOf": "MultipleOf",
+    "minLength": "MinLength",
+    "maxLength": "MaxLength",
+    "pattern": "Pattern",
+    "format": "Format",
+    "minItems": "MinItems",
+    "maxItems": "MaxItems",
+    "minProperties": "MinProperties",
+    "maxProperties": "MaxProperties",
+    "default": "Default",
+    "title": "Title",
+    "example": "Example",
 }
 _FLAG_MARKERS = {
-    "uniqueItems": "UniqueItems", "x-kubernetes-embedded-resource": "EmbeddedResource",
+    "uniqueItems": "UniqueItems",
+    "x-kubernetes-embedded-resource": "EmbeddedResource",
     "x-kubernetes-preserve-unknown-fields": "PreserveUnknownFields",
 }
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
-_LITERAL_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
+_LITERAL_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+}
 
 
 def pascal(text: str) -> str:
@@ -58,12 +85,18 @@ def upper_snake(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
 
 
-def _docstring(text: str, indent: str) -> Optional[str]:
+def _docstring(text: str, indent: str) -> str | None:
     """``text`` as a docstring that :func:`inspect.cleandoc` reads back exactly, or None if none does."""
     if not text or '"""' in text or "\\" in text or text.endswith('"') or text != text.strip():
         return None
     lines = text.split("\n")
-    body = lines[0] if len(lines) == 1 else "\n".join([lines[0]] + [indent + line if line else "" for line in lines[1:]]) + "\n" + indent
+    body = (
+        lines[0]
+        if len(lines) == 1
+        else "\n".join([lines[0]] + [indent + line if line else "" for line in lines[1:]])
+        + "\n"
+        + indent
+    )
     if inspect.cleandoc(body) != text:
         return None
     return f'{indent}"""{body}"""'
@@ -76,8 +109,14 @@ class ModuleWriter:
     ``resolve`` maps a ``$ref`` to the Python name of its class (the built-ins).
     """
 
-    def __init__(self, *, markers: bool = True, docs: bool = True,
-                 resolve: Optional[Callable[[str], str]] = None, reserved: frozenset[str] = RESERVED) -> None:
+    def __init__(
+        self,
+        *,
+        markers: bool = True,
+        docs: bool = True,
+        resolve: Callable[[str], str] | None = None,
+        reserved: frozenset[str] = RESERVED,
+    ) -> None:
         self.markers = markers
         self.docs = docs
         self.resolve = resolve
@@ -93,10 +132,14 @@ class ModuleWriter:
         return candidate
 
     # -- types -----------------------------------------------------------------------------
-    def type_expr(self, schema: Mapping[str, Any], hint: str, path: str, *, describe: bool = True) -> str:
+    def type_expr(
+        self, schema: Mapping[str, Any], hint: str, path: str, *, describe: bool = True
+    ) -> str:
         """The type expression of ``schema`` (emitting the classes it needs), markers included."""
         if not isinstance(schema, Mapping):
-            raise SchemaError(f"{self.where}: {path or '.'}: a schema must be a mapping, got {schema!r}")
+            raise SchemaError(
+                f"{self.where}: {path or '.'}: a schema must be a mapping, got {schema!r}"
+            )
         schema = dict(schema)
         ref = ref_name(schema)
         if ref is not None and self.resolve is not None:
@@ -118,8 +161,10 @@ class ModuleWriter:
                 schema.pop("x-kubernetes-preserve-unknown-fields")
                 base = "Any"
             else:
-                raise SchemaError(f"{self.where}: not a structural schema: {path or '.'} has no type "
-                                  "(and is neither int-or-string nor preserve-unknown-fields)")
+                raise SchemaError(
+                    f"{self.where}: not a structural schema: {path or '.'} has no type "
+                    "(and is neither int-or-string nor preserve-unknown-fields)"
+                )
         elif kind in ("string", "integer", "boolean") and _literal_enum(schema.get("enum"), kind):
             base = f"Literal[{', '.join(repr(v) for v in schema.pop('enum'))}]"
         elif kind in _SCALARS:
@@ -127,24 +172,32 @@ class ModuleWriter:
         elif kind == "array":
             items = schema.pop("items", None)
             if items is None:
-                raise SchemaError(f"{self.where}: not a structural schema: array {path or '.'} has no items")
+                raise SchemaError(
+                    f"{self.where}: not a structural schema: array {path or '.'} has no items"
+                )
             base = f"list[{self.type_expr(items, hint + 'Item', path + '[*]')}]"
         elif kind == "object":
             properties = schema.pop("properties", None)
             additional = schema.get("additionalProperties")
             if properties is not None:
-                base = self.typed_dict(hint, {"properties": properties, "required": schema.pop("required", [])}, path)
+                base = self.typed_dict(
+                    hint, {"properties": properties, "required": schema.pop("required", [])}, path
+                )
             elif isinstance(additional, Mapping):
                 schema.pop("additionalProperties")
                 value = self.type_expr(additional, hint + "Value", path + "{*}")
-                if value == "Any" and self.markers:  # dict[str, Any] alone is an object keeping unknown fields
+                if (
+                    value == "Any" and self.markers
+                ):  # dict[str, Any] alone is an object keeping unknown fields
                     value = "Annotated[Any, crd.PreserveUnknownFields()]"
                 base = f"dict[str, {value}]"
             elif schema.get("x-kubernetes-preserve-unknown-fields") is True:
                 schema.pop("x-kubernetes-preserve-unknown-fields")
                 base = "dict[str, Any]"
             elif self.markers or self.resolve is None:
-                base = self.typed_dict(hint, {"properties": {}, "required": schema.pop("required", [])}, path)
+                base = self.typed_dict(
+                    hint, {"properties": {}, "required": schema.pop("required", [])}, path
+                )
             else:
                 base = "dict[str, Any]"
         else:
@@ -179,7 +232,9 @@ class ModuleWriter:
         if "x-kubernetes-list-type" in schema:
             out.append(f"crd.ListType({schema.pop('x-kubernetes-list-type')!r})")
         if "x-kubernetes-list-map-keys" in schema:
-            out.append(f"crd.ListMapKeys({', '.join(repr(k) for k in schema.pop('x-kubernetes-list-map-keys'))})")
+            out.append(
+                f"crd.ListMapKeys({', '.join(repr(k) for k in schema.pop('x-kubernetes-list-map-keys'))})"
+            )
         if "x-kubernetes-map-type" in schema:
             out.append(f"crd.MapType({schema.pop('x-kubernetes-map-type')!r})")
         for rule in schema.pop("x-kubernetes-validations", None) or ():
@@ -191,13 +246,21 @@ class ModuleWriter:
         return out
 
     # -- classes ---------------------------------------------------------------------------
-    def typed_dict(self, hint: str, schema: Mapping[str, Any], path: str, *, doc: Optional[str] = None,
-                   head: Sequence[tuple[str, str, bool]] = (), skip: Sequence[str] = ()) -> str:
+    def typed_dict(
+        self,
+        hint: str,
+        schema: Mapping[str, Any],
+        path: str,
+        *,
+        doc: str | None = None,
+        head: Sequence[tuple[str, str, bool]] = (),
+        skip: Sequence[str] = (),
+    ) -> str:
         """Emit a TypedDict for an object schema; ``head`` are (key, type, required) fields put first."""
         name = self.unique(hint)
         properties = schema.get("properties") or {}
         required = set(schema.get("required") or ())
-        rows: list[tuple[str, str, bool, Optional[str]]] = [(k, t, r, None) for k, t, r in head]
+        rows: list[tuple[str, str, bool, str | None]] = [(k, t, r, None) for k, t, r in head]
         for key, sub in properties.items():
             if key in skip:
                 continue
@@ -207,7 +270,9 @@ class ModuleWriter:
         self.blocks.append(self._class_source(name, rows, doc if self.docs else None))
         return name
 
-    def _class_source(self, name: str, rows: list[tuple[str, str, bool, Optional[str]]], doc: Optional[str]) -> str:
+    def _class_source(
+        self, name: str, rows: list[tuple[str, str, bool, str | None]], doc: str | None
+    ) -> str:
         identifiers = all(k.isidentifier() and not keyword.iskeyword(k) for k, *_ in rows)
         if not identifiers:
             fields = []
@@ -245,7 +310,9 @@ def _literal_enum(values: Any, kind: str) -> bool:
     if not isinstance(values, list) or not values:
         return False
     allowed = _LITERAL_TYPES[kind]
-    return all(isinstance(v, allowed) and (kind == "boolean" or not isinstance(v, bool)) for v in values)
+    return all(
+        isinstance(v, allowed) and (kind == "boolean" or not isinstance(v, bool)) for v in values
+    )
 
 
 def _quantity_pattern() -> str:
@@ -256,8 +323,13 @@ def _quantity_pattern() -> str:
 
 def _rule(rule: Mapping[str, Any]) -> str:
     args = [repr(rule.get("rule"))]
-    for key, arg in (("message", "message"), ("messageExpression", "message_expression"), ("fieldPath", "field_path"),
-                     ("reason", "reason"), ("optionalOldSelf", "optional_old_self")):
+    for key, arg in (
+        ("message", "message"),
+        ("messageExpression", "message_expression"),
+        ("fieldPath", "field_path"),
+        ("reason", "reason"),
+        ("optionalOldSelf", "optional_old_self"),
+    ):
         if key in rule:
             args.append(f"{arg}={rule[key]!r}")
     return f"crd.Rule({', '.join(args)})"
@@ -267,8 +339,11 @@ def _rule(rule: Mapping[str, Any]) -> str:
 def types_module(crd: Mapping[str, Any], *, command: str = "") -> str:
     """The source of a Python module typing the objects of ``crd`` (any CustomResourceDefinition)."""
     if not isinstance(crd, Mapping) or crd.get("kind") != "CustomResourceDefinition":
-        raise SchemaError("not a CustomResourceDefinition (kind is "
-                          f"{crd.get('kind')!r})" if isinstance(crd, Mapping) else "a CRD must be a mapping")
+        raise SchemaError(
+            f"not a CustomResourceDefinition (kind is {crd.get('kind')!r})"
+            if isinstance(crd, Mapping)
+            else "a CRD must be a mapping"
+        )
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     kind, group = names.get("kind"), spec.get("group")
@@ -284,42 +359,76 @@ def types_module(crd: Mapping[str, Any], *, command: str = "") -> str:
     roots: list[tuple[Mapping[str, Any], str, list[str]]] = []
     for version in versions:
         writer.where = f"CRD {crd_name} version {version.get('name')}"
-        schema = (version.get("schema") or {}).get("openAPIV3Schema") or (spec.get("validation") or {}).get(
-            "openAPIV3Schema")
+        schema = (version.get("schema") or {}).get("openAPIV3Schema") or (
+            spec.get("validation") or {}
+        ).get("openAPIV3Schema")
         if not isinstance(schema, Mapping):
-            raise SchemaError(f"{writer.where}: no schema.openAPIV3Schema (a CRD needs a structural schema)")
+            raise SchemaError(
+                f"{writer.where}: no schema.openAPIV3Schema (a CRD needs a structural schema)"
+            )
         if schema.get("type") != "object":
-            raise SchemaError(f"{writer.where}: not a structural schema: the root must be type: object")
+            raise SchemaError(
+                f"{writer.where}: not a structural schema: the root must be type: object"
+            )
         suffix = "" if version["name"] == storage else pascal(version["name"])
         root = dict(schema)
         root.pop("type")
         description = root.pop("description", None)
         properties = root.pop("properties", {}) or {}
         required = root.pop("required", [])
-        head = [("apiVersion", "str", True), ("kind", "str", True), ("metadata", "k8s.ObjectMeta", True)]
-        name = writer.typed_dict(kind + suffix, {"properties": properties, "required": required}, "",
-                                 doc=description, head=head, skip=ROOT_FIELDS)
+        head = [
+            ("apiVersion", "str", True),
+            ("kind", "str", True),
+            ("metadata", "k8s.ObjectMeta", True),
+        ]
+        name = writer.typed_dict(
+            kind + suffix,
+            {"properties": properties, "required": required},
+            "",
+            doc=description,
+            head=head,
+            skip=ROOT_FIELDS,
+        )
         rules = root.pop("x-kubernetes-validations", None) or []
         if root:
-            raise SchemaError(f"{writer.where}: root keywords {sorted(root)} have no Python form "
-                              "(put them on spec or status)")
+            raise SchemaError(
+                f"{writer.where}: root keywords {sorted(root)} have no Python form "
+                "(put them on spec or status)"
+            )
         roots.append((version, name, [_rule(rule) for rule in rules]))
     return _module_source(crd, crd_name, kind, group, names, spec, roots, storage, writer, command)
 
 
-def _module_source(crd: Mapping[str, Any], crd_name: str, kind: str, group: str, names: Mapping[str, Any],
-                   spec: Mapping[str, Any], roots: list[tuple[Mapping[str, Any], str, list[str]]], storage: str,
-                   writer: ModuleWriter, command: str) -> str:
+def _module_source(
+    crd: Mapping[str, Any],
+    crd_name: str,
+    kind: str,
+    group: str,
+    names: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    roots: list[tuple[Mapping[str, Any], str, list[str]]],
+    storage: str,
+    writer: ModuleWriter,
+    command: str,
+) -> str:
     definition = writer.unique(upper_snake(kind) + "_CRD")
     lines = [f'"""Types of the custom resource {crd_name} (kind {kind}).', ""]
     if command:
         lines += [f"Generated by: {command}", "Do not edit: regenerate with that command."]
     else:
         lines += ["Generated by pyinformers.crd.types_module; regenerate rather than edit."]
-    lines += ['"""', "", "from typing import Any, Literal, Optional, Union", "",
-              "from typing_extensions import Annotated, NotRequired, TypedDict", "",
-              "from pyinformers import crd, k8s", "from pyinformers.api import Resource",
-              "", ""]
+    lines += [
+        '"""',
+        "",
+        "from typing import Any, Literal, Optional, Union",
+        "",
+        "from typing_extensions import Annotated, NotRequired, TypedDict",
+        "",
+        "from pyinformers import crd, k8s",
+        "from pyinformers.api import Resource",
+        "",
+        "",
+    ]
     body = "\n\n\n".join(writer.blocks)
     versions = []
     for version, root, rules in roots:
@@ -330,14 +439,25 @@ def _module_source(crd: Mapping[str, Any], crd_name: str, kind: str, group: str,
         args.append(f"status={'status' in subresources!r}")
         scale = subresources.get("scale")
         if scale:
-            scale_args = [repr(scale.get("specReplicasPath")), repr(scale.get("statusReplicasPath"))]
+            scale_args = [
+                repr(scale.get("specReplicasPath")),
+                repr(scale.get("statusReplicasPath")),
+            ]
             if scale.get("labelSelectorPath"):
                 scale_args.append(repr(scale["labelSelectorPath"]))
             args.append(f"scale=crd.Scale({', '.join(scale_args)})")
         columns = []
         for column in version.get("additionalPrinterColumns") or ():
-            col = [repr(column.get("name")), repr(column.get("jsonPath")), f"type={column.get('type')!r}"]
-            for key, arg in (("format", "format"), ("description", "description"), ("priority", "priority")):
+            col = [
+                repr(column.get("name")),
+                repr(column.get("jsonPath")),
+                f"type={column.get('type')!r}",
+            ]
+            for key, arg in (
+                ("format", "format"),
+                ("description", "description"),
+                ("priority", "priority"),
+            ):
                 if column.get(key):
                     col.append(f"{arg}={column[key]!r}")
             columns.append(f"            crd.PrinterColumn({', '.join(col)}),")
@@ -347,14 +467,22 @@ def _module_source(crd: Mapping[str, Any], crd_name: str, kind: str, group: str,
             args.append("deprecated=True")
             if version.get("deprecationWarning"):
                 args.append(f"deprecation_warning={version['deprecationWarning']!r}")
-        fields = [f["jsonPath"] for f in version.get("selectableFields") or () if isinstance(f, Mapping)]
+        fields = [
+            f["jsonPath"] for f in version.get("selectableFields") or () if isinstance(f, Mapping)
+        ]
         if fields:
             args.append(f"selectable_fields={fields!r}")
         if rules:
             args.append(f"rules=[{', '.join(rules)}]")
         versions.append(f"        crd.Version({', '.join(args)}),")
-    cr = [f"{definition} = crd.CustomResource(", f"    group={group!r},", f"    kind={kind!r},", "    versions=[",
-          *versions, "    ],"]
+    cr = [
+        f"{definition} = crd.CustomResource(",
+        f"    group={group!r},",
+        f"    kind={kind!r},",
+        "    versions=[",
+        *versions,
+        "    ],",
+    ]
     for key, arg in (("plural", "plural"), ("singular", "singular"), ("listKind", "list_kind")):
         if names.get(key):
             cr.append(f"    {arg}={names[key]!r},")
@@ -362,7 +490,9 @@ def _module_source(crd: Mapping[str, Any], crd_name: str, kind: str, group: str,
         if names.get(key):
             cr.append(f"    {arg}={list(names[key])!r},")
     cr.append(f"    scope={spec.get('scope', 'Namespaced')!r},")
-    approved = ((crd.get("metadata") or {}).get("annotations") or {}).get("api-approved.kubernetes.io")
+    approved = ((crd.get("metadata") or {}).get("annotations") or {}).get(
+        "api-approved.kubernetes.io"
+    )
     if approved:
         cr.append(f"    annotations={{'api-approved.kubernetes.io': {approved!r}}},")
     cr.append(")")
@@ -371,8 +501,12 @@ def _module_source(crd: Mapping[str, Any], crd_name: str, kind: str, group: str,
     for version, root, _ in roots:
         if not version.get("served", True):
             continue
-        const = writer.unique(plural if version["name"] == storage else f"{plural}_{upper_snake(version['name'])}")
-        resources.append(f'{const}: "Resource[{root}]" = {definition}.resource({version["name"]!r})')
+        const = writer.unique(
+            plural if version["name"] == storage else f"{plural}_{upper_snake(version['name'])}"
+        )
+        resources.append(
+            f'{const}: "Resource[{root}]" = {definition}.resource({version["name"]!r})'
+        )
         exported.append(const)
     exported += [root for _, root, _ in roots]
     tail = ["", "", *cr, "", *resources, "", f"__all__ = {sorted(set(exported))!r}", ""]

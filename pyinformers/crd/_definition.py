@@ -17,8 +17,9 @@ Values are immutable after construction; safe to share between threads.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Sequence
+from typing import Any, Literal
 
 from pyinformers.api import Resource
 from pyinformers.crd._markers import Rule
@@ -41,9 +42,9 @@ class PrinterColumn:
 
     name: str
     json_path: str
-    type: Optional[Literal["integer", "number", "string", "boolean", "date"]] = None
-    format: Optional[str] = None
-    description: Optional[str] = None
+    type: Literal["integer", "number", "string", "boolean", "date"] | None = None
+    format: str | None = None
+    description: str | None = None
     priority: int = 0
 
 
@@ -53,7 +54,7 @@ class Scale:
 
     spec_replicas_path: str = ".spec.replicas"
     status_replicas_path: str = ".status.replicas"
-    label_selector_path: Optional[str] = None
+    label_selector_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,11 @@ class Version:
     type: Any
     served: bool = True
     storage: bool = False
-    status: Optional[bool] = None
-    scale: Optional[Scale] = None
+    status: bool | None = None
+    scale: Scale | None = None
     printer_columns: Sequence[PrinterColumn] = ()
     deprecated: bool = False
-    deprecation_warning: Optional[str] = None
+    deprecation_warning: str | None = None
     selectable_fields: Sequence[str] = ()
     rules: Sequence[Rule] = ()
 
@@ -91,9 +92,9 @@ class CustomResource:
     group: str
     kind: str
     versions: Sequence[Version]
-    plural: Optional[str] = None
-    singular: Optional[str] = None
-    list_kind: Optional[str] = None
+    plural: str | None = None
+    singular: str | None = None
+    list_kind: str | None = None
     short_names: Sequence[str] = ()
     categories: Sequence[str] = ()
     scope: Literal["Namespaced", "Cluster"] = "Namespaced"
@@ -103,9 +104,15 @@ class CustomResource:
     def __post_init__(self) -> None:
         where = f"CustomResource {self.kind!r}"
         if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", self.kind or ""):
-            raise SchemaError(f"{where}: kind must be CamelCase letters and digits, got {self.kind!r}")
-        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+", self.group or ""):
-            raise SchemaError(f"{where}: group must be a DNS domain with a dot (example.com), got {self.group!r}")
+            raise SchemaError(
+                f"{where}: kind must be CamelCase letters and digits, got {self.kind!r}"
+            )
+        if not re.fullmatch(
+            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+", self.group or ""
+        ):
+            raise SchemaError(
+                f"{where}: group must be a DNS domain with a dot (example.com), got {self.group!r}"
+            )
         if self.scope not in ("Namespaced", "Cluster"):
             raise SchemaError(f"{where}: scope must be Namespaced or Cluster, got {self.scope!r}")
         versions = list(self.versions)
@@ -114,14 +121,18 @@ class CustomResource:
         names = [v.name for v in versions]
         for name in names:
             if not re.fullmatch(r"v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?", name):
-                raise SchemaError(f"{where}: version {name!r} is not a Kubernetes version (v1, v1beta2, v2alpha1)")
+                raise SchemaError(
+                    f"{where}: version {name!r} is not a Kubernetes version (v1, v1beta2, v2alpha1)"
+                )
         if len(set(names)) != len(names):
             raise SchemaError(f"{where}: a version is listed twice: {names}")
         storage = [v.name for v in versions if v.storage]
         if len(versions) == 1 and not storage:
             object.__setattr__(self, "versions", (_replace(versions[0], storage=True),))
         elif len(storage) != 1:
-            raise SchemaError(f"{where}: exactly one version must be the storage version, got {storage or 'none'}")
+            raise SchemaError(
+                f"{where}: exactly one version must be the storage version, got {storage or 'none'}"
+            )
         else:
             object.__setattr__(self, "versions", tuple(versions))
         if not any(v.served for v in self.versions):
@@ -157,23 +168,27 @@ class CustomResource:
     def storage_version(self) -> Version:
         return next(v for v in self.versions if v.storage)
 
-    def version(self, name: Optional[str] = None) -> Version:
+    def version(self, name: str | None = None) -> Version:
         """The version called ``name`` (default: the storage version)."""
         if name is None:
             return self.storage_version
         for version in self.versions:
             if version.name == name:
                 return version
-        raise SchemaError(f"CustomResource {self.kind!r}: no version {name!r} (has {', '.join(v.name for v in self.versions)})")
+        raise SchemaError(
+            f"CustomResource {self.kind!r}: no version {name!r} (has {', '.join(v.name for v in self.versions)})"
+        )
 
-    def resource(self, version: Optional[str] = None) -> Resource:
+    def resource(self, version: str | None = None) -> Resource:
         """The :class:`~pyinformers.api.Resource` of ``version`` (default: the storage version).
 
         Annotate it with the root type for typed listers and clients:
         ``CRONJOBS: Resource[CronJob] = CRONJOB.resource()``.
         """
         chosen = self.version(version)
-        return Resource(self.group, chosen.name, self.names["plural"], self.kind, self.scope == "Namespaced")
+        return Resource(
+            self.group, chosen.name, self.names["plural"], self.kind, self.scope == "Namespaced"
+        )
 
     def definition(self) -> dict[str, Any]:
         """The CustomResourceDefinition (apiextensions.k8s.io/v1) as a dict."""
@@ -202,7 +217,11 @@ class CustomResource:
         schema = object_schema(cls, root=True)
         for rule in version.rules:
             rule.apply(schema)
-        out: dict[str, Any] = {"name": version.name, "served": version.served, "storage": version.storage}
+        out: dict[str, Any] = {
+            "name": version.name,
+            "served": version.served,
+            "storage": version.storage,
+        }
         if version.deprecated:
             out["deprecated"] = True
             if version.deprecation_warning:
@@ -216,7 +235,9 @@ class CustomResource:
         has_status = "status" in schema.get("properties", {})
         status = has_status if version.status is None else version.status
         if status and not has_status:
-            raise SchemaError(f"{where}: the status subresource needs a 'status' field in {cls.__name__}")
+            raise SchemaError(
+                f"{where}: the status subresource needs a 'status' field in {cls.__name__}"
+            )
         subresources: dict[str, Any] = {}
         if status:
             subresources["status"] = {}
@@ -234,16 +255,22 @@ class CustomResource:
             out["subresources"] = subresources
         return out
 
-    def _column(self, column: PrinterColumn, schema: Mapping[str, Any], where: str) -> dict[str, Any]:
+    def _column(
+        self, column: PrinterColumn, schema: Mapping[str, Any], where: str
+    ) -> dict[str, Any]:
         where = f"{where}: PrinterColumn {column.name!r}"
         if not column.json_path.startswith("."):
             raise SchemaError(f"{where}: json_path must start with '.', got {column.json_path!r}")
-        kind: Optional[str] = column.type
+        kind: str | None = column.type
         if kind is None:
-            found = _check_path(schema, column.json_path, where) if _plain(column.json_path) else None
+            found = (
+                _check_path(schema, column.json_path, where) if _plain(column.json_path) else None
+            )
             kind = _column_type(found)
         elif kind not in _COLUMN_TYPES:
-            raise SchemaError(f"{where}: type must be one of {', '.join(_COLUMN_TYPES)}, got {kind!r}")
+            raise SchemaError(
+                f"{where}: type must be one of {', '.join(_COLUMN_TYPES)}, got {kind!r}"
+            )
         out: dict[str, Any] = {"name": column.name, "type": kind, "jsonPath": column.json_path}
         if column.format:
             out["format"] = column.format
@@ -264,13 +291,17 @@ def _plain(path: str) -> bool:
     return bool(re.fullmatch(r"(\.[A-Za-z_][A-Za-z0-9_-]*)+", path))
 
 
-def _check_path(schema: Mapping[str, Any], path: str, where: str) -> Optional[Mapping[str, Any]]:
+def _check_path(schema: Mapping[str, Any], path: str, where: str) -> Mapping[str, Any] | None:
     """The schema at a plain ``.a.b`` path; a :class:`SchemaError` when the types have no such field."""
     if not _plain(path):
         return None
     parts = path.strip(".").split(".")
     if parts[0] in ("apiVersion", "kind", "metadata"):  # the server's fields
-        return {"type": "string", "format": "date-time"} if parts == ["metadata", "creationTimestamp"] else None
+        return (
+            {"type": "string", "format": "date-time"}
+            if parts == ["metadata", "creationTimestamp"]
+            else None
+        )
     node: Mapping[str, Any] = schema
     for part in parts:
         if node.get("x-kubernetes-preserve-unknown-fields"):
@@ -286,7 +317,7 @@ def _check_path(schema: Mapping[str, Any], path: str, where: str) -> Optional[Ma
     return node
 
 
-def _column_type(schema: Optional[Mapping[str, Any]]) -> str:
+def _column_type(schema: Mapping[str, Any] | None) -> str:
     if schema is None:
         return "string"
     kind = schema.get("type")

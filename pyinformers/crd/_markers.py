@@ -9,10 +9,9 @@ API server would refuse later). Markers hold no state and are safe to share.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Optional, Union
-
-from typing_extensions import Annotated
+from typing import Annotated, Any, Literal
 
 __all__ = [
     "Marker",
@@ -48,13 +47,13 @@ __all__ = [
     "MicroTime",
 ]
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Marker:
     """Base of every marker: ``applies_to`` names the schema types it may annotate (None: any)."""
 
-    applies_to: Optional[frozenset[str]] = None
+    applies_to: frozenset[str] | None = None
     #: the marker's name in error messages and docs (controller-gen's spelling)
     marker_name: str = ""
 
@@ -299,11 +298,11 @@ class Rule(Marker):
     """
 
     rule: str
-    message: Optional[str] = None
-    message_expression: Optional[str] = None
-    field_path: Optional[str] = None
-    reason: Optional[str] = None
-    optional_old_self: Optional[bool] = None
+    message: str | None = None
+    message_expression: str | None = None
+    field_path: str | None = None
+    reason: str | None = None
+    optional_old_self: bool | None = None
     marker_name = "XValidation"
 
     def apply(self, schema: dict[str, Any]) -> None:
@@ -323,7 +322,7 @@ class Rule(Marker):
         return out
 
     @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> "Rule":
+    def from_json(cls, value: Mapping[str, Any]) -> Rule:
         return cls(
             value["rule"],
             message=value.get("message"),
@@ -364,7 +363,9 @@ class _IntOrStringMarker(Marker):
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.pop("type", None)
-        schema.update({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True})
+        schema.update(
+            {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+        )
 
     def __repr__(self) -> str:
         return "INT_OR_STRING"
@@ -394,14 +395,12 @@ QUANTITY = _QuantityMarker()
 
 #: The grammar of a Kubernetes resource quantity: a signed decimal number and an
 #: optional binary (Ki..Ei), decimal (n, u, m, k, M..E) or exponent suffix.
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 
 #: ``intstr.IntOrString``: an int or a string (``x-kubernetes-int-or-string``).
-IntOrString = Annotated[Union[int, str], INT_OR_STRING]
+IntOrString = Annotated[int | str, INT_OR_STRING]
 #: ``resource.Quantity``: the server answers a string; an int is accepted on write.
-Quantity = Annotated[Union[int, str], QUANTITY]
+Quantity = Annotated[int | str, QUANTITY]
 #: ``metav1.Time``: an RFC 3339 date-time string.
 Time = Annotated[str, Format("date-time")]
 #: ``metav1.MicroTime``: an RFC 3339 date-time string with microseconds.

@@ -28,8 +28,9 @@ import copy
 import gzip
 import json
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from pyinformers.crd._markers import QUANTITY_PATTERN
 from pyinformers.crd._schema import SchemaError
@@ -39,26 +40,57 @@ __all__ = ["builtin_schema", "definitions", "kubernetes_version", "ref_name", "E
 EXTRACT = Path(__file__).with_name("_openapi.json.gz")
 
 _lock = threading.Lock()
-_document: Optional[dict[str, Any]] = None
+_document: dict[str, Any] | None = None
 _converted: dict[str, dict[str, Any]] = {}
 
 #: the JSONSchemaProps keywords a CRD schema may carry, as the converter keeps them
-_KEEP = frozenset({
-    "description", "type", "format", "title", "default", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-    "maxLength", "minLength", "pattern", "maxItems", "minItems", "multipleOf", "enum", "maxProperties",
-    "minProperties", "required", "nullable", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource",
-    "x-kubernetes-int-or-string", "x-kubernetes-list-map-keys", "x-kubernetes-list-type", "x-kubernetes-map-type",
-})
+_KEEP = frozenset(
+    {
+        "description",
+        "type",
+        "format",
+        "title",
+        "default",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "multipleOf",
+        "enum",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "nullable",
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+        "x-kubernetes-list-map-keys",
+        "x-kubernetes-list-type",
+        "x-kubernetes-map-type",
+    }
+)
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 OBJECT_META = _META + "ObjectMeta"
 _SPECIAL: dict[str, dict[str, Any]] = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {
-        "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True},
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    },
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {
-        "anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN,
-        "x-kubernetes-int-or-string": True},
-    "io.k8s.apimachinery.pkg.runtime.RawExtension": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "pattern": QUANTITY_PATTERN,
+        "x-kubernetes-int-or-string": True,
+    },
+    "io.k8s.apimachinery.pkg.runtime.RawExtension": {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    },
     _META + "Time": {"type": "string", "format": "date-time"},
     _META + "MicroTime": {"type": "string", "format": "date-time"},
     _META + "FieldsV1": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
@@ -75,7 +107,9 @@ def _load() -> dict[str, Any]:
                 with gzip.open(EXTRACT, "rt", encoding="utf-8") as handle:
                     _document = json.load(handle)
             except OSError as error:
-                raise SchemaError(f"the built-in schemas ({EXTRACT.name}) cannot be read: {error}") from None
+                raise SchemaError(
+                    f"the built-in schemas ({EXTRACT.name}) cannot be read: {error}"
+                ) from None
         return _document
 
 
@@ -108,8 +142,10 @@ class _Converter:
         if name in _SPECIAL:
             return copy.deepcopy(_SPECIAL[name])
         if name in stack:
-            cycle = " -> ".join([*stack[stack.index(name):], name])
-            raise SchemaError(f"{name}: recursive built-in type ({cycle}) cannot be in a CRD schema")
+            cycle = " -> ".join([*stack[stack.index(name) :], name])
+            raise SchemaError(
+                f"{name}: recursive built-in type ({cycle}) cannot be in a CRD schema"
+            )
         node = self.defs.get(name)
         if node is None:
             raise SchemaError(f"{name}: no such built-in definition in {EXTRACT.name}")
@@ -119,7 +155,9 @@ class _Converter:
         finally:
             stack.pop()
         if name == OBJECT_META and nested:
-            out["properties"] = {k: v for k, v in out.get("properties", {}).items() if k in _EMBEDDED_META}
+            out["properties"] = {
+                k: v for k, v in out.get("properties", {}).items() if k in _EMBEDDED_META
+            }
         elif nested and node.get("x-kubernetes-group-version-kind"):
             out["x-kubernetes-embedded-resource"] = True
         return out
@@ -147,9 +185,14 @@ class _Converter:
             elif key in _KEEP:
                 out[key] = copy.deepcopy(value)
         self.keep_key_defaults(node, out)
-        if "type" not in out and not out.get("x-kubernetes-int-or-string") and not out.get(
-                "x-kubernetes-preserve-unknown-fields"):
-            out["x-kubernetes-preserve-unknown-fields"] = True  # a definition with no type: any JSON value
+        if (
+            "type" not in out
+            and not out.get("x-kubernetes-int-or-string")
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            out["x-kubernetes-preserve-unknown-fields"] = (
+                True  # a definition with no type: any JSON value
+            )
         return out
 
     def keep_key_defaults(self, node: Mapping[str, Any], out: dict[str, Any]) -> None:
@@ -183,11 +226,16 @@ def _zero(value: Any) -> bool:
     return value in ({}, [], "", 0, False, None) and not (isinstance(value, float) and value != 0)
 
 
-def ref_name(node: Mapping[str, Any]) -> Optional[str]:
+def ref_name(node: Mapping[str, Any]) -> str | None:
     """The definition a ``$ref`` (or an ``allOf: [$ref]`` wrapper) names: its last path segment."""
     if isinstance(node.get("$ref"), str):
         return str(node["$ref"]).rsplit("/", 1)[-1]
     all_of = node.get("allOf")
-    if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], Mapping) and "$ref" in all_of[0]:
+    if (
+        isinstance(all_of, list)
+        and len(all_of) == 1
+        and isinstance(all_of[0], Mapping)
+        and "$ref" in all_of[0]
+    ):
         return str(all_of[0]["$ref"]).rsplit("/", 1)[-1]
     return None

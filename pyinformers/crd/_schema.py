@@ -17,14 +17,15 @@ Pure functions over types; safe from any thread.
 from __future__ import annotations
 
 import ast
-from collections import abc
 import dataclasses
 import inspect
 import sys
 import textwrap
 import types
 import typing
-from typing import Any, Mapping, Optional, Union
+from collections import abc
+from collections.abc import Mapping
+from typing import Any, Union
 
 import typing_extensions
 
@@ -46,12 +47,29 @@ _REQUIRED = {typing_extensions.Required, typing_extensions.NotRequired, typing_e
 for _wrapper in ("Required", "NotRequired", "ReadOnly"):
     if hasattr(typing, _wrapper):
         _REQUIRED.add(getattr(typing, _wrapper))
-_NOT_REQUIRED = {typing_extensions.NotRequired, getattr(typing, "NotRequired", typing_extensions.NotRequired)}
+_NOT_REQUIRED = {
+    typing_extensions.NotRequired,
+    getattr(typing, "NotRequired", typing_extensions.NotRequired),
+}
 _READ_ONLY = {typing_extensions.ReadOnly, getattr(typing, "ReadOnly", typing_extensions.ReadOnly)}
 _LITERALS = {typing.Literal, typing_extensions.Literal}
 _UNIONS: set[Any] = {typing.Union, types.UnionType}
-_LISTS: set[Any] = {list, typing.List, typing.Sequence, typing.MutableSequence, abc.Sequence, abc.MutableSequence}
-_MAPS: set[Any] = {dict, typing.Dict, typing.Mapping, typing.MutableMapping, abc.Mapping, abc.MutableMapping}
+_LISTS: set[Any] = {
+    list,
+    list,
+    typing.Sequence,
+    typing.MutableSequence,
+    abc.Sequence,
+    abc.MutableSequence,
+}
+_MAPS: set[Any] = {
+    dict,
+    dict,
+    typing.Mapping,
+    typing.MutableMapping,
+    abc.Mapping,
+    abc.MutableMapping,
+}
 _SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
@@ -112,14 +130,20 @@ class _Walker:
             if args[0] is not str:
                 raise SchemaError(f"{where}: map keys must be str, not {_name(args[0])}")
             return {"type": "object", "additionalProperties": self.schema(args[1], f"{where}{{}}")}
-        if isinstance(tp, type) and (typing_extensions.is_typeddict(tp) or dataclasses.is_dataclass(tp)):
+        if isinstance(tp, type) and (
+            typing_extensions.is_typeddict(tp) or dataclasses.is_dataclass(tp)
+        ):
             return self.object(tp, root=False)
         if tp is _NONE:
-            raise SchemaError(f"{where}: None alone is not a schema (use Optional[T] for a nullable T)")
+            raise SchemaError(
+                f"{where}: None alone is not a schema (use Optional[T] for a nullable T)"
+            )
         if isinstance(tp, (str, typing.ForwardRef)):
             raise SchemaError(f"{where}: unresolved annotation {tp!r}")
-        raise SchemaError(f"{where}: unsupported type {_name(tp)} (str, int, float, bool, Literal, list, dict, "
-                          "TypedDict, dataclass, Any, or Optional/Annotated of them)")
+        raise SchemaError(
+            f"{where}: unsupported type {_name(tp)} (str, int, float, bool, Literal, list, dict, "
+            "TypedDict, dataclass, Any, or Optional/Annotated of them)"
+        )
 
     def literal(self, values: tuple[Any, ...], where: str) -> dict[str, Any]:
         kinds = {_literal_type(v) for v in values}
@@ -127,14 +151,16 @@ class _Walker:
             bad = next(v for v in values if _literal_type(v) is None)
             raise SchemaError(f"{where}: Literal value {bad!r} is not a str, int or bool")
         if len(kinds) > 1:
-            raise SchemaError(f"{where}: Literal mixes types ({', '.join(sorted(str(k) for k in kinds))}): "
-                              f"{', '.join(repr(v) for v in values)}")
+            raise SchemaError(
+                f"{where}: Literal mixes types ({', '.join(sorted(str(k) for k in kinds))}): "
+                f"{', '.join(repr(v) for v in values)}"
+            )
         return {"type": kinds.pop(), "enum": list(values)}
 
     def union(self, args: tuple[Any, ...], where: str) -> dict[str, Any]:
         rest = [a for a in args if a is not _NONE]
         if len(rest) < len(args):
-            inner = rest[0] if len(rest) == 1 else Union[tuple(rest)]
+            inner = rest[0] if len(rest) == 1 else Union[tuple(rest)]  # noqa: UP007 -- built at run time
             nullable = self.schema(inner, where)
             nullable["nullable"] = True
             return nullable
@@ -143,21 +169,29 @@ class _Walker:
             INT_OR_STRING.apply(schema)
             return schema
         names = " | ".join(_name(a) for a in rest)
-        raise SchemaError(f"{where}: Union[{names}] is not a structural schema (only int | str, or T | None)")
+        raise SchemaError(
+            f"{where}: Union[{names}] is not a structural schema (only int | str, or T | None)"
+        )
 
     def mark(self, schema: dict[str, Any], marker: Any, where: str) -> None:
         if not isinstance(marker, Marker):
-            raise SchemaError(f"{where}: unsupported annotation {marker!r} (use the markers of pyinformers.crd)")
+            raise SchemaError(
+                f"{where}: unsupported annotation {marker!r} (use the markers of pyinformers.crd)"
+            )
         kind = schema.get("type")
         if marker.applies_to is not None and kind is not None and kind not in marker.applies_to:
-            raise SchemaError(f"{where}: marker {marker.marker_name} does not apply to a {kind} "
-                              f"(only {', '.join(sorted(marker.applies_to))})")
+            raise SchemaError(
+                f"{where}: marker {marker.marker_name} does not apply to a {kind} "
+                f"(only {', '.join(sorted(marker.applies_to))})"
+            )
         marker.apply(schema)
         if "default" in schema and getattr(marker, "keyword", None) == "default":
             _check_value(schema, schema["default"], f"{where}: marker default")
         if "enum" in schema and marker.marker_name == "Enum":
             for value in schema["enum"]:
-                _check_value({k: v for k, v in schema.items() if k != "enum"}, value, f"{where}: marker Enum")
+                _check_value(
+                    {k: v for k, v in schema.items() if k != "enum"}, value, f"{where}: marker Enum"
+                )
 
     # -- objects ---------------------------------------------------------------------------
     def object(self, cls: Any, *, root: bool) -> dict[str, Any]:
@@ -168,8 +202,10 @@ class _Walker:
             return builtin_schema(definition)
         name = _name(cls)
         if cls in self.stack:
-            cycle = " -> ".join(_name(c) for c in self.stack[self.stack.index(cls):] + [cls])
-            raise SchemaError(f"{name}: cycle in the types ({cycle}): a CRD schema cannot be recursive")
+            cycle = " -> ".join(_name(c) for c in self.stack[self.stack.index(cls) :] + [cls])
+            raise SchemaError(
+                f"{name}: cycle in the types ({cycle}): a CRD schema cannot be recursive"
+            )
         self.stack.append(cls)
         try:
             try:
@@ -179,8 +215,11 @@ class _Walker:
             docs = _field_docs(cls)
             if dataclasses.is_dataclass(cls):
                 fields = {f.name: f for f in dataclasses.fields(cls)}
-                required = [n for n, f in fields.items()
-                            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+                required = [
+                    n
+                    for n, f in fields.items()
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                ]
                 hints = {n: hints[n] for n in fields}
             else:
                 fields = {}
@@ -228,7 +267,7 @@ def _required(key: str, hint: Any, cls: Any) -> bool:
     return key in cls.__required_keys__
 
 
-def _literal_type(value: Any) -> Optional[str]:
+def _literal_type(value: Any) -> str | None:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -239,7 +278,11 @@ def _literal_type(value: Any) -> Optional[str]:
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list, tuple),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
     "object": (dict, Mapping),
 }
 
@@ -250,10 +293,14 @@ def _check_value(schema: Mapping[str, Any], value: Any, where: str) -> None:
     if value is None and schema.get("nullable"):
         return
     if kind is None:
-        if schema.get("x-kubernetes-int-or-string") and (isinstance(value, bool) or not isinstance(value, (int, str))):
+        if schema.get("x-kubernetes-int-or-string") and (
+            isinstance(value, bool) or not isinstance(value, (int, str))
+        ):
             raise SchemaError(f"{where}: {value!r} is not an int or a string")
         return
-    ok = isinstance(value, _JSON_TYPES[kind]) and not (kind in ("integer", "number") and isinstance(value, bool))
+    ok = isinstance(value, _JSON_TYPES[kind]) and not (
+        kind in ("integer", "number") and isinstance(value, bool)
+    )
     if not ok:
         raise SchemaError(f"{where}: {value!r} is not a {kind}")
     if "enum" in schema and value not in schema["enum"]:
@@ -266,7 +313,7 @@ def _is_definition(marker: Any) -> bool:
     return kind.__name__ == "OpenAPIDefinition" and kind.__module__ == "pyinformers.k8s"
 
 
-def _builtin_definition(cls: Any) -> Optional[str]:
+def _builtin_definition(cls: Any) -> str | None:
     module = sys.modules.get(getattr(cls, "__module__", ""), None)
     definitions = getattr(module, "__openapi_definitions__", None)
     if isinstance(definitions, Mapping):
@@ -280,7 +327,11 @@ def _field_class(hint: Any) -> Any:
     """The TypedDict/dataclass a field's type names, through Annotated, NotRequired and Optional."""
     while True:
         origin = typing_extensions.get_origin(hint)
-        if origin in _REQUIRED or origin is typing_extensions.Annotated or origin is typing.Annotated:
+        if (
+            origin in _REQUIRED
+            or origin is typing_extensions.Annotated
+            or origin is typing.Annotated
+        ):
             hint = typing_extensions.get_args(hint)[0]
         elif origin in _UNIONS:
             rest = [a for a in typing_extensions.get_args(hint) if a is not _NONE]
@@ -291,9 +342,11 @@ def _field_class(hint: Any) -> Any:
             return hint
 
 
-def _class_doc(cls: Any) -> Optional[str]:
+def _class_doc(cls: Any) -> str | None:
     """A class's own docstring, cleaned; None for a dataclass's generated signature or builtins."""
-    if not isinstance(cls, type) or not (typing_extensions.is_typeddict(cls) or dataclasses.is_dataclass(cls)):
+    if not isinstance(cls, type) or not (
+        typing_extensions.is_typeddict(cls) or dataclasses.is_dataclass(cls)
+    ):
         return None
     if _builtin_definition(cls) is not None:
         return None
@@ -323,7 +376,11 @@ def _field_docs(cls: Any) -> dict[str, str]:
             continue
         key = node.target.id
         after = body[index + 1] if index + 1 < len(body) else None
-        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+        if (
+            isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
             docs[key] = inspect.cleandoc(after.value.value)
             continue
         comment: list[str] = []

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 
@@ -26,7 +27,14 @@ def dump_yaml(documents: Iterable[Any], *, header: str = "") -> str:
     """YAML documents separated by ``---``, after ``header`` as comment lines."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     body = "---\n".join(
-        yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+        yaml.dump(
+            doc,
+            Dumper=_Dumper,
+            sort_keys=False,
+            default_flow_style=False,
+            allow_unicode=True,
+            width=100,
+        )
         for doc in documents
     )
     return "".join(line + "\n" for line in lines) + body

@@ -4,7 +4,9 @@
 samples.mydeployment.types``); tests/samples fails when the two drift.
 """
 
-from typing_extensions import Annotated, NotRequired, TypedDict
+from typing import Annotated
+
+from typing_extensions import NotRequired, TypedDict
 
 from pyinformers import crd
 
@@ -48,7 +50,9 @@ MYDEPLOYMENT_CRD = crd.CustomResource(
             printer_columns=[
                 crd.PrinterColumn("Image", ".spec.image"),
                 crd.PrinterColumn("Replicas", ".spec.replicas"),
-                crd.PrinterColumn("Ready", '.status.conditions[?(@.type=="Ready")].status', type="string"),
+                crd.PrinterColumn(
+                    "Ready", '.status.conditions[?(@.type=="Ready")].status', type="string"
+                ),
             ],
         )
     ],

@@ -6,7 +6,9 @@ The controller reads Foos through a ``Lister[Foo]``, so a typo in a key is a
 type error, not a silent ``None``.
 """
 
-from typing_extensions import Annotated, NotRequired, TypedDict
+from typing import Annotated
+
+from typing_extensions import NotRequired, TypedDict
 
 from pyinformers import crd
 

@@ -1,8 +1,8 @@
 """kubebuilder's CronJob tutorial types, in Python: a spec embedding the full JobTemplateSpec."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from typing_extensions import Annotated, NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from pyinformers import crd, k8s
 
@@ -14,7 +14,9 @@ class CronJobSpec(TypedDict):
     """The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."""
     startingDeadlineSeconds: NotRequired[Annotated[int, crd.Minimum(0), crd.Format("int64")]]
     """Optional deadline in seconds for starting the job if it misses scheduled time for any reason."""
-    concurrencyPolicy: NotRequired[Annotated[Literal["Allow", "Forbid", "Replace"], crd.Default("Allow")]]
+    concurrencyPolicy: NotRequired[
+        Annotated[Literal["Allow", "Forbid", "Replace"], crd.Default("Allow")]
+    ]
     """Specifies how to treat concurrent executions of a Job."""
     suspend: NotRequired[bool]
     """This flag tells the controller to suspend subsequent executions."""

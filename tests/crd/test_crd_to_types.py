@@ -16,11 +16,22 @@ SAMPLES = Path(__file__).parents[2] / "samples"
 
 
 def _crd(path: Path) -> dict[str, Any]:
-    return next(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "CustomResourceDefinition")
+    return next(
+        d
+        for d in yaml.safe_load_all(path.read_text())
+        if d and d.get("kind") == "CustomResourceDefinition"
+    )
 
 
-@pytest.mark.parametrize("path", [DATA / "certificates.yaml", SAMPLES / "sample_controller/artifacts/crd.yaml",
-                                  SAMPLES / "mydeployment/artifacts/crd.yaml"], ids=lambda p: p.parent.parent.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        DATA / "certificates.yaml",
+        SAMPLES / "sample_controller/artifacts/crd.yaml",
+        SAMPLES / "mydeployment/artifacts/crd.yaml",
+    ],
+    ids=lambda p: p.parent.parent.name,
+)
 def test_a_crd_becomes_types_whose_custom_resource_gives_the_same_crd(path: Path) -> None:
     original = _crd(path)
     module = load_module(types_module(original))
@@ -30,21 +41,34 @@ def test_a_crd_becomes_types_whose_custom_resource_gives_the_same_crd(path: Path
 
 def test_types_are_named_after_the_kind_and_the_path() -> None:
     module = load_module(types_module(_crd(DATA / "certificates.yaml")))
-    for name in ("Certificate", "CertificateSpec", "CertificateStatus", "CertificateSpecIssuerRef",
-                 "CertificateSpecPrivateKey", "CertificateStatusConditionsItem",
-                 "CertificateSpecKeystoresPkcs12PasswordSecretRef"):
+    for name in (
+        "Certificate",
+        "CertificateSpec",
+        "CertificateStatus",
+        "CertificateSpecIssuerRef",
+        "CertificateSpecPrivateKey",
+        "CertificateStatusConditionsItem",
+        "CertificateSpecKeystoresPkcs12PasswordSecretRef",
+    ):
         assert is_typeddict(getattr(module, name)), name
     assert module.Certificate.__required_keys__ == {"apiVersion", "kind", "metadata", "spec"}
     assert module.CertificateSpec.__required_keys__ == {"issuerRef", "secretName"}
     resource = module.CERTIFICATES
     assert (resource.group, resource.version, resource.plural, resource.kind) == (
-        "certs.example.io", "v1", "certificates", "Certificate")
+        "certs.example.io",
+        "v1",
+        "certificates",
+        "Certificate",
+    )
 
 
 def test_enums_become_literals_and_optional_fields_not_required() -> None:
     source = types_module(_crd(DATA / "certificates.yaml"))
     assert "algorithm: NotRequired[Literal['RSA', 'ECDSA', 'Ed25519']]" in source
-    assert "rotationPolicy: NotRequired[Annotated[Literal['Never', 'Always'], crd.Default('Never')]]" in source
+    assert (
+        "rotationPolicy: NotRequired[Annotated[Literal['Never', 'Always'], crd.Default('Never')]]"
+        in source
+    )
     assert "notBefore: NotRequired[Optional[Annotated[str, crd.Format('date-time')]]]" in source
 
 
@@ -52,10 +76,18 @@ def test_enums_become_literals_and_optional_fields_not_required() -> None:
     "mutate, message",
     [
         (lambda c: c["spec"]["versions"][0].pop("schema"), "version v1: no schema.openAPIV3Schema"),
-        (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
-            "commonName"].pop("type"), "not a structural schema: .spec.commonName has no type"),
-        (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
-            "dnsNames"].pop("items"), "not a structural schema: array .spec.dnsNames has no items"),
+        (
+            lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+                "properties"
+            ]["commonName"].pop("type"),
+            "not a structural schema: .spec.commonName has no type",
+        ),
+        (
+            lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+                "properties"
+            ]["dnsNames"].pop("items"),
+            "not a structural schema: array .spec.dnsNames has no items",
+        ),
         (lambda c: c.update(kind="Deployment"), "not a CustomResourceDefinition"),
     ],
 )
@@ -69,7 +101,9 @@ def test_a_crd_without_a_structural_schema_fails_with_one_line(mutate: Any, mess
 
 def test_keys_that_are_not_identifiers_use_the_functional_typeddict_form() -> None:
     c = _crd(SAMPLES / "sample_controller/artifacts/crd.yaml")
-    props = c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    props = c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]
     props["class"] = {"type": "string", "description": "a keyword"}
     props["x-y"] = {"type": "integer"}
     source = types_module(c)

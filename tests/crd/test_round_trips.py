@@ -10,8 +10,11 @@ from pyinformers.crd._codegen import types_module
 from tests.support.crd_modules import load_module, normalized
 
 _names = st.from_regex(r"[a-z][a-zA-Z0-9]{0,7}", fullmatch=True)
-_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("\n\"'\\ "),
-                min_size=1, max_size=30)
+_text = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("\n\"'\\ "),
+    min_size=1,
+    max_size=30,
+)
 
 
 @st.composite
@@ -31,9 +34,13 @@ def _string(draw: Any) -> dict[str, Any]:
         if draw(st.booleans()):
             out["default"] = draw(st.sampled_from(out["enum"]))
     else:
-        for key, strategy in (("minLength", st.integers(0, 5)), ("maxLength", st.integers(5, 64)),
-                              ("pattern", st.sampled_from(["^[a-z]+$", "^\\d{2}$"])),
-                              ("format", st.sampled_from(["date-time", "byte", "uri"])), ("default", _names)):
+        for key, strategy in (
+            ("minLength", st.integers(0, 5)),
+            ("maxLength", st.integers(5, 64)),
+            ("pattern", st.sampled_from(["^[a-z]+$", "^\\d{2}$"])),
+            ("format", st.sampled_from(["date-time", "byte", "uri"])),
+            ("default", _names),
+        ):
             if draw(st.integers(0, 3)) == 0:
                 out[key] = draw(strategy)
     return out
@@ -56,8 +63,12 @@ def _integer(draw: Any) -> dict[str, Any]:
 
 
 _leaf = st.one_of(
-    _string(), _integer(), st.just({"type": "boolean"}),
-    st.just({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}),
+    _string(),
+    _integer(),
+    st.just({"type": "boolean"}),
+    st.just(
+        {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+    ),
     st.just({"x-kubernetes-preserve-unknown-fields": True}),
     st.just({"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
 ).flatmap(_decorated)
@@ -99,18 +110,40 @@ _schemas = st.recursive(_leaf, _containers, max_leaves=8)
 @st.composite
 def _crds(draw: Any) -> dict[str, Any]:
     spec = draw(st.dictionaries(_names, _schemas, min_size=1, max_size=4))
-    root: dict[str, Any] = {"type": "object", "properties": {"spec": {"type": "object", "properties": spec}}}
-    version: dict[str, Any] = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": root}}
+    root: dict[str, Any] = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": spec}},
+    }
+    version: dict[str, Any] = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": root},
+    }
     if draw(st.booleans()):
-        root["properties"]["status"] = {"type": "object", "properties": {"count": {"type": "integer"}}}
+        root["properties"]["status"] = {
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+        }
         version["subresources"] = {"status": {}}
-        version["additionalPrinterColumns"] = [{"name": "Count", "type": "integer", "jsonPath": ".status.count"}]
+        version["additionalPrinterColumns"] = [
+            {"name": "Count", "type": "integer", "jsonPath": ".status.count"}
+        ]
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": draw(st.sampled_from(["Namespaced", "Cluster"])),
-                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-                 "versions": [version]},
+        "spec": {
+            "group": "example.com",
+            "scope": draw(st.sampled_from(["Namespaced", "Cluster"])),
+            "names": {
+                "kind": "Widget",
+                "plural": "widgets",
+                "singular": "widget",
+                "listKind": "WidgetList",
+            },
+            "versions": [version],
+        },
     }
 
 
@@ -123,7 +156,9 @@ def _custom_resource(source: str) -> crd.CustomResource:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_crds())
 def test_crd_to_types_to_crd_gives_the_crd_back(definition: dict[str, Any]) -> None:
-    assert normalized(_custom_resource(types_module(definition)).definition()) == normalized(definition)
+    assert normalized(_custom_resource(types_module(definition)).definition()) == normalized(
+        definition
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

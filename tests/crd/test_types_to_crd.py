@@ -1,10 +1,10 @@
 """Python types become CRD schemas: markers, requiredness, descriptions, and one-line errors for bad input."""
 
 import dataclasses
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 import pytest
-from typing_extensions import Annotated, NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from pyinformers import crd
 
@@ -28,33 +28,68 @@ class Everything(TypedDict):
     anything: NotRequired[Any]
     port: NotRequired[crd.IntOrString]
     cpu: NotRequired[crd.Quantity]
-    maybe: NotRequired[Optional[str]]
-    child: NotRequired[Annotated[Child, crd.Rule("self.name != 'x'", message="not x", field_path=".name")]]
+    maybe: NotRequired[str | None]
+    child: NotRequired[
+        Annotated[Child, crd.Rule("self.name != 'x'", message="not x", field_path=".name")]
+    ]
     template: NotRequired[Annotated[dict[str, Any], crd.EmbeddedResource()]]
     flag: NotRequired[bool]
 
 
 def test_each_marker_becomes_its_openapi_keyword() -> None:
     props = crd.object_schema(Everything)["properties"]
-    assert props["low"] == {"type": "integer", "minimum": 1, "maximum": 10, "exclusiveMaximum": True}
-    assert props["ratio"] == {"type": "number", "minimum": 0, "exclusiveMinimum": True, "multipleOf": 0.5}
-    assert props["name"] == {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "^[a-z]+$"}
+    assert props["low"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10,
+        "exclusiveMaximum": True,
+    }
+    assert props["ratio"] == {
+        "type": "number",
+        "minimum": 0,
+        "exclusiveMinimum": True,
+        "multipleOf": 0.5,
+    }
+    assert props["name"] == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 63,
+        "pattern": "^[a-z]+$",
+    }
     assert props["when"] == {"type": "string", "format": "date-time"}
     assert props["mode"] == {"type": "string", "enum": ["Allow", "Forbid"], "default": "Allow"}
-    assert props["tags"] == {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 5,
-                             "x-kubernetes-list-type": "set"}
+    assert props["tags"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+        "maxItems": 5,
+        "x-kubernetes-list-type": "set",
+    }
     assert props["ports"]["x-kubernetes-list-map-keys"] == ["name"]
-    assert props["ports"]["items"] == {"type": "object", "properties": {"name": {"type": "string"}},
-                                       "required": ["name"]}
-    assert props["labels"] == {"type": "object", "additionalProperties": {"type": "string"},
-                               "x-kubernetes-map-type": "granular", "maxProperties": 3}
+    assert props["ports"]["items"] == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
+    assert props["labels"] == {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "x-kubernetes-map-type": "granular",
+        "maxProperties": 3,
+    }
     assert props["raw"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     assert props["anything"] == {"x-kubernetes-preserve-unknown-fields": True}
-    assert props["port"] == {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
-    assert props["cpu"]["x-kubernetes-int-or-string"] is True and props["cpu"]["pattern"].startswith("^")
+    assert props["port"] == {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    }
+    assert props["cpu"]["x-kubernetes-int-or-string"] is True and props["cpu"][
+        "pattern"
+    ].startswith("^")
     assert props["maybe"] == {"type": "string", "nullable": True}
-    assert props["child"]["x-kubernetes-validations"] == [{"rule": "self.name != 'x'", "message": "not x",
-                                                            "fieldPath": ".name"}]
+    assert props["child"]["x-kubernetes-validations"] == [
+        {"rule": "self.name != 'x'", "message": "not x", "fieldPath": ".name"}
+    ]
     assert props["child"]["description"] == "A child object."
     assert props["template"]["x-kubernetes-embedded-resource"] is True
     assert props["flag"] == {"type": "boolean"}
@@ -92,23 +127,34 @@ class Root(TypedDict):
 
 def test_the_root_leaves_api_version_kind_and_metadata_to_the_server() -> None:
     assert crd.object_schema(Root, root=True) == {
-        "type": "object", "properties": {"spec": {"type": "object", "description": "A child object.",
-                                                  "properties": {"name": {"type": "string"}}, "required": ["name"]}},
-        "required": ["spec"]}
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "description": "A child object.",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            }
+        },
+        "required": ["spec"],
+    }
 
 
 @dataclasses.dataclass
 class DataSpec:
     image: str
     replicas: int = 1
-    note: Optional[str] = None
+    note: str | None = None
 
 
 def test_a_dataclass_works_too_its_defaults_becoming_schema_defaults() -> None:
     assert crd.object_schema(DataSpec) == {
         "type": "object",
-        "properties": {"image": {"type": "string"}, "replicas": {"type": "integer", "default": 1},
-                       "note": {"type": "string", "nullable": True}},
+        "properties": {
+            "image": {"type": "string"},
+            "replicas": {"type": "integer", "default": 1},
+            "note": {"type": "string", "nullable": True},
+        },
         "required": ["image"],
     }
 
@@ -126,7 +172,7 @@ class MixedLiteral(TypedDict):
 
 
 class BadUnion(TypedDict):
-    value: Union[int, float]
+    value: int | float
 
 
 class BadDefault(TypedDict):
@@ -167,7 +213,10 @@ class SetField(TypedDict):
         (BadDefault, "BadDefault.count: marker default: 'three' is not a integer"),
         (BadEnumDefault, "BadEnumDefault.mode: marker default: 'c' is not one of ['a', 'b']"),
         (CycleA, "CycleA: cycle in the types (CycleA -> CycleB -> CycleA)"),
-        (Unresolved, "Unresolved: cannot resolve its annotations: name 'NoSuchType' is not defined"),
+        (
+            Unresolved,
+            "Unresolved: cannot resolve its annotations: name 'NoSuchType' is not defined",
+        ),
         (BadKey, "BadKey.m: map keys must be str, not int"),
         (SetField, "SetField.s: unsupported type set"),
     ],
@@ -190,48 +239,105 @@ class Kind(TypedDict):
 
 def test_a_custom_resource_builds_names_versions_columns_and_subresources() -> None:
     resource = crd.CustomResource(
-        group="example.com", kind="Policy", short_names=["pol"], categories=["all"], scope="Cluster",
+        group="example.com",
+        kind="Policy",
+        short_names=["pol"],
+        categories=["all"],
+        scope="Cluster",
         versions=[
-            crd.Version("v1beta1", Kind, served=True, deprecated=True, deprecation_warning="use v1"),
-            crd.Version("v1", Kind, storage=True, scale=crd.Scale(".spec.name", ".status.replicas"),
-                        printer_columns=[crd.PrinterColumn("Name", ".spec.name"),
-                                         crd.PrinterColumn("Age", ".metadata.creationTimestamp", type="date")],
-                        rules=[crd.Rule("self.metadata.name.size() < 30")]),
+            crd.Version(
+                "v1beta1", Kind, served=True, deprecated=True, deprecation_warning="use v1"
+            ),
+            crd.Version(
+                "v1",
+                Kind,
+                storage=True,
+                scale=crd.Scale(".spec.name", ".status.replicas"),
+                printer_columns=[
+                    crd.PrinterColumn("Name", ".spec.name"),
+                    crd.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+                ],
+                rules=[crd.Rule("self.metadata.name.size() < 30")],
+            ),
         ],
     )
     definition = resource.definition()
     assert definition["metadata"]["name"] == "policies.example.com"
-    assert definition["spec"]["names"] == {"kind": "Policy", "listKind": "PolicyList", "plural": "policies",
-                                           "singular": "policy", "shortNames": ["pol"], "categories": ["all"]}
+    assert definition["spec"]["names"] == {
+        "kind": "Policy",
+        "listKind": "PolicyList",
+        "plural": "policies",
+        "singular": "policy",
+        "shortNames": ["pol"],
+        "categories": ["all"],
+    }
     assert definition["spec"]["scope"] == "Cluster"
     old, new = definition["spec"]["versions"]
-    assert (old["served"], old["storage"], old["deprecated"], old["deprecationWarning"]) == (True, False, True, "use v1")
-    assert new["additionalPrinterColumns"] == [{"name": "Name", "type": "string", "jsonPath": ".spec.name"},
-                                               {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-    assert new["subresources"] == {"status": {}, "scale": {"specReplicasPath": ".spec.name",
-                                                           "statusReplicasPath": ".status.replicas"}}
-    assert new["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] == [{"rule": "self.metadata.name.size() < 30"}]
+    assert (old["served"], old["storage"], old["deprecated"], old["deprecationWarning"]) == (
+        True,
+        False,
+        True,
+        "use v1",
+    )
+    assert new["additionalPrinterColumns"] == [
+        {"name": "Name", "type": "string", "jsonPath": ".spec.name"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    assert new["subresources"] == {
+        "status": {},
+        "scale": {"specReplicasPath": ".spec.name", "statusReplicasPath": ".status.replicas"},
+    }
+    assert new["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] == [
+        {"rule": "self.metadata.name.size() < 30"}
+    ]
     resource_v1 = resource.resource()
     assert (resource_v1.group, resource_v1.version, resource_v1.plural, resource_v1.namespaced) == (
-        "example.com", "v1", "policies", False)
+        "example.com",
+        "v1",
+        "policies",
+        False,
+    )
 
 
 @pytest.mark.parametrize(
     "build, message",
     [
-        (lambda: crd.CustomResource(group="example.com", kind="K", versions=[crd.Version("v1", Kind),
-                                                                            crd.Version("v2", Kind)]),
-         "exactly one version must be the storage version, got none"),
-        (lambda: crd.CustomResource(group="example", kind="K", versions=[crd.Version("v1", Kind)]),
-         "group must be a DNS domain with a dot"),
-        (lambda: crd.CustomResource(group="example.com", kind="K", versions=[crd.Version("1.0", Kind)]),
-         "version '1.0' is not a Kubernetes version"),
-        (lambda: crd.CustomResource(group="example.com", kind="K", versions=[
-            crd.Version("v1", Kind, printer_columns=[crd.PrinterColumn("X", ".spec.nope")])]).definition(),
-         "PrinterColumn 'X': the types have no field '.spec.nope'"),
-        (lambda: crd.CustomResource(group="example.com", kind="K", versions=[
-            crd.Version("v1", Child, status=True)]).definition(),
-         "the status subresource needs a 'status' field in Child"),
+        (
+            lambda: crd.CustomResource(
+                group="example.com",
+                kind="K",
+                versions=[crd.Version("v1", Kind), crd.Version("v2", Kind)],
+            ),
+            "exactly one version must be the storage version, got none",
+        ),
+        (
+            lambda: crd.CustomResource(
+                group="example", kind="K", versions=[crd.Version("v1", Kind)]
+            ),
+            "group must be a DNS domain with a dot",
+        ),
+        (
+            lambda: crd.CustomResource(
+                group="example.com", kind="K", versions=[crd.Version("1.0", Kind)]
+            ),
+            "version '1.0' is not a Kubernetes version",
+        ),
+        (
+            lambda: crd.CustomResource(
+                group="example.com",
+                kind="K",
+                versions=[
+                    crd.Version("v1", Kind, printer_columns=[crd.PrinterColumn("X", ".spec.nope")])
+                ],
+            ).definition(),
+            "PrinterColumn 'X': the types have no field '.spec.nope'",
+        ),
+        (
+            lambda: crd.CustomResource(
+                group="example.com", kind="K", versions=[crd.Version("v1", Child, status=True)]
+            ).definition(),
+            "the status subresource needs a 'status' field in Child",
+        ),
     ],
 )
 def test_a_bad_custom_resource_fails_with_one_line(build: Any, message: str) -> None:
@@ -242,4 +348,9 @@ def test_a_bad_custom_resource_fails_with_one_line(build: Any, message: str) -> 
 
 def test_plurals_follow_english_spelling() -> None:
     assert [crd.plural_of(k) for k in ("Foo", "Policy", "Ingress", "Gateway", "Box")] == [
-        "foos", "policies", "ingresses", "gateways", "boxes"]
+        "foos",
+        "policies",
+        "ingresses",
+        "gateways",
+        "boxes",
+    ]

@@ -8,7 +8,8 @@ import yaml
 from kubernetes import client as k8s_client
 from typing_extensions import TypedDict
 
-from pyinformers import crd, k8s as types
+from pyinformers import crd
+from pyinformers import k8s as types
 from pyinformers.api import Invalid, ResourceClient
 from pyinformers.controller import install_crd
 from pyinformers.crd._codegen import types_module
@@ -39,7 +40,9 @@ class Builtins(crd.Object):
     spec: EmbedsBuiltins
 
 
-BUILTINS_CRD = crd.CustomResource(group="example.com", kind="Builtins", versions=[crd.Version("v1", Builtins)])
+BUILTINS_CRD = crd.CustomResource(
+    group="example.com", kind="Builtins", versions=[crd.Version("v1", Builtins)]
+)
 
 
 def _certificate_round_trip() -> dict[str, Any]:
@@ -61,8 +64,9 @@ CRDS = {
 def test_the_server_accepts_each_generated_crd_in_a_strict_dry_run(k8s: Any, name: str) -> None:
     definition = CRDS[name]()
     api = k8s_client.ApiextensionsV1Api(k8s.api_client())
-    response = api.create_custom_resource_definition(definition, dry_run="All", field_validation="Strict",
-                                                     _preload_content=False)
+    response = api.create_custom_resource_definition(
+        definition, dry_run="All", field_validation="Strict", _preload_content=False
+    )
     assert response.status == 201
     assert response.headers.get("Warning") is None
 
@@ -71,21 +75,41 @@ def test_a_cronjob_keeps_its_job_template_and_refuses_a_bad_one(k8s: Any) -> Non
     api = k8s.api_client()
     install_crd(api, CRONJOB_CRD.definition())
     cronjobs = ResourceClient(api, CRONJOB_CRD.resource())
-    template = {"metadata": {"labels": {"app": "nightly"}},
-                "spec": {"template": {"metadata": {"labels": {"app": "nightly"}},
-                                      "spec": {"restartPolicy": "OnFailure",
-                                               "containers": [{"name": "run", "image": "busybox",
-                                                               "resources": {"limits": {"cpu": "500m"}}}]}}}}
-    body = {"apiVersion": "batch.tutorial.kubebuilder.io/v1", "kind": "CronJob",
-            "metadata": {"name": "nightly", "namespace": k8s.namespace},
-            "spec": {"schedule": "0 3 * * *", "jobTemplate": template}}
+    template = {
+        "metadata": {"labels": {"app": "nightly"}},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app": "nightly"}},
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "containers": [
+                        {
+                            "name": "run",
+                            "image": "busybox",
+                            "resources": {"limits": {"cpu": "500m"}},
+                        }
+                    ],
+                },
+            }
+        },
+    }
+    body = {
+        "apiVersion": "batch.tutorial.kubebuilder.io/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": k8s.namespace},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": template},
+    }
     created = cronjobs.create(body)
     job = created["spec"]["jobTemplate"]
     assert job["spec"]["template"]["metadata"]["labels"] == {"app": "nightly"}
-    assert job["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "500m"}}
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "500m"}
+    }
     assert created["spec"]["concurrencyPolicy"] == "Allow"  # the schema's default
     bad = dict(body, metadata={"name": "bad", "namespace": k8s.namespace})
-    bad["spec"] = dict(body["spec"], jobTemplate={"spec": {"template": {"spec": {"containers": [{"name": 3}]}}}})
+    bad["spec"] = dict(
+        body["spec"], jobTemplate={"spec": {"template": {"spec": {"containers": [{"name": 3}]}}}}
+    )
     with pytest.raises(Invalid) as caught:
         cronjobs.create(bad)
     assert "jobTemplate.spec.template.spec.containers[0].name" in str(caught.value)

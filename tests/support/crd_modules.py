@@ -8,8 +8,9 @@ import itertools
 import sys
 import tempfile
 import types
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 _counter = itertools.count()
 

@@ -29,7 +29,9 @@ ALLOWED: dict[str, set[str]] = {
     "_metrics": {"_locking"},
     "_gc_policy": {"_locking"},
     "api": {"_exports", "_locking", "clock"},
-    "resources": {"_exports", "_locking", "clock", "api"},
+    # Typed views of the built-in kinds, generated: plain TypedDicts, imports nothing.
+    "k8s": set(),
+    "resources": {"_exports", "_locking", "clock", "api", "k8s"},
     "cache": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources"},
     "workqueue": {"_exports", "_locking", "clock", "_metrics", "_gc_policy"},
     "leaderelection": {
@@ -54,6 +56,8 @@ ALLOWED: dict[str, set[str]] = {
         "workqueue",
         "leaderelection",
     },
+    # Typed custom resources: Python types to CRDs and back.
+    "crd": {"_exports", "api", "k8s"},
     # RBAC rendering of the operator's declarations.
     "rbac": {"_locking", "api"},
     # The process runtime: Manager, Operator (flags), probes, leader election and sharding admission.
@@ -89,7 +93,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     # Deprecated alias of pyinformers.manager's entry point (one release).
     "cli": {"_exports", "manager"},
-    "__main__": {"_locking", "api", "manager", "rbac"},
+    "__main__": {"_locking", "api", "manager", "rbac", "crd"},
     "__init__": {
         "_exports",
         "_locking",
