@@ -304,11 +304,15 @@ def run_once(variant: str, n: int, binary: Path | None) -> dict:
                     **proc_rss_kb(proc.pid),
                 }
 
+            spy = profiler(variant, n, proc.pid)
             result["create"] = phase(
                 lambda i: foos.create(foo(f"foo-{i:05d}", 1)),
                 lambda t: t.with_status >= n + 1 and t.deployments >= n + 1,
                 "create",
             )
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(timeout=60)
             result["scale"] = phase(
                 lambda i: foos.patch(
                     f"foo-{i:05d}", {"spec": {"replicas": 2}}, namespace=NAMESPACE
@@ -332,6 +336,23 @@ def run_once(variant: str, n: int, binary: Path | None) -> dict:
                 proc.wait()
             tracker.stop()
             api.close()
+
+
+def profiler(variant: str, n: int, pid: int) -> subprocess.Popen | None:
+    """With ``BENCH_E2E_PROFILE=DIR``: py-spy sampling a Python controller's create phase (its figures are then
+    not comparable: the sampler costs the process CPU); the collapsed stacks go to DIR/VARIANT-N.txt."""
+    folder = os.environ.get("BENCH_E2E_PROFILE")
+    if not folder or not variant.startswith("pyinformers"):
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    out = Path(folder) / f"{variant}-{n}.txt"
+    proc = subprocess.Popen(
+        [str(spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # attached
+    return proc
 
 
 def control_plane_class() -> tuple[Any, Any]:

@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -355,6 +357,8 @@ func main() {
 	burst := flag.Int("burst", 0, "client-side burst (with -qps > 0)")
 	protobuf := flag.Bool("protobuf", false, "talk protobuf for built-in kinds (Deployments, Events)")
 	workers := flag.Int("workers", 2, "worker goroutines")
+	writeBench := flag.Int("write-bench", 0, "instead of running: time N writes of each kind (see writeBenchmark)")
+	namespace := flag.String("namespace", "default", "namespace of -write-bench")
 	flag.Parse()
 
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -380,6 +384,10 @@ func main() {
 	kube, err := kubernetes.NewForConfig(kubeConfig)
 	if err != nil {
 		log.Fatalf("clientset: %v", err)
+	}
+	if *writeBench > 0 {
+		writeBenchmark(kube, *namespace, *writeBench)
+		return
 	}
 	foos, err := newFooClient(config)
 	if err != nil {
@@ -414,4 +422,74 @@ func main() {
 		os.Exit(1)
 	}
 	broadcaster.Shutdown()
+}
+
+// ---------------------------------------------------------------------------- -write-bench
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// writeBenchmark does what benchmarks/writer.py does, with the clientset: n Deployments created,
+// replaced, their status written, merge-patched and deleted, one request at a time, after a warm-up;
+// it prints the CPU and wall microseconds per write of each kind as one JSON line.
+func writeBenchmark(kube kubernetes.Interface, namespace string, n int) {
+	ctx := context.Background()
+	client := kube.AppsV1().Deployments(namespace)
+	run := func(prefix string, count int) map[string]map[string]float64 {
+		last := make([]*appsv1.Deployment, count)
+		out := map[string]map[string]float64{}
+		foo := &Foo{}
+		ops := []struct {
+			name string
+			fn   func(i int, name string) (*appsv1.Deployment, error)
+		}{
+			{"create", func(i int, name string) (*appsv1.Deployment, error) {
+				foo.Name, foo.Namespace, foo.Spec.DeploymentName = name, namespace, name
+				d := newDeployment(foo)
+				d.OwnerReferences = nil
+				return client.Create(ctx, d, metav1.CreateOptions{})
+			}},
+			{"update", func(i int, name string) (*appsv1.Deployment, error) {
+				two := int32(2)
+				foo.Name, foo.Namespace, foo.Spec.DeploymentName, foo.Spec.Replicas = name, namespace, name, &two
+				d := newDeployment(foo)
+				d.OwnerReferences = nil
+				d.ResourceVersion = last[i].ResourceVersion
+				foo.Spec.Replicas = nil
+				return client.Update(ctx, d, metav1.UpdateOptions{})
+			}},
+			{"status", func(i int, name string) (*appsv1.Deployment, error) {
+				d := last[i].DeepCopy()
+				d.Status.ObservedGeneration, d.Status.Replicas = 1, 0
+				return client.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			}},
+			{"patch", func(i int, name string) (*appsv1.Deployment, error) {
+				return client.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{})
+			}},
+			{"delete", func(i int, name string) (*appsv1.Deployment, error) {
+				return last[i], client.Delete(ctx, name, metav1.DeleteOptions{})
+			}},
+		}
+		for _, op := range ops {
+			cpu0, wall0 := cpuSeconds(), time.Now()
+			for i := 0; i < count; i++ {
+				d, err := op.fn(i, fmt.Sprintf("%s-%05d", prefix, i))
+				if err != nil {
+					log.Fatalf("%s: %v", op.name, err)
+				}
+				last[i] = d
+			}
+			out[op.name] = map[string]float64{
+				"cpu_us":  (cpuSeconds() - cpu0) / float64(count) * 1e6,
+				"wall_us": float64(time.Since(wall0).Microseconds()) / float64(count),
+			}
+		}
+		return out
+	}
+	run("warm", 20)
+	result, _ := json.Marshal(map[string]interface{}{"n": n, "ops": run("timed", n)})
+	fmt.Println(string(result))
 }

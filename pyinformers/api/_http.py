@@ -1,0 +1,535 @@
+"""The lean request path of writes: one HTTP/1.1 exchange on the official client's pooled connections.
+
+A write through ``ApiClient.call_api`` walks the body with
+``sanitize_for_serialization``, encodes it with ``json.dumps``, and goes through
+urllib3's and ``http.client``'s request and response machinery (headers sent
+and parsed through the ``email`` package, the body in a second ``send``). For
+a 2 KB Deployment that is most of the client's CPU per write.
+:class:`LeanRequests` sends the same request and reads the same answer with
+much less: the body encoded once with orjson, the request head and body in
+one ``sendall``, the answer's head parsed by splitting lines, the body read by
+``Content-Length`` (or de-chunked), decoded once with orjson by the caller.
+
+What stays the official client's: the configuration (host and its path
+prefix), authentication (``update_params_for_auth`` per request, so bearer
+tokens refreshed by ``refresh_api_key_hook`` -- exec plugins, token files --
+apply as before), default headers and cookie, and the connections: they come
+from the client's own urllib3 pool (``pool_manager``) and go back to it, so
+TLS (CA, client certificates, ``verify_ssl``, ``assert_hostname``,
+``tls_server_name``), the pool's size and the proxy tunnel setup are the
+client's. What stays urllib3's: its retry policy (the pool's ``Retry``,
+``configuration.retries``) is driven exactly as ``urlopen`` drives it --
+connection errors and read errors through ``Retry.increment`` (so a POST is
+not retried after a read error and a PUT is), 413/429/503 answers with
+``Retry-After`` retried and slept as urllib3 does --, the connect and read
+timeouts apply to the same phases, the exceptions are the same types
+(``ReadTimeoutError``, ``ProtocolError``, ``MaxRetryError``, an SSL failure as
+the official client's ``ApiException(status=0)``).
+
+Used only where it can be exact: kubernetes >= 37 (``param_serialize``), a
+plain urllib3 >= 2 ``PoolManager`` (no proxy), no ``Expect`` header.
+:func:`lean_requests` returns None otherwise and the caller keeps the
+official path; an answer that redirects makes :meth:`LeanRequests.request`
+return None (nothing was written) and the caller sends the request again on
+the official path, which follows the redirect as before.
+
+Thread-safety: :class:`LeanRequests` is immutable after construction apart
+from its cached pool reference; any number of threads may send at once, each
+on a connection of its own taken from the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import sys
+import threading
+import weakref
+import zlib
+from collections.abc import Sequence
+from http.client import RemoteDisconnected
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+__all__ = ["Answer", "LeanRequests", "encode_body", "lean_requests"]
+
+_READ_SIZE = 65536
+_MAX_HEAD = 1024 * 1024
+_CACHE: weakref.WeakKeyDictionary[Any, LeanRequests | None] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+_POOL_LOG = logging.getLogger("urllib3.connectionpool")  # urllib3's own retry warning, kept
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
+
+
+def lean_requests(api_client: Any) -> LeanRequests | None:
+    """The :class:`LeanRequests` of ``api_client`` (made once, cached weakly); None where it cannot be exact."""
+    try:
+        return _CACHE[api_client]
+    except (KeyError, TypeError):
+        pass
+    lean = LeanRequests.create(api_client)
+    with _CACHE_LOCK:
+        try:
+            _CACHE[api_client] = lean
+        except TypeError:  # not weak-referenceable: no cache, no lean path
+            return None
+    return lean
+
+
+def encode_body(api_client: Any, body: Any) -> bytes:
+    """``body`` as JSON bytes: orjson, falling back to the client's own serialisation for what it cannot encode.
+
+    The official client sends ``json.dumps(sanitize_for_serialization(body))``;
+    for JSON-shaped dicts (what pyinformers writes) orjson produces the same
+    document. Typed models or other objects inside are sanitised by the
+    client first, as before.
+    """
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return orjson.dumps(api_client.sanitize_for_serialization(body))
+
+
+class Answer:
+    """A complete answer, shaped like the urllib3 response the callers read (status, headers, read)."""
+
+    __slots__ = ("status", "reason", "_head", "_headers", "_body")
+
+    def __init__(self, status: int, reason: str, head: bytes, body: bytes) -> None:
+        self.status = status
+        self.reason = reason
+        self._head = head
+        self._headers: Any = None
+        self._body = body
+
+    @property
+    def headers(self) -> Any:
+        """The answer's headers (a case-insensitive urllib3 ``HTTPHeaderDict``), parsed on first use."""
+        if self._headers is None:
+            from urllib3 import HTTPHeaderDict
+
+            headers = HTTPHeaderDict()
+            for line in self._head.decode("iso-8859-1").split("\r\n")[1:]:
+                name, sep, value = line.partition(":")
+                if sep:
+                    headers.add(name.strip(), value.strip())
+            self._headers = headers
+        return self._headers
+
+    def get_redirect_location(self) -> Any:
+        if self.status in _REDIRECTS:
+            return self.headers.get("location") or False
+        return False
+
+    def read(self, *args: Any, **kwargs: Any) -> bytes:
+        body, self._body = self._body, b""
+        return body
+
+    def drain_conn(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+class LeanRequests:
+    """Sends requests with bodies (writes) to the API server of one ``ApiClient``; see the module."""
+
+    def __init__(self, api_client: Any, pool_manager: Any) -> None:
+        from urllib3.util import parse_url
+
+        self._api_client = api_client
+        self._pool_manager = pool_manager
+        self._host_url = api_client.configuration.host.rstrip("/")
+        url = parse_url(self._host_url)
+        self._prefix = (url.path or "").rstrip("/")
+        self._pool: Any = None
+        scheme = url.scheme or "http"
+        port = url.port or (443 if scheme == "https" else 80)
+        host = url.host or "localhost"
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        # http.client's Host header: the port only when it is not the scheme's default
+        self._host_header = host if port == (443 if scheme == "https" else 80) else f"{host}:{port}"
+
+    @classmethod
+    def create(cls, api_client: Any) -> LeanRequests | None:
+        """A LeanRequests for ``api_client``, or None when the lean path could not behave exactly alike."""
+        try:
+            import urllib3
+            from urllib3.connectionpool import HTTPConnectionPool
+        except ImportError:  # pragma: no cover - urllib3 comes with the official client
+            return None
+        if (
+            not str(getattr(urllib3, "__version__", "")).startswith("2.")
+            or getattr(type(api_client), "param_serialize", None) is None
+        ):
+            return None
+        configuration = getattr(api_client, "configuration", None)
+        rest = getattr(api_client, "rest_client", None)
+        pool_manager = getattr(rest, "pool_manager", None)
+        if type(pool_manager) is not urllib3.PoolManager or not isinstance(
+            getattr(configuration, "host", None), str
+        ):
+            return None  # a ProxyManager (configuration.proxy), a test double, another transport
+        if getattr(configuration, "proxy", None):
+            return None
+        lean = cls(api_client, pool_manager)
+        try:
+            pool = lean._current_pool()
+        except Exception:
+            return None
+        if not isinstance(pool, HTTPConnectionPool) or pool.proxy is not None:
+            return None
+        return lean
+
+    def _current_pool(self) -> Any:
+        pool = self._pool
+        if (
+            pool is None or pool.pool is None
+        ):  # never fetched, or closed (evicted by the PoolManager, cleared)
+            pool = self._pool = self._pool_manager.connection_from_url(self._host_url)
+        return pool
+
+    # -- the request ---------------------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, Any]],
+        body: Any,
+        headers: dict,
+        timeout: Any,
+    ) -> Answer | None:
+        """Send ``method path?query`` with ``body`` (JSON-encoded here) and ``headers``; the whole answer.
+
+        ``timeout``: a ``(connect, read)`` pair, as the callers give ``call_api``.
+        Returns None, having written nothing, when the server redirects (the
+        caller takes the official path). Raises what the official path raises.
+        """
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import SSLError
+
+        header_params = dict(headers)
+        header_params.update(self._api_client.default_headers)
+        cookie = getattr(self._api_client, "cookie", None)
+        if cookie:
+            header_params["Cookie"] = cookie
+        query_params = list(query)
+        data = b"" if body is None else encode_body(self._api_client, body)
+        self._api_client.update_params_for_auth(
+            header_params, query_params, ["BearerToken"], path, method, body
+        )
+        target = self._prefix + path
+        if query_params:
+            target += "?" + "&".join(f"{k}={quote(_query_value(v))}" for k, v in query_params)
+        head = self._head(method, target, header_params, len(data) if body is not None else None)
+        try:
+            return self._send(
+                method, target, head + data if data else head, _urllib3_timeout(timeout)
+            )
+        except SSLError as err:  # the official client's rest layer says so with an ApiException
+            raise ApiException(status=0, reason="\n".join([type(err).__name__, str(err)])) from None
+
+    def _head(self, method: str, target: str, headers: dict, length: int | None) -> bytes:
+        lines = [
+            f"{method} {target} HTTP/1.1",
+            f"Host: {self._host_header}",
+            "Accept-Encoding: identity",
+        ]
+        seen_agent = False
+        for name, value in headers.items():
+            text = str(value)
+            if "\r" in text or "\n" in text or "\r" in name or "\n" in name or ":" in name:
+                raise ValueError(f"Invalid header {name!r}")  # http.client refuses these too
+            if name.lower() == "user-agent":
+                seen_agent = True
+            lines.append(f"{name}: {text}")
+        if not seen_agent:
+            from urllib3.connection import _get_default_user_agent  # what urllib3 would add
+
+            lines.append(f"User-Agent: {_get_default_user_agent()}")
+        if length is not None:
+            lines.append(f"Content-Length: {length}")
+        lines.append("\r\n")
+        return "\r\n".join(lines).encode("latin-1")
+
+    def _send(self, method: str, target: str, payload: bytes, timeout: Any) -> Answer | None:
+        """urllib3's ``urlopen`` loop for one complete exchange (see the module for what is kept)."""
+        from urllib3.exceptions import (
+            HTTPError,
+            MaxRetryError,
+            ProtocolError,
+            ProxyError,
+            SSLError,
+        )
+        from urllib3.util.retry import Retry
+
+        try:
+            from ssl import SSLError as BaseSSLError
+        except ImportError:  # pragma: no cover
+            BaseSSLError = OSError  # type: ignore[misc,assignment]
+        from http.client import HTTPException
+        from ssl import CertificateError
+
+        pool = self._current_pool()
+        retries = pool.retries
+        if not isinstance(retries, Retry):
+            retries = Retry.from_int(retries, redirect=False, default=pool.retries)
+        url = target
+        while True:
+            conn = None
+            answer: Answer | None = None
+            clean = False
+            try:
+                conn = pool._get_conn()
+                answer = self._exchange(pool, conn, url, payload, timeout)
+                clean = True
+            except (
+                TimeoutError,
+                HTTPException,
+                OSError,
+                ProtocolError,
+                BaseSSLError,
+                SSLError,
+                CertificateError,
+                ProxyError,
+            ) as err:
+                new: Exception = err
+                if isinstance(err, (BaseSSLError, CertificateError)):
+                    new = SSLError(err)
+                elif isinstance(new, (OSError, HTTPException)) and not isinstance(new, HTTPError):
+                    new = ProtocolError("Connection aborted.", new)
+                retries = retries.increment(
+                    method, url, error=new, _pool=pool, _stacktrace=sys.exc_info()[2]
+                )
+                retries.sleep()
+                _POOL_LOG.warning(
+                    "Retrying (%r) after connection broken by '%r': %s", retries, err, url
+                )
+            finally:
+                if not clean and conn is not None:
+                    conn.close()
+                    pool._put_conn(conn)
+            if answer is None:
+                continue  # the connection broke: retry as urllib3 does (increment raised when it may not)
+            if answer.status in _REDIRECTS and answer.get_redirect_location():
+                return None
+            has_retry_after = (
+                bool(answer.headers.get("Retry-After")) if answer.status >= 400 else False
+            )
+            if retries.is_retry(method, answer.status, has_retry_after):
+                try:
+                    retries = retries.increment(method, url, response=answer, _pool=pool)  # type: ignore[arg-type]
+                except MaxRetryError:
+                    if retries.raise_on_status:
+                        raise
+                    return answer
+                retries.sleep(answer)  # type: ignore[arg-type]
+                continue
+            return answer
+
+    def _exchange(
+        self, pool: Any, conn: Any, url: str, payload: bytes, timeout_value: Any
+    ) -> Answer:
+        """Connect if need be, send ``payload``, read the whole answer; puts ``conn`` back when it is clean."""
+        from urllib3.exceptions import ReadTimeoutError
+        from urllib3.util.timeout import Timeout
+
+        timeout = pool._get_timeout(timeout_value)
+        timeout.start_connect()
+        conn.timeout = Timeout.resolve_default_timeout(timeout.connect_timeout)
+        if conn.sock is None:
+            try:
+                conn.connect()
+                pool._validate_conn(conn)  # urllib3's certificate warnings, as _make_request does
+            except (TimeoutError, ssl.SSLError) as err:
+                pool._raise_timeout(err=err, url=url, timeout_value=conn.timeout)
+                raise
+        else:
+            pool._validate_conn(conn)
+        sock = conn.sock
+        sock.settimeout(conn.timeout)
+        try:
+            sock.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may have answered and closed already; reading tells
+        read_timeout = timeout.read_timeout
+        if read_timeout == 0:
+            raise ReadTimeoutError(pool, url, f"Read timed out. (read timeout={read_timeout})")
+        sock.settimeout(read_timeout)
+        try:
+            return self._read_answer(pool, conn, sock)
+        except (ssl.SSLError, OSError) as err:
+            pool._raise_timeout(err=err, url=url, timeout_value=read_timeout)
+            raise
+
+    @staticmethod
+    def _read_answer(pool: Any, conn: Any, sock: Any) -> Answer:
+        data = sock.recv(_READ_SIZE)
+        while b"\r\n\r\n" not in data:
+            if not data:
+                raise RemoteDisconnected("Remote end closed connection without response")
+            if len(data) > _MAX_HEAD:
+                from urllib3.exceptions import ProtocolError
+
+                raise ProtocolError("the answer's head is too long")
+            more = sock.recv(_READ_SIZE)
+            if not more:
+                raise RemoteDisconnected("Remote end closed connection without response")
+            data += more
+        end = data.index(b"\r\n\r\n")
+        head, rest = data[:end], data[end + 4 :]
+        status_line, _, _ = head.partition(b"\r\n")
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+            from http.client import BadStatusLine
+
+            raise BadStatusLine(status_line.decode("iso-8859-1", "replace"))
+        status = int(parts[1])
+        reason = parts[2].decode("iso-8859-1") if len(parts) > 2 else ""
+        lower = head.lower()
+        keep = parts[0] == b"HTTP/1.1" and b"\r\nconnection: close" not in lower
+        body = _read_body(sock, lower, rest, status)
+        if body is None:  # delimited by the connection's end
+            body = rest + _read_to_end(sock)
+            keep = False
+        elif isinstance(body, tuple):  # more than the body arrived: the connection is not clean
+            body = body[0]
+            keep = False
+        encoding = _header(lower, b"content-encoding")
+        if encoding and encoding != b"identity":
+            body = _decode(body, encoding)
+        if not keep:
+            conn.close()
+        pool._put_conn(conn)
+        return Answer(status, reason, head, body)
+
+
+def _urllib3_timeout(timeout: Any) -> Any:
+    """What the official rest layer makes of ``_request_timeout``: a number is the total, a pair
+    (connect, read); anything else None, which urllib3 takes as no timeout at all."""
+    from urllib3 import Timeout
+
+    if not timeout:
+        return None
+    if isinstance(timeout, (int, float)):
+        return Timeout(total=timeout)
+    if isinstance(timeout, tuple) and len(timeout) == 2:
+        return Timeout(connect=timeout[0], read=timeout[1])
+    return None
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _header(lower_head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case) in a lower-cased head, stripped; None when absent."""
+    key = b"\r\n" + name + b":"
+    at = lower_head.find(key)
+    if at < 0:
+        return None
+    start = at + len(key)
+    end = lower_head.find(b"\r\n", start)
+    return lower_head[start : end if end >= 0 else len(lower_head)].strip()
+
+
+def _read_body(sock: Any, lower_head: bytes, rest: bytes, status: int) -> Any:
+    """The body: bytes; a 1-tuple of bytes when extra bytes followed it; None when it runs to EOF."""
+    if status in (204, 304) or 100 <= status < 200:
+        return (rest,) if rest else b""
+    encoding = _header(lower_head, b"transfer-encoding")
+    if encoding is not None and encoding.endswith(b"chunked"):
+        return _read_chunked(sock, rest)
+    length_text = _header(lower_head, b"content-length")
+    if length_text is None:
+        return None
+    from urllib3.exceptions import ProtocolError
+
+    try:
+        length = int(length_text)
+    except ValueError:
+        raise ProtocolError(f"bad Content-Length {length_text!r}") from None
+    pieces = [rest]
+    have = len(rest)
+    while have < length:
+        more = sock.recv(max(_READ_SIZE, length - have))
+        if not more:
+            raise ProtocolError(
+                f"Connection broken: IncompleteRead({have} bytes read, {length - have} more expected)"
+            )
+        pieces.append(more)
+        have += len(more)
+    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    if have > length:
+        return (data[:length],)
+    return data
+
+
+def _read_chunked(sock: Any, data: bytes) -> Any:
+    from urllib3.exceptions import ProtocolError
+
+    out: list[bytes] = []
+    pos = 0
+    while True:
+        eol = data.find(b"\r\n", pos)
+        while eol < 0:
+            more = sock.recv(_READ_SIZE)
+            if not more:
+                raise ProtocolError("Connection broken: the chunked body ended early")
+            data += more
+            eol = data.find(b"\r\n", pos)
+        try:
+            size = int(data[pos:eol].split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise ProtocolError("Connection broken: bad chunk-size line") from None
+        pos = eol + 2
+        if size == 0:
+            end = data.find(b"\r\n\r\n", pos - 2)
+            while end < 0:  # the trailer, up to its blank line
+                more = sock.recv(_READ_SIZE)
+                if not more:
+                    break
+                data += more
+                end = data.find(b"\r\n\r\n", pos - 2)
+            body = b"".join(out)
+            if end >= 0 and end + 4 < len(data):
+                return (body,)
+            return body
+        while len(data) < pos + size + 2:
+            more = sock.recv(max(_READ_SIZE, pos + size + 2 - len(data)))
+            if not more:
+                raise ProtocolError("Connection broken: the chunked body ended early")
+            data += more
+        out.append(data[pos : pos + size])
+        pos += size + 2
+
+
+def _read_to_end(sock: Any) -> bytes:
+    pieces: list[bytes] = []
+    while True:
+        more = sock.recv(_READ_SIZE)
+        if not more:
+            return b"".join(pieces)
+        pieces.append(more)
+
+
+def _decode(body: bytes, encoding: bytes) -> bytes:
+    if encoding in (b"gzip", b"x-gzip"):
+        return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    if encoding == b"deflate":
+        try:
+            return zlib.decompress(body)
+        except zlib.error:
+            return zlib.decompress(body, -zlib.MAX_WBITS)
+    from urllib3.exceptions import DecodeError
+
+    raise DecodeError(f"unsupported Content-Encoding {encoding.decode('latin-1')!r}")
