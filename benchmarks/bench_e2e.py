@@ -436,14 +436,21 @@ def print_ratios(section: dict) -> None:
             print(f"    {key:<22} {value['median']:.2f}x [{value['min']:.2f}-{value['max']:.2f}]")
 
 
-def main() -> None:
+def prerequisites(name: str) -> Path | None:
+    """The Go anchor's binary when the control plane's binaries and Go are there; else None, said in one line."""
     missing = binaries_missing()
     if missing:
-        print(f"bench_e2e skipped: no control plane binaries ({missing}; run make envtest)")
-        return
+        print(f"{name} skipped: no control plane binaries ({missing}; run make envtest)")
+        return None
     binary = gobuild.build("gocontroller", "gocontroller-e2e", what="the Go controller anchor")
     if binary is None:
-        print("bench_e2e skipped: no Go anchor")
+        print(f"{name} skipped: no Go anchor")
+    return binary
+
+
+def main() -> None:
+    binary = prerequisites("bench_e2e")
+    if binary is None:
         return
     data: dict[str, Any] = {
         "quick": QUICK,

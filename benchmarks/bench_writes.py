@@ -29,8 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks import gobuild
-from benchmarks.bench_e2e import binaries_missing, control_plane_class
+from benchmarks.bench_e2e import control_plane_class, prerequisites
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -77,13 +76,8 @@ def run_client(client: str, kubeconfig: str, namespace: str, binary: Path) -> di
 
 
 def main() -> None:
-    missing = binaries_missing()
-    if missing:
-        print(f"bench_writes skipped: no control plane binaries ({missing}; run make envtest)")
-        return
-    binary = gobuild.build("gocontroller", "gocontroller-e2e", what="the Go controller anchor")
+    binary = prerequisites("bench_writes")
     if binary is None:
-        print("bench_writes skipped: no Go anchor")
         return
     ControlPlane, _ = control_plane_class()
     from pyinformers.api import ResourceClient

@@ -28,22 +28,21 @@ OPS = ("create", "update", "status", "patch", "delete")
 WARMUP = 20
 
 
+#: The Foo the written Deployments name as their controller (it need not exist: no garbage collector runs).
+OWNER_UID = "4f0c8d6e-0000-4000-8000-00000000e2e0"
+
+
 def deployment(namespace: str, name: str, replicas: int = 1) -> dict:
-    """The sample-controller's Deployment shape (what the end-to-end scenario writes)."""
-    labels = {"app": "nginx", "controller": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(labels)},
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]},
-            },
-        },
+    """What the end-to-end scenario writes: samples.sample_controller's Deployment for a Foo ``name``."""
+    from samples.sample_controller import new_deployment
+
+    foo = {
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+        "kind": "Foo",
+        "metadata": {"name": name, "namespace": namespace, "uid": OWNER_UID},
+        "spec": {"deploymentName": name, "replicas": replicas},
     }
+    return new_deployment(foo)
 
 
 def pyinformers_ops(api: Any, namespace: str) -> dict[str, Callable[[str, dict], dict]]:

@@ -441,22 +441,20 @@ func writeBenchmark(kube kubernetes.Interface, namespace string, n int) {
 	run := func(prefix string, count int) map[string]map[string]float64 {
 		last := make([]*appsv1.Deployment, count)
 		out := map[string]map[string]float64{}
-		foo := &Foo{}
+		foo := &Foo{} // the Deployments' controller, as in benchmarks/writer.py (it need not exist)
+		foo.UID = "4f0c8d6e-0000-4000-8000-00000000e2e0"
 		ops := []struct {
 			name string
 			fn   func(i int, name string) (*appsv1.Deployment, error)
 		}{
 			{"create", func(i int, name string) (*appsv1.Deployment, error) {
 				foo.Name, foo.Namespace, foo.Spec.DeploymentName = name, namespace, name
-				d := newDeployment(foo)
-				d.OwnerReferences = nil
-				return client.Create(ctx, d, metav1.CreateOptions{})
+				return client.Create(ctx, newDeployment(foo), metav1.CreateOptions{})
 			}},
 			{"update", func(i int, name string) (*appsv1.Deployment, error) {
 				two := int32(2)
 				foo.Name, foo.Namespace, foo.Spec.DeploymentName, foo.Spec.Replicas = name, namespace, name, &two
 				d := newDeployment(foo)
-				d.OwnerReferences = nil
 				d.ResourceVersion = last[i].ResourceVersion
 				foo.Spec.Replicas = nil
 				return client.Update(ctx, d, metav1.UpdateOptions{})

@@ -12,6 +12,8 @@
 * object helpers live in :mod:`pyinformers.api.meta` only (keys, owner
   references, names, labels); their old aliases here warn for one release.
 * :func:`to_model` -- a cached dict as the official client's typed model.
+* :class:`TokenBucket`, :func:`set_client_throttle` -- a client-side QPS/burst
+  throttle on every request of one ``ApiClient`` (off by default).
 """
 
 from pyinformers._exports import lazy_face, publish
@@ -52,6 +54,7 @@ from pyinformers.api._selectors import (
     as_field_selector,
     as_label_selector,
 )
+from pyinformers.api._throttle import TokenBucket, client_throttle, set_client_throttle
 from pyinformers.api._watch import WatchEvent, WatchEventType, WatchStream
 
 __all__ = [
@@ -68,6 +71,10 @@ __all__ = [
     # configuration
     "ConfigurationError",
     "build_api_client",
+    # client-side throttle (off by default)
+    "TokenBucket",
+    "set_client_throttle",
+    "client_throttle",
     # errors
     "ApiError",
     "BadRequest",

@@ -4,7 +4,9 @@
 client's request API. It uses the public request path of the 37 line
 (``param_serialize`` then ``call_api``), and falls back to the older single
 ``call_api(...)`` signature (the 36 line and before) when ``param_serialize``
-is missing. Everything after it is plain ``urllib3``: reading a JSON body
+is missing. A write (any method but GET) on the 37 line goes instead through
+:mod:`pyinformers.api._http`, the lean path on the same pooled connections,
+wherever that behaves exactly alike. Everything after it is plain ``urllib3``: reading a JSON body
 (:func:`read_json`), turning an error answer into a typed
 :class:`~pyinformers.api._errors.ApiError` (:func:`raise_for_status`), giving
 a connection back to the pool (:func:`release`), breaking a blocked read
@@ -24,7 +26,9 @@ from typing import Any
 
 import orjson
 
+import pyinformers.api._http
 from pyinformers.api._errors import error_from_status
+from pyinformers.api._throttle import client_throttle
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -66,10 +70,21 @@ def send(
     The body is not read (``preload_content=False``): the caller reads or streams
     it and releases the connection. Status codes are not checked here.
     """
+    throttle = client_throttle(api_client)
+    if throttle is not None:  # off by default (see pyinformers.api._throttle)
+        throttle.wait()
     header_params = {"Accept": "application/json"}
     if headers:
         header_params.update(headers)
     query_params = list(query)
+    # a write: the lean path, where it behaves exactly alike (pyinformers.api._http)
+    if method != "GET":
+        lean = pyinformers.api._http.lean_requests(api_client)
+        if lean is not None:
+            answer = lean.request(method, path, query_params, body, header_params, timeout)
+            # None: redirected, nothing written; the official path follows the redirect
+            if answer is not None:
+                return answer
     serialize = getattr(api_client, "param_serialize", None)
     if serialize is not None:  # kubernetes >= 37 (and the generator line it comes from)
         request = serialize(

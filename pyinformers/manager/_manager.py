@@ -76,6 +76,7 @@ from pyinformers import _gc_policy as gc_policy
 from pyinformers._metrics import collector_for
 from pyinformers.api._config import ConfigurationError, build_api_client, check_server, one_line
 from pyinformers.api._errors import Forbidden, Unauthorized
+from pyinformers.api._throttle import TokenBucket, set_client_throttle
 from pyinformers.cache._factory import SharedInformerFactory
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.controller._controller import (
@@ -181,6 +182,12 @@ class Manager:
     :param sharding: a :class:`~pyinformers.manager._sharding.ShardingConfig`:
         share the controllers' keys with the other replicas (exclusive with
         leader election).
+    :param kube_api_qps: a client-side throttle on every request through the
+        Manager's ``ApiClient`` (a :class:`~pyinformers.api.TokenBucket` of this
+        many requests a second, ``kube_api_burst`` at once). None or 0: off,
+        the default, as controller-runtime's: the server's Priority and
+        Fairness is the better guard (see :mod:`pyinformers.api._throttle`).
+    :param kube_api_burst: the throttle's burst (default: 1.5 x the QPS, at least 1).
 
     Raises :class:`ConfigurationError` when no usable configuration is found.
     """
@@ -211,6 +218,8 @@ class Manager:
         leader_election_namespace: str | None = None,
         leader_election_config: LeaderElectionConfig | None = None,
         sharding: ShardingConfig | None = None,
+        kube_api_qps: float | None = None,
+        kube_api_burst: int | None = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
         election = election_config(
@@ -237,6 +246,9 @@ class Manager:
         if api_client is not None and kubeconfig is not None:
             raise ValueError("give either kubeconfig or api_client, not both")
         self.api_client = build_api_client(kubeconfig) if api_client is None else api_client
+        if kube_api_qps:
+            burst = kube_api_burst if kube_api_burst else max(1, int(kube_api_qps * 1.5))
+            set_client_throttle(self.api_client, TokenBucket(kube_api_qps, burst))
         self.registry = REGISTRY if registry is None else registry
         self.namespace = namespace
         # The first 401/403 an informer met (a list or watch the RBAC refuses): retrying cannot fix it.

@@ -97,6 +97,20 @@ def _shards(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _workers(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -215,6 +229,21 @@ FLAGS: tuple[Flag, ...] = (
         metavar="ADDR",
     ),
     Flag("workers", "reconcile worker threads per controller", 2, _workers, metavar="N"),
+    Flag(
+        "kube-api-qps",
+        "client-side throttle: at most this many requests a second to the API server; 0 turns it "
+        "off (the server's Priority and Fairness guards it, as controller-runtime assumes)",
+        0.0,
+        _non_negative,
+        metavar="QPS",
+    ),
+    Flag(
+        "kube-api-burst",
+        "requests the throttle lets through at once (with --kube-api-qps); 0: 1.5 x the QPS",
+        0,
+        _non_negative_int,
+        metavar="N",
+    ),
     Flag(
         "shutdown-timeout",
         "seconds in-flight reconciles get to finish on SIGTERM (keep it well under the "
@@ -511,6 +540,9 @@ class Operator:
             kwargs["metrics_tls"] = TLSFiles(options.metrics_cert_file, options.metrics_key_file)
         if options.shutdown_timeout is not None:
             kwargs["shutdown_timeout"] = options.shutdown_timeout
+        if options.kube_api_qps:
+            kwargs["kube_api_qps"] = options.kube_api_qps
+            kwargs["kube_api_burst"] = options.kube_api_burst or None
         if options.leader_elect:
             # The Lease's namespace: the flag's, else the Pod's, else 'default' as --help says
             # (pod_namespace), so a run on a laptop works without the flag.

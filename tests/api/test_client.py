@@ -282,9 +282,11 @@ def test_the_client_refresh_hook_renews_the_token_before_each_request():
             configmaps = ResourceClient(api_client, CONFIGMAPS)
             assert configmaps.list("default").items == []
             configmaps.watch("default", timeout_seconds=5).close()
+            configmaps.create({"metadata": {"name": "a"}}, "default")  # writes: the lean path
+            configmaps.patch("a", {"data": {"k": "v"}}, "default")
         finally:
             api_client.close()
-    assert len(calls) >= 2
+    assert len(calls) >= 4
 
 
 # --------------------------------------------------------------------------- writes

@@ -28,25 +28,10 @@ from pyinformers.controller import (  # noqa: E402
 from pyinformers.resources import CONFIGMAPS, DEPLOYMENTS  # noqa: E402
 from pyinformers.testing import eventually
 from pyinformers.workqueue import ItemExponentialFailureRateLimiter  # noqa: E402
+from tests.support.objects import deployment  # noqa: E402
 
 WAIT = 30.0  # generous: other test suites share the two cores
 NS = "default"
-
-
-def deployment(name, replicas=1, namespace=NS):
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "x"}]},
-            },
-        },
-    }
 
 
 class ConfigOwner(Controller):

@@ -34,6 +34,7 @@ def test_defaults_are_the_documented_ones():
     assert options.metrics_secure is True and options.leader_elect is False
     assert options.leader_election_id == "demo-op" and options.leader_election_namespace is None
     assert (options.log_level, options.log_format, options.workers) == ("info", "text", 2)
+    assert (options.kube_api_qps, options.kube_api_burst) == (0.0, 0)  # no client-side throttle
 
 
 def test_every_flag_reads_its_env_var_and_the_command_line_wins():
@@ -54,6 +55,8 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
         "PYINFORMERS_METRICS_KEY_FILE": "",
         "PYINFORMERS_SHARDS": "0",
         "PYINFORMERS_SHARDING_NAMESPACE": "shards",
+        "PYINFORMERS_KUBE_API_QPS": "20",
+        "PYINFORMERS_KUBE_API_BURST": "30",
     }
     assert {f.env for f in FLAGS} == set(environ)
     o = _operator().parse([], environ=environ)
@@ -67,6 +70,7 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
     assert o.metrics_bind_address == ("127.0.0.1", 9000) and o.metrics_secure is False
     assert o.health_probe_bind_address is None and (o.shards, o.sharding_namespace) == (0, "shards")
     assert (o.workers, o.shutdown_timeout, o.log_level, o.log_format) == (4, 7.5, "debug", "json")
+    assert (o.kube_api_qps, o.kube_api_burst) == (20.0, 30)
     o = _operator().parse(
         ["--namespace", "other", "--leader-elect=false", "--log-format", "text"], environ=environ
     )
