@@ -9,7 +9,7 @@ MicroTime. The API server parses ``acquireTime``/``renewTime`` with the Go
 layout ``2006-01-02T15:04:05.000000Z07:00``: exactly six fractional digits.
 ``...:35Z`` (none) and ``...:40.123456789Z`` (nine) are rejected with 400,
 an offset such as ``+02:00`` is accepted and answered in UTC (transcript
-``k8s-transcripts/v1.36.2/leases.jsonl``). :func:`format_micro_time` (the one of
+``tests/transcripts/v1.36.3/leases.jsonl``). :func:`format_micro_time` (the one of
 :mod:`pyinformers.api.meta`) always writes six digits in UTC;
 :func:`parse_micro_time` reads any RFC 3339 time.
 

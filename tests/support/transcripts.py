@@ -4,7 +4,8 @@ A transcript is a JSON Lines file: one line per request a recorder sent to a
 real kube-apiserver and the answer it got, normalised so that two recordings
 compare equal (uids, resourceVersions and continue tokens become numbered
 placeholders such as ``<rv:3>``; timestamps become ``<time>``). The format is
-described in the transcripts' README (``k8s-transcripts/README.md``).
+described in ``tests/transcripts/README.md``; the recorder is
+:mod:`tests.support.record_transcripts`.
 
 :func:`replay` sends every request of a file, in order, over real HTTP to a
 fresh :class:`~pyinformers.testing.ApiServer` and compares each answer with
