@@ -235,3 +235,44 @@ def test_a_scenario_recorded_on_the_embedded_server_replays_on_a_fresh_one(name,
     results = transcripts.replay(path)
     assert len(results) == len(lines)
     assert all(r.ok for r in results), transcripts.summarize(results)
+
+
+def test_a_scenario_written_as_a_function_records_its_requests_and_a_watch_with_its_concurrent_steps():
+    from pyinformers.testing import ApiServer
+
+    server = ApiServer(token="recorder-token", namespace_defaults=True).start()
+    try:
+        r = rt.Recorder(_EmbeddedControlPlane(server), timeout=10.0)
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tx-fn"}}
+        r.request("create-namespace", "POST", "/api/v1/namespaces", note="its namespace", body=ns)
+        listed = r.request("list", "GET", "/api/v1/namespaces/tx-fn/configmaps", note="the start")
+        query = {
+            "watch": "true",
+            "resourceVersion": listed.body["metadata"]["resourceVersion"],
+            "timeoutSeconds": "1",
+        }
+        with r.watch("watch", "/api/v1/namespaces/tx-fn/configmaps", note="a watch", query=query):
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+            r.request(
+                "create",
+                "POST",
+                "/api/v1/namespaces/tx-fn/configmaps",
+                note="(during the watch) a",
+                body=cm,
+            )
+        lines = r.transcript()
+    finally:
+        server.stop()
+    assert [line["step"] for line in lines] == ["create-namespace", "list", "watch", "create"]
+    watch, create = lines[2], lines[3]
+    assert (
+        watch["request"]["query"]["resourceVersion"]
+        == lines[1]["response"]["body"]["metadata"]["resourceVersion"]
+    )
+    assert [e["type"] for e in watch["response"]["events"]] == ["ADDED"]
+    assert (
+        watch["response"]["events"][0]["object"]["metadata"]["uid"]
+        == create["response"]["body"]["metadata"]["uid"]
+    )
+    assert watch["response"]["stream_end"] == "closed by server"
+    assert watch["note"].startswith("a watch [timing in this run, informative only: ADDED@")
