@@ -1,0 +1,407 @@
+"""Custom resources validated as kube-apiserver validates them, held identical on both servers.
+
+Run with ``--k8s-server=both``. Each test installs a CRD of its own (a
+unique group, deleted at the end) and writes custom resources through the
+official client's ``CustomObjectsApi``, asserting the exact answer: what
+is stored (pruned, defaulted), or the 422's causes. The CRD is written
+exactly as controller-gen writes one (``metadata: {type: object}`` under the
+root properties, descriptions, formats), for a CronJob-like kind whose
+``jobTemplate`` is an embedded JobTemplateSpec kept with
+``x-kubernetes-preserve-unknown-fields`` where controller-gen would expand
+it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+from typing import Any, Iterator, Optional
+
+import pytest
+from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from pyinformers import install_crd
+from pyinformers.testing import eventually
+
+pytestmark = pytest.mark.timeout(120)
+
+_META = {"description": "Standard object's metadata.", "type": "object"}
+_TYPE_META = {
+    "apiVersion": {"description": "APIVersion defines the versioned schema of this representation of an object.", "type": "string"},
+    "kind": {"description": "Kind is a string value representing the REST resource this object represents.", "type": "string"},
+}
+
+
+def cronjob_schema() -> dict:
+    """The schema controller-gen writes for the kubebuilder tutorial's CronJob, with the job spec kept open."""
+    return {
+        "description": "CronJob is the Schema for the cronjobs API",
+        "type": "object",
+        "properties": {
+            **copy.deepcopy(_TYPE_META),
+            "metadata": {"type": "object"},
+            "spec": {
+                "description": "CronJobSpec defines the desired state of CronJob",
+                "type": "object",
+                "required": ["jobTemplate", "schedule"],
+                "properties": {
+                    "concurrencyPolicy": {"default": "Allow", "enum": ["Allow", "Forbid", "Replace"], "type": "string"},
+                    "failedJobsHistoryLimit": {"format": "int32", "minimum": 0, "type": "integer"},
+                    "jobTemplate": {
+                        "description": "Specifies the job that will be created when executing a CronJob.",
+                        "type": "object",
+                        "properties": {
+                            "metadata": {"type": "object"},
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                                "properties": {
+                                    "backoffLimit": {"format": "int32", "type": "integer", "default": 6},
+                                    "parallelism": {"format": "int32", "type": "integer", "minimum": 0},
+                                },
+                            },
+                        },
+                    },
+                    "schedule": {"minLength": 0, "type": "string"},
+                    "startingDeadlineSeconds": {"format": "int64", "minimum": 0, "type": "integer"},
+                    "successfulJobsHistoryLimit": {"format": "int32", "minimum": 0, "type": "integer"},
+                    "suspend": {"type": "boolean"},
+                    "port": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True},
+                    "owner": {"type": "string", "nullable": True},
+                    "note": {"type": "string"},
+                    "window": {"type": "string", "nullable": True, "default": "always"},
+                    "template": {
+                        "type": "object",
+                        "x-kubernetes-embedded-resource": True,
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    },
+                    "params": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {"value": {"type": "string"}, "kind": {"type": "string", "default": "plain"}},
+                        },
+                    },
+                    "steps": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"name": {"type": "string"}, "retries": {"type": "integer", "default": 0}}},
+                    },
+                },
+            },
+            "status": {
+                "description": "CronJobStatus defines the observed state of CronJob",
+                "type": "object",
+                "properties": {
+                    "active": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}, "x-kubernetes-map-type": "atomic"}, "x-kubernetes-list-type": "atomic"},
+                    "lastScheduleTime": {"format": "date-time", "type": "string"},
+                },
+            },
+        },
+    }
+
+
+def crd_for(group: str, schema: dict, *, plural: str = "cronjobs", kind: str = "CronJob") -> dict:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}", "annotations": {"controller-gen.kubebuilder.io/version": "v0.16.4"}},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}}}],
+        },
+    }
+
+
+class Kind:
+    """One installed CRD of a test and the calls on its objects, all through the official client."""
+
+    def __init__(self, k8s: Any, schema: dict) -> None:
+        self.k8s = k8s
+        self.group = f"s{secrets.token_hex(4)}.example.com"
+        self.crd = crd_for(self.group, schema)
+        self.api = k8s.api_client()
+        self.objects = CustomObjectsApi(self.api)
+        self.crds = ApiextensionsV1Api(self.api)
+
+    def install(self) -> None:
+        install_crd(self.api, self.crd, timeout=60)
+
+    def replace_schema(self, schema: dict) -> None:
+        """Update the CRD's schema (the real server swaps its handlers a moment later: callers wait)."""
+        response = self.crds.read_custom_resource_definition(self.crd["metadata"]["name"], _preload_content=False)
+        body = json.loads(response.data)
+        body["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema
+        self.crds.replace_custom_resource_definition(self.crd["metadata"]["name"], body)
+
+    def remove(self) -> None:
+        try:
+            self.crds.delete_custom_resource_definition(self.crd["metadata"]["name"])
+        except ApiException:
+            pass
+
+    def body(self, name: str, spec: dict, **extra: Any) -> dict:
+        return {"apiVersion": f"{self.group}/v1", "kind": "CronJob", "metadata": {"name": name}, "spec": spec, **extra}
+
+    def create(self, body: dict, **params: Any) -> dict:
+        return self.objects.create_namespaced_custom_object(self.group, "v1", self.k8s.namespace, "cronjobs", body, **params)
+
+    def get(self, name: str) -> dict:
+        return self.objects.get_namespaced_custom_object(self.group, "v1", self.k8s.namespace, "cronjobs", name)
+
+    def replace(self, name: str, body: dict) -> dict:
+        return self.objects.replace_namespaced_custom_object(self.group, "v1", self.k8s.namespace, "cronjobs", name, body)
+
+    def refused(self, call: Any, *args: Any, **kwargs: Any) -> tuple[int, str, list[tuple[str, str, str]]]:
+        """``(status, message, causes)`` of a call that must fail."""
+        with pytest.raises(ApiException) as info:
+            call(*args, **kwargs)
+        status = json.loads(info.value.body)
+        causes = [(c.get("reason", ""), c.get("field", ""), c.get("message", "")) for c in (status.get("details") or {}).get("causes") or ()]
+        return info.value.status, status.get("message", ""), sorted(causes, key=lambda c: (c[1], c[2]))
+
+
+@pytest.fixture
+def cronjobs(k8s: Any) -> Iterator[Kind]:
+    kind = Kind(k8s, cronjob_schema())
+    kind.install()
+    try:
+        yield kind
+    finally:
+        kind.remove()
+
+
+def _job(**spec: Any) -> dict:
+    return {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}, **spec}
+
+
+# -- the blocker: controller-gen's metadata: {type: object} -------------------------------------------
+
+
+def test_a_controller_gen_crd_keeps_the_name_and_namespace_of_a_custom_resource(cronjobs):
+    created = cronjobs.create(cronjobs.body("nightly", _job()))
+    assert created["metadata"]["name"] == "nightly"
+    assert created["metadata"]["namespace"] == cronjobs.k8s.namespace
+    assert cronjobs.get("nightly")["metadata"]["name"] == "nightly"
+
+
+def test_a_strict_create_of_a_controller_gen_resource_finds_no_unknown_metadata_fields(cronjobs):
+    body = cronjobs.body("strict", _job())
+    body["metadata"]["labels"] = {"app": "x"}
+    body["metadata"]["annotations"] = {"a": "b"}
+    created = cronjobs.create(body, field_validation="Strict")
+    assert created["metadata"]["labels"] == {"app": "x"}
+
+
+def test_install_crd_refuses_a_schema_that_is_not_structural(k8s):
+    schema = {"type": "object", "properties": {"spec": {"properties": {"size": {"type": "integer"}}}, "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}}
+    kind = Kind(k8s, schema)
+    try:
+        status, message, causes = kind.refused(kind.crds.create_custom_resource_definition, kind.crd)
+    finally:
+        kind.remove()
+    root = "spec.validation.openAPIV3Schema"
+    assert status == 422
+    assert causes == [
+        ("FieldValueForbidden", f"{root}.properties[metadata]", "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"),
+        ("FieldValueRequired", f"{root}.properties[spec].type", "Required value: must not be empty for specified object fields"),
+    ]
+    assert message.startswith(f'CustomResourceDefinition.apiextensions.k8s.io "cronjobs.{kind.group}" is invalid: ')
+
+
+# -- pruning ---------------------------------------------------------------------------------------
+
+
+def test_unknown_fields_are_pruned_and_a_strict_write_names_them(cronjobs):
+    spec = _job(bogus=1)
+    spec["jobTemplate"]["metadata"] = {"labels": {"team": "a"}}
+    spec["jobTemplate"]["spec"]["extra"] = {"kept": True}
+    created = cronjobs.create(cronjobs.body("pruned", spec, extraTop=1))
+    assert "bogus" not in created["spec"]
+    assert "extraTop" not in created
+    assert created["spec"]["jobTemplate"]["metadata"] == {}  # {type: object} without properties keeps nothing
+    assert created["spec"]["jobTemplate"]["spec"]["extra"] == {"kept": True}  # preserve-unknown-fields
+    status, message, _ = cronjobs.refused(cronjobs.create, cronjobs.body("pruned2", spec), field_validation="Strict")
+    assert status == 400
+    assert 'unknown field "spec.bogus"' in message
+    assert 'unknown field "spec.jobTemplate.metadata.labels"' in message
+    assert "extra" not in message
+
+
+def test_an_embedded_resource_keeps_its_type_and_object_meta_and_drops_unknown_metadata_fields(cronjobs):
+    template = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": {"a": "b"}, "bogus": 1}, "data": {"k": "v"}}
+    created = cronjobs.create(cronjobs.body("embedded", _job(template=template)))
+    assert created["spec"]["template"] == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": {"a": "b"}}, "data": {"k": "v"}}
+
+
+def test_an_embedded_resource_needs_an_api_version_and_a_kind(cronjobs):
+    status, _, causes = cronjobs.refused(cronjobs.create, cronjobs.body("noapi", _job(template={"metadata": {"name": "x"}})))
+    assert status == 422
+    assert causes == [
+        ("FieldValueRequired", "spec.template.apiVersion", "Required value"),
+        ("FieldValueRequired", "spec.template.kind", "Required value"),
+    ]
+
+
+def test_an_embedded_resource_with_invalid_labels_is_refused(cronjobs):
+    template = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a": "not valid!"}}}
+    status, _, causes = cronjobs.refused(cronjobs.create, cronjobs.body("badlabels", _job(template=template)))
+    assert status == 422
+    assert [(reason, field) for reason, field, _ in causes] == [("FieldValueInvalid", "spec.template.metadata.labels")]
+
+
+# -- defaults and nulls ----------------------------------------------------------------------------
+
+
+def test_defaults_are_applied_at_every_depth_on_create(cronjobs):
+    created = cronjobs.create(cronjobs.body("defaults", _job(params={"a": {"value": "x"}}, steps=[{"name": "one"}])))
+    spec = created["spec"]
+    assert spec["concurrencyPolicy"] == "Allow"
+    assert spec["window"] == "always"
+    assert spec["jobTemplate"]["spec"]["backoffLimit"] == 6  # below preserve-unknown-fields
+    assert spec["params"] == {"a": {"value": "x", "kind": "plain"}}  # under additionalProperties
+    assert spec["steps"] == [{"name": "one", "retries": 0}]  # under items
+
+
+def test_a_null_is_kept_where_nullable_dropped_where_not_and_defaulted_where_a_default_is(cronjobs):
+    created = cronjobs.create(cronjobs.body("nulls", _job(owner=None, note=None, window=None)))
+    spec = created["spec"]
+    assert "owner" in spec and spec["owner"] is None
+    assert "note" not in spec
+    assert spec["window"] is None  # nullable: the null stays, the default is for an absent field
+
+
+def test_a_default_added_to_the_crd_later_shows_when_an_old_object_is_read(cronjobs):
+    cronjobs.create(cronjobs.body("old", _job()))
+    schema = cronjob_schema()
+    schema["properties"]["spec"]["properties"]["suspend"]["default"] = False
+    cronjobs.replace_schema(schema)
+    eventually(lambda: cronjobs.get("old")["spec"].get("suspend") is False, 30, what="the new default on read")
+
+
+# -- value validation -------------------------------------------------------------------------------
+
+
+def test_int_or_string_takes_either_and_refuses_anything_else(cronjobs):
+    assert cronjobs.create(cronjobs.body("port-int", _job(port=8080)))["spec"]["port"] == 8080
+    assert cronjobs.create(cronjobs.body("port-str", _job(port="http")))["spec"]["port"] == "http"
+    status, _, causes = cronjobs.refused(cronjobs.create, cronjobs.body("port-bool", _job(port=True)))
+    assert status == 422
+    assert [(reason, field) for reason, field, _ in causes] == [("FieldValueTypeInvalid", "spec.port")]
+
+
+def test_required_enum_and_bounds_are_the_real_servers_causes(cronjobs):
+    spec = {"jobTemplate": {}, "concurrencyPolicy": "Sometimes", "failedJobsHistoryLimit": -1}
+    status, message, causes = cronjobs.refused(cronjobs.create, cronjobs.body("bad", spec))
+    assert status == 422
+    assert causes == [
+        ("FieldValueNotSupported", "spec.concurrencyPolicy", 'Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"'),
+        ("FieldValueInvalid", "spec.failedJobsHistoryLimit", "Invalid value: -1: spec.failedJobsHistoryLimit in body should be greater than or equal to 0"),
+        ("FieldValueRequired", "spec.schedule", "Required value"),
+    ]
+    assert message.startswith(f'CronJob.{cronjobs.group} "bad" is invalid: ')
+
+
+def test_root_metadata_is_validated_only_by_its_name_constraints(k8s):
+    schema = cronjob_schema()
+    schema["properties"]["metadata"] = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}}}
+    kind = Kind(k8s, schema)
+    kind.install()
+    try:
+        assert kind.create(kind.body("short", _job()))["metadata"]["name"] == "short"
+        status, _, causes = kind.refused(kind.create, kind.body("much-too-long", _job()))
+    finally:
+        kind.remove()
+    assert status == 422
+    assert causes == [("FieldValueTooLong", "metadata.name", "Too long: may not be more than 8 bytes")]
+
+
+# -- CEL rules ----------------------------------------------------------------------------------------
+
+
+def _rules_schema(rules: list, spec_props: Optional[dict] = None) -> dict:
+    schema = cronjob_schema()
+    spec = schema["properties"]["spec"]
+    spec["properties"].update(spec_props or {})
+    spec["x-kubernetes-validations"] = rules
+    return schema
+
+
+@pytest.fixture
+def ruled(k8s: Any, request: Any) -> Iterator[Kind]:
+    rules, spec_props = request.param
+    kind = Kind(k8s, _rules_schema(rules, spec_props))
+    kind.install()
+    try:
+        yield kind
+    finally:
+        kind.remove()
+
+
+LIMITS = {"limit": {"type": "integer"}, "count": {"type": "integer"}, "memory": {"type": "string"}, "endpoint": {"type": "string"}}
+
+
+@pytest.mark.parametrize("ruled", [([
+    {"rule": "self.count <= self.limit", "message": "count must not exceed limit", "fieldPath": ".count"},
+    {"rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))",
+     "messageExpression": "'memory ' + self.memory + ' is not below 1Gi'", "reason": "FieldValueForbidden"},
+    {"rule": "!has(self.endpoint) || (isURL(self.endpoint) && url(self.endpoint).getScheme() == 'https')", "message": "endpoint must be an https URL"},
+    {"rule": "self.schedule.matches('^[*/0-9 ,-]+$')"},
+], LIMITS)], indirect=True)
+def test_cel_rules_refuse_a_write_with_the_real_servers_causes(ruled):
+    spec = _job(count=3, limit=5, memory="512Mi", endpoint="https://example.com")
+    assert ruled.create(ruled.body("ok", spec))["spec"]["count"] == 3
+    bad = _job(count=9, limit=5, memory="2Gi", endpoint="http://example.com", schedule="daily")
+    status, _, causes = ruled.refused(ruled.create, ruled.body("bad", bad))
+    assert status == 422
+    assert causes == [
+        ("FieldValueForbidden", "spec", "Forbidden: memory 2Gi is not below 1Gi"),
+        ("FieldValueInvalid", "spec", 'Invalid value: "object": endpoint must be an https URL'),
+        ("FieldValueInvalid", "spec", "Invalid value: \"object\": failed rule: self.schedule.matches('^[*/0-9 ,-]+$')"),
+        ("FieldValueInvalid", "spec.count", 'Invalid value: "object": count must not exceed limit'),
+    ]
+
+
+@pytest.mark.parametrize("ruled", [([{"rule": "self.schedule == oldSelf.schedule", "message": "schedule is immutable"}], {})], indirect=True)
+def test_a_transition_rule_runs_on_update_only(ruled):
+    created = ruled.create(ruled.body("t", _job()))
+    changed = copy.deepcopy(created)
+    changed["spec"]["suspend"] = True
+    assert ruled.replace("t", changed)["spec"]["suspend"] is True
+    moved = ruled.get("t")
+    moved["spec"]["schedule"] = "0 * * * *"
+    status, _, causes = ruled.refused(ruled.replace, "t", moved)
+    assert status == 422
+    assert causes == [("FieldValueInvalid", "spec", 'Invalid value: "object": schedule is immutable')]
+
+
+@pytest.mark.parametrize("ruled", [([
+    {"rule": "self.steps.all(s, s.name.size() > 0) && self.steps.exists(s, s.retries >= 0)", "message": "named steps"},
+    {"rule": "self.steps.map(s, s.name).filter(n, n.startsWith('x')).size() == 0", "message": "no x steps"},
+    {"rule": "size(self.steps) <= 2 && self.steps.map(s, s.retries).isSorted() && self.steps.map(s, s.retries).sum() < 10", "message": "list library"},
+    {"rule": "self.schedule.find('[0-9]+') == '' || self.schedule.findAll('[0-9]+').size() >= 1", "message": "regex library"},
+    {"rule": "self.schedule.lowerAscii().split(' ').size() == 5", "message": "strings library"},
+], {})], indirect=True)
+def test_cel_list_string_and_regex_functions_evaluate_as_on_the_real_server(ruled):
+    assert ruled.create(ruled.body("ok", _job(steps=[{"name": "a", "retries": 1}, {"name": "b", "retries": 2}])))
+    status, _, causes = ruled.refused(ruled.create, ruled.body("bad", _job(steps=[{"name": "xa", "retries": 5}, {"name": "b", "retries": 1}, {"name": "c"}])))
+    assert status == 422
+    assert causes == [
+        ("FieldValueInvalid", "spec", 'Invalid value: "object": list library'),
+        ("FieldValueInvalid", "spec", 'Invalid value: "object": no x steps'),
+    ]
+
+
+def test_a_crd_with_a_cel_syntax_error_is_refused(k8s):
+    kind = Kind(k8s, _rules_schema([{"rule": "self.schedule ==", "message": "m"}]))
+    try:
+        status, _, causes = kind.refused(kind.crds.create_custom_resource_definition, kind.crd)
+    finally:
+        kind.remove()
+    assert status == 422
+    assert [(reason, field) for reason, field, _ in causes] == [
+        ("FieldValueInvalid", "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule")]
+    assert "compilation failed: ERROR: <input>:1:17: Syntax error:" in causes[0][2]
