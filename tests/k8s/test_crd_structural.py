@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 import json
 import secrets
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
@@ -29,8 +30,14 @@ pytestmark = pytest.mark.timeout(120)
 
 _META = {"description": "Standard object's metadata.", "type": "object"}
 _TYPE_META = {
-    "apiVersion": {"description": "APIVersion defines the versioned schema of this representation of an object.", "type": "string"},
-    "kind": {"description": "Kind is a string value representing the REST resource this object represents.", "type": "string"},
+    "apiVersion": {
+        "description": "APIVersion defines the versioned schema of this representation of an object.",
+        "type": "string",
+    },
+    "kind": {
+        "description": "Kind is a string value representing the REST resource this object represents.",
+        "type": "string",
+    },
 }
 
 
@@ -47,7 +54,11 @@ def cronjob_schema() -> dict:
                 "type": "object",
                 "required": ["jobTemplate", "schedule"],
                 "properties": {
-                    "concurrencyPolicy": {"default": "Allow", "enum": ["Allow", "Forbid", "Replace"], "type": "string"},
+                    "concurrencyPolicy": {
+                        "default": "Allow",
+                        "enum": ["Allow", "Forbid", "Replace"],
+                        "type": "string",
+                    },
                     "failedJobsHistoryLimit": {"format": "int32", "minimum": 0, "type": "integer"},
                     "jobTemplate": {
                         "description": "Specifies the job that will be created when executing a CronJob.",
@@ -58,17 +69,32 @@ def cronjob_schema() -> dict:
                                 "type": "object",
                                 "x-kubernetes-preserve-unknown-fields": True,
                                 "properties": {
-                                    "backoffLimit": {"format": "int32", "type": "integer", "default": 6},
-                                    "parallelism": {"format": "int32", "type": "integer", "minimum": 0},
+                                    "backoffLimit": {
+                                        "format": "int32",
+                                        "type": "integer",
+                                        "default": 6,
+                                    },
+                                    "parallelism": {
+                                        "format": "int32",
+                                        "type": "integer",
+                                        "minimum": 0,
+                                    },
                                 },
                             },
                         },
                     },
                     "schedule": {"minLength": 0, "type": "string"},
                     "startingDeadlineSeconds": {"format": "int64", "minimum": 0, "type": "integer"},
-                    "successfulJobsHistoryLimit": {"format": "int32", "minimum": 0, "type": "integer"},
+                    "successfulJobsHistoryLimit": {
+                        "format": "int32",
+                        "minimum": 0,
+                        "type": "integer",
+                    },
                     "suspend": {"type": "boolean"},
-                    "port": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True},
+                    "port": {
+                        "anyOf": [{"type": "integer"}, {"type": "string"}],
+                        "x-kubernetes-int-or-string": True,
+                    },
                     "owner": {"type": "string", "nullable": True},
                     "note": {"type": "string"},
                     "window": {"type": "string", "nullable": True, "default": "always"},
@@ -81,12 +107,21 @@ def cronjob_schema() -> dict:
                         "type": "object",
                         "additionalProperties": {
                             "type": "object",
-                            "properties": {"value": {"type": "string"}, "kind": {"type": "string", "default": "plain"}},
+                            "properties": {
+                                "value": {"type": "string"},
+                                "kind": {"type": "string", "default": "plain"},
+                            },
                         },
                     },
                     "steps": {
                         "type": "array",
-                        "items": {"type": "object", "properties": {"name": {"type": "string"}, "retries": {"type": "integer", "default": 0}}},
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string"},
+                                "retries": {"type": "integer", "default": 0},
+                            },
+                        },
                     },
                 },
             },
@@ -94,7 +129,15 @@ def cronjob_schema() -> dict:
                 "description": "CronJobStatus defines the observed state of CronJob",
                 "type": "object",
                 "properties": {
-                    "active": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}, "x-kubernetes-map-type": "atomic"}, "x-kubernetes-list-type": "atomic"},
+                    "active": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}},
+                            "x-kubernetes-map-type": "atomic",
+                        },
+                        "x-kubernetes-list-type": "atomic",
+                    },
                     "lastScheduleTime": {"format": "date-time", "type": "string"},
                 },
             },
@@ -106,12 +149,28 @@ def crd_for(group: str, schema: dict, *, plural: str = "cronjobs", kind: str = "
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}", "annotations": {"controller-gen.kubebuilder.io/version": "v0.16.4"}},
+        "metadata": {
+            "name": f"{plural}.{group}",
+            "annotations": {"controller-gen.kubebuilder.io/version": "v0.16.4"},
+        },
         "spec": {
             "group": group,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+            },
             "scope": "Namespaced",
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}}}],
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                }
+            ],
         },
     }
 
@@ -132,7 +191,9 @@ class Kind:
 
     def replace_schema(self, schema: dict) -> None:
         """Update the CRD's schema (the real server swaps its handlers a moment later: callers wait)."""
-        response = self.crds.read_custom_resource_definition(self.crd["metadata"]["name"], _preload_content=False)
+        response = self.crds.read_custom_resource_definition(
+            self.crd["metadata"]["name"], _preload_content=False
+        )
         body = json.loads(response.data)
         body["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema
         self.crds.replace_custom_resource_definition(self.crd["metadata"]["name"], body)
@@ -144,24 +205,45 @@ class Kind:
             pass
 
     def body(self, name: str, spec: dict, **extra: Any) -> dict:
-        return {"apiVersion": f"{self.group}/v1", "kind": "CronJob", "metadata": {"name": name}, "spec": spec, **extra}
+        return {
+            "apiVersion": f"{self.group}/v1",
+            "kind": "CronJob",
+            "metadata": {"name": name},
+            "spec": spec,
+            **extra,
+        }
 
     def create(self, body: dict, **params: Any) -> dict:
-        return self.objects.create_namespaced_custom_object(self.group, "v1", self.k8s.namespace, "cronjobs", body, **params)
+        return self.objects.create_namespaced_custom_object(
+            self.group, "v1", self.k8s.namespace, "cronjobs", body, **params
+        )
 
     def get(self, name: str) -> dict:
-        return self.objects.get_namespaced_custom_object(self.group, "v1", self.k8s.namespace, "cronjobs", name)
+        return self.objects.get_namespaced_custom_object(
+            self.group, "v1", self.k8s.namespace, "cronjobs", name
+        )
 
     def replace(self, name: str, body: dict) -> dict:
-        return self.objects.replace_namespaced_custom_object(self.group, "v1", self.k8s.namespace, "cronjobs", name, body)
+        return self.objects.replace_namespaced_custom_object(
+            self.group, "v1", self.k8s.namespace, "cronjobs", name, body
+        )
 
-    def refused(self, call: Any, *args: Any, **kwargs: Any) -> tuple[int, str, list[tuple[str, str, str]]]:
+    def refused(
+        self, call: Any, *args: Any, **kwargs: Any
+    ) -> tuple[int, str, list[tuple[str, str, str]]]:
         """``(status, message, causes)`` of a call that must fail."""
         with pytest.raises(ApiException) as info:
             call(*args, **kwargs)
         status = json.loads(info.value.body)
-        causes = [(c.get("reason", ""), c.get("field", ""), c.get("message", "")) for c in (status.get("details") or {}).get("causes") or ()]
-        return info.value.status, status.get("message", ""), sorted(causes, key=lambda c: (c[1], c[2]))
+        causes = [
+            (c.get("reason", ""), c.get("field", ""), c.get("message", ""))
+            for c in (status.get("details") or {}).get("causes") or ()
+        ]
+        return (
+            info.value.status,
+            status.get("message", ""),
+            sorted(causes, key=lambda c: (c[1], c[2])),
+        )
 
 
 @pytest.fixture
@@ -175,7 +257,13 @@ def cronjobs(k8s: Any) -> Iterator[Kind]:
 
 
 def _job(**spec: Any) -> dict:
-    return {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}, **spec}
+    return {
+        "schedule": "*/1 * * * *",
+        "jobTemplate": {
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+        },
+        **spec,
+    }
 
 
 # -- the blocker: controller-gen's metadata: {type: object} -------------------------------------------
@@ -197,19 +285,37 @@ def test_a_strict_create_of_a_controller_gen_resource_finds_no_unknown_metadata_
 
 
 def test_install_crd_refuses_a_schema_that_is_not_structural(k8s):
-    schema = {"type": "object", "properties": {"spec": {"properties": {"size": {"type": "integer"}}}, "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {"properties": {"size": {"type": "integer"}}},
+            "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}},
+        },
+    }
     kind = Kind(k8s, schema)
     try:
-        status, message, causes = kind.refused(kind.crds.create_custom_resource_definition, kind.crd)
+        status, message, causes = kind.refused(
+            kind.crds.create_custom_resource_definition, kind.crd
+        )
     finally:
         kind.remove()
     root = "spec.validation.openAPIV3Schema"
     assert status == 422
     assert causes == [
-        ("FieldValueForbidden", f"{root}.properties[metadata]", "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"),
-        ("FieldValueRequired", f"{root}.properties[spec].type", "Required value: must not be empty for specified object fields"),
+        (
+            "FieldValueForbidden",
+            f"{root}.properties[metadata]",
+            "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
+        ),
+        (
+            "FieldValueRequired",
+            f"{root}.properties[spec].type",
+            "Required value: must not be empty for specified object fields",
+        ),
     ]
-    assert message.startswith(f'CustomResourceDefinition.apiextensions.k8s.io "cronjobs.{kind.group}" is invalid: ')
+    assert message.startswith(
+        f'CustomResourceDefinition.apiextensions.k8s.io "cronjobs.{kind.group}" is invalid: '
+    )
 
 
 # -- pruning ---------------------------------------------------------------------------------------
@@ -222,23 +328,43 @@ def test_unknown_fields_are_pruned_and_a_strict_write_names_them(cronjobs):
     created = cronjobs.create(cronjobs.body("pruned", spec, extraTop=1))
     assert "bogus" not in created["spec"]
     assert "extraTop" not in created
-    assert created["spec"]["jobTemplate"]["metadata"] == {}  # {type: object} without properties keeps nothing
-    assert created["spec"]["jobTemplate"]["spec"]["extra"] == {"kept": True}  # preserve-unknown-fields
-    status, message, _ = cronjobs.refused(cronjobs.create, cronjobs.body("pruned2", spec), field_validation="Strict")
+    assert (
+        created["spec"]["jobTemplate"]["metadata"] == {}
+    )  # {type: object} without properties keeps nothing
+    assert created["spec"]["jobTemplate"]["spec"]["extra"] == {
+        "kept": True
+    }  # preserve-unknown-fields
+    status, message, _ = cronjobs.refused(
+        cronjobs.create, cronjobs.body("pruned2", spec), field_validation="Strict"
+    )
     assert status == 400
     assert 'unknown field "spec.bogus"' in message
     assert 'unknown field "spec.jobTemplate.metadata.labels"' in message
     assert "extra" not in message
 
 
-def test_an_embedded_resource_keeps_its_type_and_object_meta_and_drops_unknown_metadata_fields(cronjobs):
-    template = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": {"a": "b"}, "bogus": 1}, "data": {"k": "v"}}
+def test_an_embedded_resource_keeps_its_type_and_object_meta_and_drops_unknown_metadata_fields(
+    cronjobs,
+):
+    template = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "labels": {"a": "b"}, "bogus": 1},
+        "data": {"k": "v"},
+    }
     created = cronjobs.create(cronjobs.body("embedded", _job(template=template)))
-    assert created["spec"]["template"] == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": {"a": "b"}}, "data": {"k": "v"}}
+    assert created["spec"]["template"] == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "labels": {"a": "b"}},
+        "data": {"k": "v"},
+    }
 
 
 def test_an_embedded_resource_needs_an_api_version_and_a_kind(cronjobs):
-    status, _, causes = cronjobs.refused(cronjobs.create, cronjobs.body("noapi", _job(template={"metadata": {"name": "x"}})))
+    status, _, causes = cronjobs.refused(
+        cronjobs.create, cronjobs.body("noapi", _job(template={"metadata": {"name": "x"}}))
+    )
     assert status == 422
     assert causes == [
         ("FieldValueRequired", "spec.template.apiVersion", "Required value"),
@@ -247,17 +373,27 @@ def test_an_embedded_resource_needs_an_api_version_and_a_kind(cronjobs):
 
 
 def test_an_embedded_resource_with_invalid_labels_is_refused(cronjobs):
-    template = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a": "not valid!"}}}
-    status, _, causes = cronjobs.refused(cronjobs.create, cronjobs.body("badlabels", _job(template=template)))
+    template = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"labels": {"a": "not valid!"}},
+    }
+    status, _, causes = cronjobs.refused(
+        cronjobs.create, cronjobs.body("badlabels", _job(template=template))
+    )
     assert status == 422
-    assert [(reason, field) for reason, field, _ in causes] == [("FieldValueInvalid", "spec.template.metadata.labels")]
+    assert [(reason, field) for reason, field, _ in causes] == [
+        ("FieldValueInvalid", "spec.template.metadata.labels")
+    ]
 
 
 # -- defaults and nulls ----------------------------------------------------------------------------
 
 
 def test_defaults_are_applied_at_every_depth_on_create(cronjobs):
-    created = cronjobs.create(cronjobs.body("defaults", _job(params={"a": {"value": "x"}}, steps=[{"name": "one"}])))
+    created = cronjobs.create(
+        cronjobs.body("defaults", _job(params={"a": {"value": "x"}}, steps=[{"name": "one"}]))
+    )
     spec = created["spec"]
     assert spec["concurrencyPolicy"] == "Allow"
     assert spec["window"] == "always"
@@ -279,7 +415,11 @@ def test_a_default_added_to_the_crd_later_shows_when_an_old_object_is_read(cronj
     schema = cronjob_schema()
     schema["properties"]["spec"]["properties"]["suspend"]["default"] = False
     cronjobs.replace_schema(schema)
-    eventually(lambda: cronjobs.get("old")["spec"].get("suspend") is False, 30, what="the new default on read")
+    eventually(
+        lambda: cronjobs.get("old")["spec"].get("suspend") is False,
+        30,
+        what="the new default on read",
+    )
 
 
 # -- value validation -------------------------------------------------------------------------------
@@ -288,9 +428,13 @@ def test_a_default_added_to_the_crd_later_shows_when_an_old_object_is_read(cronj
 def test_int_or_string_takes_either_and_refuses_anything_else(cronjobs):
     assert cronjobs.create(cronjobs.body("port-int", _job(port=8080)))["spec"]["port"] == 8080
     assert cronjobs.create(cronjobs.body("port-str", _job(port="http")))["spec"]["port"] == "http"
-    status, _, causes = cronjobs.refused(cronjobs.create, cronjobs.body("port-bool", _job(port=True)))
+    status, _, causes = cronjobs.refused(
+        cronjobs.create, cronjobs.body("port-bool", _job(port=True))
+    )
     assert status == 422
-    assert [(reason, field) for reason, field, _ in causes] == [("FieldValueTypeInvalid", "spec.port")]
+    assert [(reason, field) for reason, field, _ in causes] == [
+        ("FieldValueTypeInvalid", "spec.port")
+    ]
 
 
 def test_required_enum_and_bounds_are_the_real_servers_causes(cronjobs):
@@ -298,8 +442,16 @@ def test_required_enum_and_bounds_are_the_real_servers_causes(cronjobs):
     status, message, causes = cronjobs.refused(cronjobs.create, cronjobs.body("bad", spec))
     assert status == 422
     assert causes == [
-        ("FieldValueNotSupported", "spec.concurrencyPolicy", 'Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"'),
-        ("FieldValueInvalid", "spec.failedJobsHistoryLimit", "Invalid value: -1: spec.failedJobsHistoryLimit in body should be greater than or equal to 0"),
+        (
+            "FieldValueNotSupported",
+            "spec.concurrencyPolicy",
+            'Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"',
+        ),
+        (
+            "FieldValueInvalid",
+            "spec.failedJobsHistoryLimit",
+            "Invalid value: -1: spec.failedJobsHistoryLimit in body should be greater than or equal to 0",
+        ),
         ("FieldValueRequired", "spec.schedule", "Required value"),
     ]
     assert message.startswith(f'CronJob.{cronjobs.group} "bad" is invalid: ')
@@ -307,7 +459,10 @@ def test_required_enum_and_bounds_are_the_real_servers_causes(cronjobs):
 
 def test_root_metadata_is_validated_only_by_its_name_constraints(k8s):
     schema = cronjob_schema()
-    schema["properties"]["metadata"] = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}}}
+    schema["properties"]["metadata"] = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 8}},
+    }
     kind = Kind(k8s, schema)
     kind.install()
     try:
@@ -316,13 +471,15 @@ def test_root_metadata_is_validated_only_by_its_name_constraints(k8s):
     finally:
         kind.remove()
     assert status == 422
-    assert causes == [("FieldValueTooLong", "metadata.name", "Too long: may not be more than 8 bytes")]
+    assert causes == [
+        ("FieldValueTooLong", "metadata.name", "Too long: may not be more than 8 bytes")
+    ]
 
 
 # -- CEL rules ----------------------------------------------------------------------------------------
 
 
-def _rules_schema(rules: list, spec_props: Optional[dict] = None) -> dict:
+def _rules_schema(rules: list, spec_props: dict | None = None) -> dict:
     schema = cronjob_schema()
     spec = schema["properties"]["spec"]
     spec["properties"].update(spec_props or {})
@@ -341,16 +498,40 @@ def ruled(k8s: Any, request: Any) -> Iterator[Kind]:
         kind.remove()
 
 
-LIMITS = {"limit": {"type": "integer"}, "count": {"type": "integer"}, "memory": {"type": "string"}, "endpoint": {"type": "string"}}
+LIMITS = {
+    "limit": {"type": "integer"},
+    "count": {"type": "integer"},
+    "memory": {"type": "string"},
+    "endpoint": {"type": "string"},
+}
 
 
-@pytest.mark.parametrize("ruled", [([
-    {"rule": "self.count <= self.limit", "message": "count must not exceed limit", "fieldPath": ".count"},
-    {"rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))",
-     "messageExpression": "'memory ' + self.memory + ' is not below 1Gi'", "reason": "FieldValueForbidden"},
-    {"rule": "!has(self.endpoint) || (isURL(self.endpoint) && url(self.endpoint).getScheme() == 'https')", "message": "endpoint must be an https URL"},
-    {"rule": "self.schedule.matches('^[*/0-9 ,-]+$')"},
-], LIMITS)], indirect=True)
+@pytest.mark.parametrize(
+    "ruled",
+    [
+        (
+            [
+                {
+                    "rule": "self.count <= self.limit",
+                    "message": "count must not exceed limit",
+                    "fieldPath": ".count",
+                },
+                {
+                    "rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))",
+                    "messageExpression": "'memory ' + self.memory + ' is not below 1Gi'",
+                    "reason": "FieldValueForbidden",
+                },
+                {
+                    "rule": "!has(self.endpoint) || (isURL(self.endpoint) && url(self.endpoint).getScheme() == 'https')",
+                    "message": "endpoint must be an https URL",
+                },
+                {"rule": "self.schedule.matches('^[*/0-9 ,-]+$')"},
+            ],
+            LIMITS,
+        )
+    ],
+    indirect=True,
+)
 def test_cel_rules_refuse_a_write_with_the_real_servers_causes(ruled):
     spec = _job(count=3, limit=5, memory="512Mi", endpoint="https://example.com")
     assert ruled.create(ruled.body("ok", spec))["spec"]["count"] == 3
@@ -360,12 +541,20 @@ def test_cel_rules_refuse_a_write_with_the_real_servers_causes(ruled):
     assert causes == [
         ("FieldValueForbidden", "spec", "Forbidden: memory 2Gi is not below 1Gi"),
         ("FieldValueInvalid", "spec", 'Invalid value: "object": endpoint must be an https URL'),
-        ("FieldValueInvalid", "spec", "Invalid value: \"object\": failed rule: self.schedule.matches('^[*/0-9 ,-]+$')"),
+        (
+            "FieldValueInvalid",
+            "spec",
+            "Invalid value: \"object\": failed rule: self.schedule.matches('^[*/0-9 ,-]+$')",
+        ),
         ("FieldValueInvalid", "spec.count", 'Invalid value: "object": count must not exceed limit'),
     ]
 
 
-@pytest.mark.parametrize("ruled", [([{"rule": "self.schedule == oldSelf.schedule", "message": "schedule is immutable"}], {})], indirect=True)
+@pytest.mark.parametrize(
+    "ruled",
+    [([{"rule": "self.schedule == oldSelf.schedule", "message": "schedule is immutable"}], {})],
+    indirect=True,
+)
 def test_a_transition_rule_runs_on_update_only(ruled):
     created = ruled.create(ruled.body("t", _job()))
     changed = copy.deepcopy(created)
@@ -375,19 +564,53 @@ def test_a_transition_rule_runs_on_update_only(ruled):
     moved["spec"]["schedule"] = "0 * * * *"
     status, _, causes = ruled.refused(ruled.replace, "t", moved)
     assert status == 422
-    assert causes == [("FieldValueInvalid", "spec", 'Invalid value: "object": schedule is immutable')]
+    assert causes == [
+        ("FieldValueInvalid", "spec", 'Invalid value: "object": schedule is immutable')
+    ]
 
 
-@pytest.mark.parametrize("ruled", [([
-    {"rule": "self.steps.all(s, s.name.size() > 0) && self.steps.exists(s, s.retries >= 0)", "message": "named steps"},
-    {"rule": "self.steps.map(s, s.name).filter(n, n.startsWith('x')).size() == 0", "message": "no x steps"},
-    {"rule": "size(self.steps) <= 2 && self.steps.map(s, s.retries).isSorted() && self.steps.map(s, s.retries).sum() < 10", "message": "list library"},
-    {"rule": "self.schedule.find('[0-9]+') == '' || self.schedule.findAll('[0-9]+').size() >= 1", "message": "regex library"},
-    {"rule": "self.schedule.lowerAscii().split(' ').size() == 5", "message": "strings library"},
-], {})], indirect=True)
+@pytest.mark.parametrize(
+    "ruled",
+    [
+        (
+            [
+                {
+                    "rule": "self.steps.all(s, s.name.size() > 0) && self.steps.exists(s, s.retries >= 0)",
+                    "message": "named steps",
+                },
+                {
+                    "rule": "self.steps.map(s, s.name).filter(n, n.startsWith('x')).size() == 0",
+                    "message": "no x steps",
+                },
+                {
+                    "rule": "size(self.steps) <= 2 && self.steps.map(s, s.retries).isSorted() && self.steps.map(s, s.retries).sum() < 10",
+                    "message": "list library",
+                },
+                {
+                    "rule": "self.schedule.find('[0-9]+') == '' || self.schedule.findAll('[0-9]+').size() >= 1",
+                    "message": "regex library",
+                },
+                {
+                    "rule": "self.schedule.lowerAscii().split(' ').size() == 5",
+                    "message": "strings library",
+                },
+            ],
+            {},
+        )
+    ],
+    indirect=True,
+)
 def test_cel_list_string_and_regex_functions_evaluate_as_on_the_real_server(ruled):
-    assert ruled.create(ruled.body("ok", _job(steps=[{"name": "a", "retries": 1}, {"name": "b", "retries": 2}])))
-    status, _, causes = ruled.refused(ruled.create, ruled.body("bad", _job(steps=[{"name": "xa", "retries": 5}, {"name": "b", "retries": 1}, {"name": "c"}])))
+    assert ruled.create(
+        ruled.body("ok", _job(steps=[{"name": "a", "retries": 1}, {"name": "b", "retries": 2}]))
+    )
+    status, _, causes = ruled.refused(
+        ruled.create,
+        ruled.body(
+            "bad",
+            _job(steps=[{"name": "xa", "retries": 5}, {"name": "b", "retries": 1}, {"name": "c"}]),
+        ),
+    )
     assert status == 422
     assert causes == [
         ("FieldValueInvalid", "spec", 'Invalid value: "object": list library'),
@@ -403,5 +626,78 @@ def test_a_crd_with_a_cel_syntax_error_is_refused(k8s):
         kind.remove()
     assert status == 422
     assert [(reason, field) for reason, field, _ in causes] == [
-        ("FieldValueInvalid", "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule")]
+        (
+            "FieldValueInvalid",
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+        )
+    ]
     assert "compilation failed: ERROR: <input>:1:17: Syntax error:" in causes[0][2]
+
+
+LIBRARY_FIELDS = {
+    "q": {"type": "string"},
+    "big": {"type": "string"},
+    "u": {"type": "string"},
+    "ip": {"type": "string"},
+    "net": {"type": "string"},
+    "nums": {"type": "array", "items": {"type": "integer"}},
+    "words": {"type": "array", "items": {"type": "string"}},
+    "text": {"type": "string"},
+    "opt": {"type": "string"},
+    "ratio": {"type": "number"},
+}
+# Each rule holds on LIBRARY_VALUES; its message names it, so a 422 says which one an implementation got wrong.
+LIBRARY_RULES = [
+    "quantity(self.q).isLessThan(quantity('2')) && quantity(self.q).isGreaterThan(quantity('1'))",
+    "quantity(self.q).compareTo(quantity('1.5')) == 0",
+    "quantity(self.big).asInteger() == 2147483648",
+    "quantity(self.q).add(quantity('500m')).isInteger() && !quantity(self.q).isInteger()",
+    "quantity(self.q).asApproximateFloat() == 1.5",
+    "quantity(self.q).sub(2).sign() == -1 && quantity(self.q).add(1).compareTo(quantity('2500m')) == 0",
+    "isQuantity(self.q) && !isQuantity('1.5.5')",
+    "url(self.u).getScheme() == 'https' && url(self.u).getHost() == 'example.com:8443'",
+    "url(self.u).getHostname() == 'example.com' && url(self.u).getPort() == '8443'",
+    "url(self.u).getEscapedPath() == '/a/b' && url(self.u).getQuery()['x'] == ['1', '2']",
+    "isURL(self.u) && !isURL('not a url')",
+    "ip(self.ip).family() == 4 && isIP(self.ip) && !isIP('300.1.1.1')",
+    "cidr(self.net).containsIP(self.ip) && cidr(self.net).containsIP(ip(self.ip)) && cidr(self.net).prefixLength() == 8",
+    "cidr(self.net).containsCIDR('10.1.0.0/16') && !cidr('10.1.0.0/16').containsCIDR(self.net)",
+    "ip('127.0.0.1').isLoopback() && isCIDR(self.net) && !isCIDR('10.0.0.0/33')",
+    "self.nums.isSorted() && self.nums.sum() == 6 && self.nums.min() == 1 && self.nums.max() == 3",
+    "!self.words.isSorted()",
+    "self.text.find('[0-9]+') == '123' && self.text.findAll('[0-9]+') == ['123', '45'] && self.text.findAll('[0-9]+', 1) == ['123']",
+    "sets.contains(self.nums, [1, 2]) && sets.intersects(self.nums, [3, 4]) && sets.equivalent(self.nums, [3, 2, 1])",
+    "self.text.split(' ').size() == 4 && self.text.upperAscii().startsWith('ABC') && self.text.indexOf('123') == 4",
+    "self.text.substring(4, 7) == '123' && self.text.replace(' ', '-') == 'abc-123-def-45' && '  x '.trim() == 'x'",
+    "['a', 'b'].join('-') == 'a-b' && self.text.lastIndexOf(' ') == 11 && self.text.charAt(0) == 'a'",
+    "self.nums.exists_one(n, n == 2) && self.nums.map(n, n * 2) == [2, 4, 6] && self.nums.filter(n, n > 1) == [2, 3]",
+    "self.nums.all(n, n > 0) && self.nums.exists(n, n == 3) && size(self.nums) == 3 && self.nums.size() == 3",
+    "has(self.q) && !has(self.opt)",
+    "self.?opt.orValue('none') == 'none'",
+    "cel.bind(n, self.nums.size(), n == 3)",
+    "duration('1h') > duration('30m') && timestamp('2024-01-01T00:00:00Z') < timestamp('2025-01-01T00:00:00Z')",
+    "self.ratio == 2.0 && self.ratio + 0.5 == 2.5",
+    "self.text.matches('^abc') && !self.text.matches('^x')",
+    "'abc' in ['abc'] && 'q' in self && self.nums[0] == 1",
+]
+LIBRARY_VALUES = {
+    "q": "1500m",
+    "big": "2Gi",
+    "u": "https://user@example.com:8443/a/b?x=1&x=2",
+    "ip": "10.1.2.3",
+    "net": "10.0.0.0/8",
+    "nums": [1, 2, 3],
+    "words": ["b", "a"],
+    "text": "abc 123 def 45",
+    "ratio": 2,
+}
+
+
+@pytest.mark.parametrize(
+    "ruled",
+    [([{"rule": r, "message": f"rule {i}"} for i, r in enumerate(LIBRARY_RULES)], LIBRARY_FIELDS)],
+    indirect=True,
+)
+def test_the_kubernetes_cel_libraries_evaluate_as_on_the_real_server(ruled):
+    created = ruled.create(ruled.body("library", _job(**LIBRARY_VALUES)))
+    assert created["spec"]["q"] == "1500m"

@@ -26,7 +26,8 @@ What cannot be evaluated here (a Kubernetes library we lack: ``semver``,
 comprehensions, ``authorizer`` ...; or any rule the library cannot compile
 other than by a syntax error) is **skipped with a warning logged once per
 rule** (logger ``pyinformers.testing.apiserver``); a syntax error refuses
-the CRD with the real server's 422. Unlike the real server there is no cost
+the CRD with the real server's 422. Without ``cel-expr-python`` installed
+(the ``cel`` extra) every rule is skipped that way. Unlike the real server there is no cost
 budget and no static type check against the schema.
 
 Compiled programs are cached by rule text; evaluation is thread-safe.
@@ -42,7 +43,7 @@ import re
 import threading
 import urllib.parse
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any
 
 from ._structural import schema_mentions
 
@@ -54,16 +55,50 @@ Cause = tuple[str, str, str]
 RULES = "x-kubernetes-validations"
 _REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 _CEL_RESERVED = frozenset(
-    "true false null in as break const continue else for function if import let loop package namespace return var void while".split()
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
 )
 _IDENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*\Z")
 
 # -- quantities ----------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?\Z")
+_QUANTITY = re.compile(
+    r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?\Z"
+)
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1), "k": Fraction(10**3),
-            "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18)}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
 _QKEY = "__quantity__"
 
 
@@ -71,7 +106,9 @@ def parse_quantity(text: str) -> Fraction:
     """A Kubernetes quantity (``1Gi``, ``500m``, ``1e3``) as an exact number; ValueError if it is none."""
     m = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
     if m is None:
-        raise ValueError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        raise ValueError(
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )
     number, suffix = Fraction(m.group(1)), m.group(2) or ""
     if suffix in _BINARY:
         return number * _BINARY[suffix]
@@ -207,14 +244,17 @@ class _Env:
         )
 
         T = cel.Type
-        L, S, B, I, D, DY = T.List(T.DYN), T.STRING, T.BOOL, T.INT, T.DOUBLE, T.DYN
+        L, S, B, N, D, DY = T.List(T.DYN), T.STRING, T.BOOL, T.INT, T.DOUBLE, T.DYN
         M = T.Map(T.STRING, T.DYN)
 
         def fn(name: str, *overloads: tuple) -> Any:
-            return cel.FunctionDecl(name, [
-                cel.Overload(f"{name}_{i}", ret, params, is_member=member, impl=impl)
-                for i, (ret, params, member, impl) in enumerate(overloads)
-            ])
+            return cel.FunctionDecl(
+                name,
+                [
+                    cel.Overload(f"{name}_{i}", ret, params, is_member=member, impl=impl)
+                    for i, (ret, params, member, impl) in enumerate(overloads)
+                ],
+            )
 
         def q_cmp(a: Any, b: Any) -> int:
             x, y = _qv(a), _qv(b)
@@ -228,7 +268,7 @@ class _Env:
             fn("max", (DY, [L], True, lambda items: max(list(items)))),
             # regex
             fn("find", (S, [S, S], True, _find)),
-            fn("findAll", (L, [S, S], True, _find_all), (L, [S, S, I], True, _find_all)),
+            fn("findAll", (L, [S, S], True, _find_all), (L, [S, S, N], True, _find_all)),
             # URLs
             fn("url", (M, [S], False, _url)),
             fn("isURL", (B, [S], False, _is_url)),
@@ -241,38 +281,93 @@ class _Env:
             # quantities
             fn("quantity", (M, [S], False, lambda s: _q(parse_quantity(s)))),
             fn("isQuantity", (B, [S], False, lambda s: _succeeds(parse_quantity, s))),
-            fn("compareTo", (I, [M, M], True, q_cmp)),
+            fn("compareTo", (N, [M, M], True, q_cmp)),
             fn("isGreaterThan", (B, [M, M], True, lambda a, b: q_cmp(a, b) > 0)),
             fn("isLessThan", (B, [M, M], True, lambda a, b: q_cmp(a, b) < 0)),
-            fn("add", (M, [M, M], True, lambda a, b: _q(_qv(a) + _qv(b))), (M, [M, I], True, lambda a, b: _q(_qv(a) + b))),
-            fn("sub", (M, [M, M], True, lambda a, b: _q(_qv(a) - _qv(b))), (M, [M, I], True, lambda a, b: _q(_qv(a) - b))),
-            fn("asInteger", (I, [M], True, _q_int)),
+            fn(
+                "add",
+                (M, [M, M], True, lambda a, b: _q(_qv(a) + _qv(b))),
+                (M, [M, N], True, lambda a, b: _q(_qv(a) + b)),
+            ),
+            fn(
+                "sub",
+                (M, [M, M], True, lambda a, b: _q(_qv(a) - _qv(b))),
+                (M, [M, N], True, lambda a, b: _q(_qv(a) - b)),
+            ),
+            fn("asInteger", (N, [M], True, _q_int)),
             fn("isInteger", (B, [M], True, lambda q: _succeeds(_q_int, q))),
             fn("asApproximateFloat", (D, [M], True, lambda q: float(_qv(q)))),
-            fn("sign", (I, [M], True, lambda q: (_qv(q) > 0) - (_qv(q) < 0))),
+            fn("sign", (N, [M], True, lambda q: (_qv(q) > 0) - (_qv(q) < 0))),
             # IPs and CIDRs
             fn("ip", (M, [S], False, _ip)),
             fn("isIP", (B, [S], False, lambda s: _succeeds(_ip, s))),
             fn("cidr", (M, [S], False, _cidr)),
             fn("isCIDR", (B, [S], False, lambda s: _succeeds(_cidr, s))),
-            fn("family", (I, [M], True, lambda a: (_ipv(a) if "__ip__" in dict(a) else _cidrv(a)).version)),
+            fn(
+                "family",
+                (N, [M], True, lambda a: (_ipv(a) if "__ip__" in dict(a) else _cidrv(a)).version),
+            ),
             fn("isLoopback", (B, [M], True, lambda a: _ipv(a).is_loopback)),
             fn("isUnspecified", (B, [M], True, lambda a: _ipv(a).is_unspecified)),
-            fn("isLinkLocalMulticast", (B, [M], True, lambda a: _ipv(a).is_multicast and _ipv(a).is_link_local)),
-            fn("isLinkLocalUnicast", (B, [M], True, lambda a: _ipv(a).is_link_local and not _ipv(a).is_multicast)),
-            fn("isGlobalUnicast", (B, [M], True, lambda a: not (_ipv(a).is_multicast or _ipv(a).is_loopback or _ipv(a).is_link_local or _ipv(a).is_unspecified))),
-            fn("containsIP", (B, [M, DY], True, _contains_ip)),
-            fn("containsCIDR", (B, [M, DY], True, _contains_cidr)),
-            fn("prefixLength", (I, [M], True, lambda c: _cidrv(c).network.prefixlen)),
+            fn(
+                "isLinkLocalMulticast",
+                (B, [M], True, lambda a: _ipv(a).is_multicast and _ipv(a).is_link_local),
+            ),
+            fn(
+                "isLinkLocalUnicast",
+                (B, [M], True, lambda a: _ipv(a).is_link_local and not _ipv(a).is_multicast),
+            ),
+            fn(
+                "isGlobalUnicast",
+                (
+                    B,
+                    [M],
+                    True,
+                    lambda a: (
+                        not (
+                            _ipv(a).is_multicast
+                            or _ipv(a).is_loopback
+                            or _ipv(a).is_link_local
+                            or _ipv(a).is_unspecified
+                        )
+                    ),
+                ),
+            ),
+            fn("containsIP", (B, [M, S], True, _contains_ip), (B, [M, M], True, _contains_ip)),
+            fn(
+                "containsCIDR", (B, [M, S], True, _contains_cidr), (B, [M, M], True, _contains_cidr)
+            ),
+            fn("prefixLength", (N, [M], True, lambda c: _cidrv(c).network.prefixlen)),
             fn("masked", (M, [M], True, lambda c: {"__cidr__": str(_cidrv(c).network)})),
             # sets
-            fn("sets.contains", (B, [L, L], False, lambda a, b: all(x in list(a) for x in list(b)))),
-            fn("sets.equivalent", (B, [L, L], False, lambda a, b: all(x in list(a) for x in list(b)) and all(x in list(b) for x in list(a)))),
-            fn("sets.intersects", (B, [L, L], False, lambda a, b: any(x in list(a) for x in list(b)))),
+            fn(
+                "sets.contains", (B, [L, L], False, lambda a, b: all(x in list(a) for x in list(b)))
+            ),
+            fn(
+                "sets.equivalent",
+                (
+                    B,
+                    [L, L],
+                    False,
+                    lambda a, b: (
+                        all(x in list(a) for x in list(b)) and all(x in list(b) for x in list(a))
+                    ),
+                ),
+            ),
+            fn(
+                "sets.intersects",
+                (B, [L, L], False, lambda a, b: any(x in list(a) for x in list(b))),
+            ),
         ]
         return cel.NewEnv(
             variables={"self": T.DYN, "oldSelf": T.DYN, _OLD_LIST: T.List(T.DYN)},
-            extensions=[ext_strings.ExtStrings(), ext_bindings.ExtBindings(), ext_math.ExtMath(), ext_optional.ExtOptional(), ext_encoders.ExtEncoders()],
+            extensions=[
+                ext_strings.ExtStrings(),
+                ext_bindings.ExtBindings(),
+                ext_math.ExtMath(),
+                ext_optional.ExtOptional(),
+                ext_encoders.ExtEncoders(),
+            ],
             functions=functions,
         )
 
@@ -282,7 +377,9 @@ class _Compiled:
 
     __slots__ = ("text", "program", "syntax_error", "unsupported", "uses_old_self")
 
-    def __init__(self, text: str, program: Any, syntax_error: str, unsupported: str, uses_old_self: bool) -> None:
+    def __init__(
+        self, text: str, program: Any, syntax_error: str, unsupported: str, uses_old_self: bool
+    ) -> None:
         self.text = text
         self.program = program
         self.syntax_error = syntax_error
@@ -293,16 +390,25 @@ class _Compiled:
 _OLD_SELF = re.compile(r"\boldSelf\b")
 
 
+MISSING_LIBRARY = "the CEL library is not installed (pip install 'pyinformers[cel]', which brings cel-expr-python)"
+
+
 @functools.lru_cache(maxsize=4096)
 def _compile(text: str) -> _Compiled:
     uses_old_self = bool(_OLD_SELF.search(text))
     try:
-        return _Compiled(text, _Env.get().compile(text), "", "", uses_old_self)
+        env = _Env.get()
+    except ImportError:
+        return _Compiled(text, None, "", MISSING_LIBRARY, uses_old_self)
+    try:
+        return _Compiled(text, env.compile(text), "", "", uses_old_self)
     except Exception as exc:  # the binding raises RuntimeError with cel-cpp's status text
         detail = _status_text(str(exc))
         if "Syntax error" in detail:
             return _Compiled(text, None, detail, "", uses_old_self)
-        return _Compiled(text, None, "", detail.splitlines()[0] if detail else type(exc).__name__, uses_old_self)
+        return _Compiled(
+            text, None, "", detail.splitlines()[0] if detail else type(exc).__name__, uses_old_self
+        )
 
 
 def _status_text(text: str) -> str:
@@ -320,27 +426,36 @@ def _warn_once(rule: str, why: str) -> None:
         if rule in _warned:
             return
         _warned.add(rule)
-    log.warning("the embedded API server cannot evaluate the CEL rule %r (%s): writes are not checked against it, "
-                "a real server's answer may differ", rule, why)
+    log.warning(
+        "the embedded API server cannot evaluate the CEL rule %r (%s): writes are not checked against it, "
+        "a real server's answer may differ",
+        rule,
+        why,
+    )
 
 
 # -- values as CEL sees them -----------------------------------------------------------------------
 
 
-def escape(name: str) -> Optional[str]:
+def escape(name: str) -> str | None:
     """A property name as CEL rules reference it (``foo-bar`` -> ``foo__dash__bar``); None if it cannot be."""
     if name in _CEL_RESERVED:
         return f"__{name}__"
-    escaped = name.replace("__", "__underscores__").replace(".", "__dot__").replace("-", "__dash__").replace("/", "__slash__")
+    escaped = (
+        name.replace("__", "__underscores__")
+        .replace(".", "__dot__")
+        .replace("-", "__dash__")
+        .replace("/", "__slash__")
+    )
     return escaped if _IDENT.match(escaped) else None
 
 
-def _props(schema: Optional[dict]) -> dict:
+def _props(schema: dict | None) -> dict:
     props = schema.get("properties") if schema else None
     return props if isinstance(props, dict) else {}
 
 
-def to_cel(value: Any, schema: Optional[dict], *, resource_root: bool = False) -> Any:
+def to_cel(value: Any, schema: dict | None, *, resource_root: bool = False) -> Any:
     """``value`` typed as the schema types it for CEL (number fields as doubles, escaped property names)."""
     if schema is None or value is None:
         return value
@@ -422,20 +537,17 @@ def _format_cause(reason: str, path: str, type_name: str, detail: str) -> Cause:
 
 def _rule_string(rule: dict) -> str:
     message = rule.get("message")
-    return message.strip() if isinstance(message, str) and message.strip() else str(rule.get("rule", "")).strip()
+    return (
+        message.strip()
+        if isinstance(message, str) and message.strip()
+        else str(rule.get("rule", "")).strip()
+    )
 
 
-def _evaluate(program: Any, self_value: Any, old_value: Any, has_old: bool) -> tuple[Any, str]:
+def _evaluate(program: Any, activation: Any) -> tuple[Any, str]:
     """``(result, error text)`` of one program."""
-    data: dict[str, Any] = {"self": self_value}
-    if has_old:
-        data["oldSelf"] = old_value
-    return _evaluate_with(program, data)
-
-
-def _evaluate_with(program: Any, data: dict) -> tuple[Any, str]:
     try:
-        value = program.eval(data=data)
+        value = program.eval(activation)
     except Exception as exc:
         return None, _cel_error(str(exc))
     if value.type().name() == "ERROR":
@@ -443,13 +555,63 @@ def _evaluate_with(program: Any, data: dict) -> tuple[Any, str]:
     return value.plain_value(), ""
 
 
-def _check_node(schema: dict, value: Any, old: Any, has_old: bool, path: str, result: CelRuleResult, resource_root: bool) -> None:
+class _Node:
+    """The CEL values of one schema node on one write, converted once and shared by its rules."""
+
+    def __init__(
+        self, schema: dict, value: Any, old: Any, has_old: bool, resource_root: bool
+    ) -> None:
+        self.schema, self.value, self.old, self.has_old, self.resource_root = (
+            schema,
+            value,
+            old,
+            has_old,
+            resource_root,
+        )
+        self._activation: Any = None
+        self._optional: Any = None
+
+    def _old_cel(self) -> Any:
+        return (
+            to_cel(self.old, self.schema, resource_root=self.resource_root)
+            if self.has_old
+            else None
+        )
+
+    def activation(self) -> Any:
+        """``self`` and (on an update with a correlated old value) ``oldSelf``."""
+        if self._activation is None:
+            data = {"self": to_cel(self.value, self.schema, resource_root=self.resource_root)}
+            if self.has_old:
+                data["oldSelf"] = self._old_cel()
+            self._activation = _Env.get().Activation(data)
+        return self._activation
+
+    def optional_activation(self) -> Any:
+        """For ``optionalOldSelf`` rules: the old value as a list of at most one (see :func:`_optional_program`)."""
+        if self._optional is None:
+            data = {
+                "self": to_cel(self.value, self.schema, resource_root=self.resource_root),
+                _OLD_LIST: [self._old_cel()] if self.has_old else [],
+            }
+            self._optional = _Env.get().Activation(data)
+        return self._optional
+
+
+def _check_node(
+    schema: dict,
+    value: Any,
+    old: Any,
+    has_old: bool,
+    path: str,
+    result: CelRuleResult,
+    resource_root: bool,
+) -> None:
     rules = schema.get(RULES)
     if not isinstance(rules, list) or not rules:
         return
     type_name = str(schema.get("type") or "")
-    self_value = to_cel(value, schema, resource_root=resource_root)
-    old_cel: Any = None
+    node = _Node(schema, value, old, has_old, resource_root)
     for rule in rules:
         if not isinstance(rule, dict) or not isinstance(rule.get("rule"), str):
             continue
@@ -458,39 +620,40 @@ def _check_node(schema: dict, value: Any, old: Any, has_old: bool, path: str, re
             if compiled.unsupported:
                 _warn_once(rule["rule"], compiled.unsupported)
             continue
-        optional_old = rule.get("optionalOldSelf") is True
+        optional_old = rule.get("optionalOldSelf") is True and compiled.uses_old_self
         if compiled.uses_old_self and not has_old and not optional_old:
-            continue
-        if compiled.uses_old_self and has_old and old_cel is None:
-            old_cel = to_cel(old, schema, resource_root=resource_root)
+            continue  # a transition rule runs only where an old value correlates
         if optional_old:
-            # oldSelf is an optional value: none on create.
-            outcome, error = _evaluate_optional(compiled, self_value, old_cel if has_old else None, has_old)
+            program = _optional_program(compiled.text)
+            if program is None:
+                _warn_once(rule["rule"], "optionalOldSelf could not be compiled here")
+                continue
+            outcome, error = _evaluate(program, node.optional_activation())
         else:
-            outcome, error = _evaluate(compiled.program, self_value, old_cel, compiled.uses_old_self)
+            outcome, error = _evaluate(compiled.program, node.activation())
         if error:
-            result.causes.append(("FieldValueInvalid", path, f'Invalid value: "{type_name}": {error} evaluating rule: {_rule_string(rule)}'))
+            result.causes.append(
+                (
+                    "FieldValueInvalid",
+                    path,
+                    f'Invalid value: "{type_name}": {error} evaluating rule: {_rule_string(rule)}',
+                )
+            )
             continue
         if outcome is True:
             continue
-        detail = _message(rule, self_value, old_cel, compiled.uses_old_self)
+        detail = _message(rule, node)
         where = path
         if isinstance(rule.get("fieldPath"), str) and rule["fieldPath"]:
             where = _field_path(path, rule["fieldPath"])
         reason = rule.get("reason") if rule.get("reason") in _REASONS else "FieldValueInvalid"
         cause = _format_cause(str(reason), where, type_name, detail)
         if not compiled.uses_old_self and has_old and old == value:
-            result.warnings.append(f"{cause[1]}: {cause[2]}" if cause[1] else cause[2])  # ratcheted: unchanged
+            result.warnings.append(
+                f"{cause[1]}: {cause[2]}" if cause[1] else cause[2]
+            )  # ratcheted: unchanged
         else:
             result.causes.append(cause)
-
-
-def _evaluate_optional(compiled: _Compiled, self_value: Any, old_cel: Any, has_old: bool) -> tuple[Any, str]:
-    """A rule with ``optionalOldSelf``: ``oldSelf`` is ``optional.of(old)``, or ``optional.none()`` on create."""
-    program = _optional_program(compiled.text)
-    if program is None:
-        return None, "optionalOldSelf is not supported for this rule here"
-    return _evaluate_with(program, {"self": self_value, _OLD_LIST: [old_cel] if has_old else []})
 
 
 _OLD_LIST = "oldSelfValues__"
@@ -498,6 +661,7 @@ _OLD_LIST = "oldSelfValues__"
 
 @functools.lru_cache(maxsize=1024)
 def _optional_program(text: str) -> Any:
+    """``text`` with ``oldSelf`` bound to an optional: ``optional.of(old)`` on update, ``optional.none()`` on create."""
     wrapped = f"cel.bind(oldSelf, size({_OLD_LIST}) > 0 ? optional.of({_OLD_LIST}[0]) : optional.none(), {text})"
     try:
         return _Env.get().compile(wrapped)
@@ -505,12 +669,13 @@ def _optional_program(text: str) -> Any:
         return None
 
 
-def _message(rule: dict, self_value: Any, old_cel: Any, has_old: bool) -> str:
+def _message(rule: dict, node: _Node) -> str:
+    """A failed rule's text: its messageExpression's value, else its message, else ``failed rule: RULE``."""
     expression = rule.get("messageExpression")
     if isinstance(expression, str) and expression.strip():
         compiled = _compile(expression)
-        if compiled.program is not None:
-            text, error = _evaluate(compiled.program, self_value, old_cel, has_old and compiled.uses_old_self)
+        if compiled.program is not None and (node.has_old or not compiled.uses_old_self):
+            text, error = _evaluate(compiled.program, node.activation())
             if not error and isinstance(text, str) and text.strip() and "\n" not in text.strip():
                 return text.strip()
     message = rule.get("message")
@@ -519,17 +684,35 @@ def _message(rule: dict, self_value: Any, old_cel: Any, has_old: bool) -> str:
     return f"failed rule: {_rule_string(rule)}"
 
 
-def _walk(schema: dict, value: Any, old: Any, has_old: bool, path: str, result: CelRuleResult, resource_root: bool = False) -> None:
+def _walk(
+    schema: dict,
+    value: Any,
+    old: Any,
+    has_old: bool,
+    path: str,
+    result: CelRuleResult,
+    resource_root: bool = False,
+) -> None:
     if value is None:
         return
     _check_node(schema, value, old, has_old, path, result, resource_root)
     for branch in schema.get("allOf") or ():
         if isinstance(branch, dict) and RULES in branch:
-            _check_node(dict(branch, type=schema.get("type")), value, old, has_old, path, result, resource_root)
+            _check_node(
+                dict(branch, type=schema.get("type")),
+                value,
+                old,
+                has_old,
+                path,
+                result,
+                resource_root,
+            )
     if isinstance(value, dict):
         props = _props(schema)
         additional = schema.get("additionalProperties")
-        correlate = has_old and isinstance(old, dict) and schema.get("x-kubernetes-map-type") != "atomic"
+        correlate = (
+            has_old and isinstance(old, dict) and schema.get("x-kubernetes-map-type") != "atomic"
+        )
         for key, item in value.items():
             sub = props.get(key)
             if not isinstance(sub, dict):
@@ -539,22 +722,45 @@ def _walk(schema: dict, value: Any, old: Any, has_old: bool, path: str, result: 
             child = _join(path, key) if key in props else f"{path}[{key}]"
             if resource_root and key == "metadata":
                 continue
-            _walk(sub, item, old.get(key) if correlate else None, bool(correlate and key in old), child, result)
+            _walk(
+                sub,
+                item,
+                old.get(key) if correlate else None,
+                bool(correlate and key in old),
+                child,
+                result,
+            )
     elif isinstance(value, list):
         items = schema.get("items")
         if not isinstance(items, dict) or not _has_rules(items):
             return
         keys = schema.get("x-kubernetes-list-map-keys")
         olds: dict[Any, Any] = {}
-        if has_old and isinstance(old, list) and schema.get("x-kubernetes-list-type") == "map" and isinstance(keys, list):
+        if (
+            has_old
+            and isinstance(old, list)
+            and schema.get("x-kubernetes-list-type") == "map"
+            and isinstance(keys, list)
+        ):
             for entry in old:
                 if isinstance(entry, dict):
                     olds[_key_of(entry, keys)] = entry
         for i, item in enumerate(value):
-            identity = _key_of(item, keys) if olds and isinstance(item, dict) and isinstance(keys, list) else None
+            identity = (
+                _key_of(item, keys)
+                if olds and isinstance(item, dict) and isinstance(keys, list)
+                else None
+            )
             has_item_old = identity is not None and identity in olds
-            _walk(items, item, olds.get(identity) if has_item_old else None, has_item_old, f"{path}[{i}]", result,
-                  items.get("x-kubernetes-embedded-resource") is True)
+            _walk(
+                items,
+                item,
+                olds.get(identity) if has_item_old else None,
+                has_item_old,
+                f"{path}[{i}]",
+                result,
+                items.get("x-kubernetes-embedded-resource") is True,
+            )
 
 
 def _key_of(item: dict, keys: list) -> str:
@@ -566,7 +772,9 @@ def _has_rules(schema: dict) -> bool:
     return schema_mentions(schema, f'"{RULES}"')
 
 
-def cel_causes(schema: Optional[dict], obj: dict, old: Optional[dict] = None, *, status_only: bool = False) -> CelRuleResult:
+def cel_causes(
+    schema: dict | None, obj: dict, old: dict | None = None, *, status_only: bool = False
+) -> CelRuleResult:
     """Evaluate every ``x-kubernetes-validations`` rule of ``schema`` on ``obj`` (``old``: the stored object on update)."""
     result = CelRuleResult()
     if not isinstance(schema, dict) or not _has_rules(schema):
@@ -575,7 +783,14 @@ def cel_causes(schema: Optional[dict], obj: dict, old: Optional[dict] = None, *,
         status_schema = _props(schema).get("status")
         if isinstance(status_schema, dict) and "status" in obj:
             has_old = isinstance(old, dict) and "status" in old
-            _walk(status_schema, obj["status"], old.get("status") if has_old and old else None, has_old, "status", result)
+            _walk(
+                status_schema,
+                obj["status"],
+                old.get("status") if has_old and old else None,
+                has_old,
+                "status",
+                result,
+            )
         return result
     _walk(schema, obj, old, old is not None, "", result, resource_root=True)
     result.causes.sort(key=lambda cause: cause[1])
@@ -593,11 +808,17 @@ def _rule_dump(rule: dict) -> str:
         return json.dumps(value if isinstance(value, str) else "")
 
     reason = rule.get("reason")
-    reason_text = f'(*apiextensions.FieldValueErrorReason)(nil)' if reason is None else f"&{json.dumps(reason)}"
+    reason_text = (
+        "(*apiextensions.FieldValueErrorReason)(nil)"
+        if reason is None
+        else f"&{json.dumps(reason)}"
+    )
     optional = rule.get("optionalOldSelf")
     optional_text = "(*bool)(nil)" if optional is None else f"&{str(optional).lower()}"
-    return (f"apiextensions.ValidationRule{{Rule:{s('rule')}, Message:{s('message')}, MessageExpression:{s('messageExpression')}, "
-            f"Reason:{reason_text}, FieldPath:{s('fieldPath')}, OptionalOldSelf:{optional_text}}}")
+    return (
+        f"apiextensions.ValidationRule{{Rule:{s('rule')}, Message:{s('message')}, MessageExpression:{s('messageExpression')}, "
+        f"Reason:{reason_text}, FieldPath:{s('fieldPath')}, OptionalOldSelf:{optional_text}}}"
+    )
 
 
 def rule_causes(schema: dict, path: str) -> list[Cause]:
@@ -617,16 +838,36 @@ def rule_causes(schema: dict, path: str) -> list[Cause]:
                     continue
                 compiled = _compile(text)
                 if compiled.syntax_error:
-                    causes.append(("FieldValueInvalid", f"{rpath}.rule",
-                                   f"Invalid value: {_rule_dump(rule)}: compilation failed: {compiled.syntax_error}"))
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            f"{rpath}.rule",
+                            f"Invalid value: {_rule_dump(rule)}: compilation failed: {compiled.syntax_error}",
+                        )
+                    )
                 reason = rule.get("reason")
                 if reason is not None and reason not in _REASONS:
                     supported = ", ".join(f'"{r}"' for r in _REASONS)
-                    causes.append(("FieldValueNotSupported", f"{rpath}.reason", f'Unsupported value: "{reason}": supported values: {supported}'))
+                    causes.append(
+                        (
+                            "FieldValueNotSupported",
+                            f"{rpath}.reason",
+                            f'Unsupported value: "{reason}": supported values: {supported}',
+                        )
+                    )
                 expression = rule.get("messageExpression")
-                if isinstance(expression, str) and expression.strip() and _compile(expression).syntax_error:
-                    causes.append(("FieldValueInvalid", f"{rpath}.messageExpression",
-                                   f"Invalid value: {_rule_dump(rule)}: messageExpression compilation failed: {_compile(expression).syntax_error}"))
+                if (
+                    isinstance(expression, str)
+                    and expression.strip()
+                    and _compile(expression).syntax_error
+                ):
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            f"{rpath}.messageExpression",
+                            f"Invalid value: {_rule_dump(rule)}: messageExpression compilation failed: {_compile(expression).syntax_error}",
+                        )
+                    )
         for key, sub in _props(node).items():
             if isinstance(sub, dict):
                 visit(sub, f"{npath}.properties[{key}]")

@@ -41,7 +41,8 @@ import json
 import re
 import threading
 import uuid
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -63,9 +64,21 @@ _META_FIELDS = ("apiVersion", "kind", "metadata")
 # The fields of ObjectMeta (k8s.io/apimachinery/pkg/apis/meta/v1): what a metadata object keeps.
 OBJECT_META_FIELDS = frozenset(
     {
-        "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-        "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
-        "ownerReferences", "finalizers", "managedFields",
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
     }
 )
 _TYPES = ("array", "boolean", "integer", "number", "object", "string")
@@ -80,11 +93,11 @@ def _copy(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def _schema(value: Any) -> Optional[dict]:
+def _schema(value: Any) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _props(schema: Optional[dict]) -> dict:
+def _props(schema: dict | None) -> dict:
     props = schema.get("properties") if schema else None
     return props if isinstance(props, dict) else {}
 
@@ -113,7 +126,9 @@ def json_type(value: Any) -> str:
 # -- 1. pruning ------------------------------------------------------------------------------------
 
 
-def _prune(value: Any, schema: Optional[dict], path: str, pruned: list[str], *, resource_root: bool = False) -> None:
+def _prune(
+    value: Any, schema: dict | None, path: str, pruned: list[str], *, resource_root: bool = False
+) -> None:
     """Drop (in place) the fields ``schema`` does not specify; ``pruned`` gets their paths."""
     if schema is not None and schema.get(PRESERVE) is True:
         _skip_prune(value, schema, path, pruned, resource_root=resource_root)
@@ -145,7 +160,9 @@ def _prune(value: Any, schema: Optional[dict], path: str, pruned: list[str], *, 
             _prune(item, items, f"{path}[{i}]", pruned)
 
 
-def _skip_prune(value: Any, schema: Optional[dict], path: str, pruned: list[str], *, resource_root: bool = False) -> None:
+def _skip_prune(
+    value: Any, schema: dict | None, path: str, pruned: list[str], *, resource_root: bool = False
+) -> None:
     """Keep unknown fields, but prune the specified ones by their schemas (preserve-unknown-fields)."""
     if schema is None:
         return
@@ -166,7 +183,7 @@ def _skip_prune(value: Any, schema: Optional[dict], path: str, pruned: list[str]
             _skip_prune(item, items, f"{path}[{i}]", pruned)
 
 
-def _field_schema(schema: Optional[dict], key: str) -> Optional[dict]:
+def _field_schema(schema: dict | None, key: str) -> dict | None:
     """The schema of ``key`` inside an object of ``schema``: its property, else additionalProperties."""
     if schema is None:
         return None
@@ -179,12 +196,17 @@ def _field_schema(schema: Optional[dict], key: str) -> Optional[dict]:
 # -- 2. nulls --------------------------------------------------------------------------------------
 
 
-def _prune_nulls(value: Any, schema: Optional[dict]) -> None:
+def _prune_nulls(value: Any, schema: dict | None) -> None:
     """Drop nulls of non-nullable fields that have no default (in place)."""
     if isinstance(value, dict):
         for key in list(value):
             sub = _field_schema(schema, key)
-            if value[key] is None and sub is not None and sub.get("nullable") is not True and "default" not in sub:
+            if (
+                value[key] is None
+                and sub is not None
+                and sub.get("nullable") is not True
+                and "default" not in sub
+            ):
                 del value[key]
             else:
                 _prune_nulls(value[key], sub)
@@ -197,7 +219,9 @@ def _prune_nulls(value: Any, schema: Optional[dict]) -> None:
 # -- 3. metadata -----------------------------------------------------------------------------------
 
 
-def _coerce_metadata(value: Any, schema: Optional[dict], path: str, pruned: list[str], *, resource_root: bool = False) -> None:
+def _coerce_metadata(
+    value: Any, schema: dict | None, path: str, pruned: list[str], *, resource_root: bool = False
+) -> None:
     """ObjectMeta keeps only its own fields, at the root and in every embedded resource (in place)."""
     if schema is None:
         return
@@ -225,7 +249,7 @@ def _coerce_metadata(value: Any, schema: Optional[dict], path: str, pruned: list
 # -- 4. defaults -----------------------------------------------------------------------------------
 
 
-def _default(value: Any, schema: Optional[dict]) -> None:
+def _default(value: Any, schema: dict | None) -> None:
     """Fill in ``default`` values of absent fields and of non-nullable nulls, at every depth (in place)."""
     if schema is None:
         return
@@ -240,7 +264,11 @@ def _default(value: Any, schema: Optional[dict]) -> None:
             if key in props:
                 _default(value[key], _schema(props[key]))
             elif additional is not None:
-                if value[key] is None and additional.get("nullable") is not True and additional.get("default") is not None:
+                if (
+                    value[key] is None
+                    and additional.get("nullable") is not True
+                    and additional.get("default") is not None
+                ):
                     value[key] = _copy(additional["default"])
                 _default(value[key], additional)
     elif isinstance(value, list):
@@ -248,18 +276,39 @@ def _default(value: Any, schema: Optional[dict]) -> None:
         if items is None:
             return
         for i, item in enumerate(value):
-            if item is None and items.get("nullable") is not True and items.get("default") is not None:
+            if (
+                item is None
+                and items.get("nullable") is not True
+                and items.get("default") is not None
+            ):
                 value[i] = _copy(items["default"])
             _default(value[i], items)
 
 
-def apply_defaults(schema: Optional[dict], obj: dict) -> dict:
-    """``obj`` with its schema's defaults filled in (a copy when anything changed); what a read returns."""
+def apply_defaults(schema: dict | None, obj: dict) -> dict:
+    """``obj`` with its schema's defaults filled in (a copy when anything changed); what a read returns.
+
+    Memoised per (object, schema) identity: stored objects and CRD schemas
+    are replaced on a write, never changed in place, so a read of an
+    unchanged object under an unchanged schema costs a dict lookup.
+    """
     if not isinstance(schema, dict) or not _has_defaults(schema):
         return obj
+    key = id(obj)
+    cached = _read_defaults.get(key)
+    if cached is not None and cached[0] is obj and cached[1] is schema:
+        return cached[2]
     copy = _copy(obj)
     _default(copy, schema)
-    return copy if copy != obj else obj
+    result = copy if copy != obj else obj
+    with _mentions_lock:
+        if len(_read_defaults) > 20_000:
+            _read_defaults.clear()
+        _read_defaults[key] = (obj, schema, result)
+    return result
+
+
+_read_defaults: dict[int, tuple[dict, dict, dict]] = {}
 
 
 def _has_defaults(schema: dict) -> bool:
@@ -302,7 +351,9 @@ def walk_schemas(schema: dict, visit: Callable[[dict, str], None], path: str = "
 
 _DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)\Z")
 _DATE = re.compile(r"\d{4}-\d\d-\d\d\Z")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\Z")
+_UUID = re.compile(
+    r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\Z"
+)
 
 
 def _ipv4(value: str) -> bool:
@@ -341,7 +392,9 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
 class _Validator:
     """One validation pass: ``causes`` collects ``(reason, field, message)``."""
 
-    def __init__(self, message_root: str, metadata_check: Optional[Callable[[dict, str], list[Cause]]]) -> None:
+    def __init__(
+        self, message_root: str, metadata_check: Callable[[dict, str], list[Cause]] | None
+    ) -> None:
         self.causes: list[Cause] = []
         self.message_root = message_root  # stripped from paths in messages (a /status write)
         self.metadata_check = metadata_check
@@ -360,18 +413,36 @@ class _Validator:
         if schema.get(INT_OR_STRING) is True:
             if not (isinstance(value, (int, str)) and not isinstance(value, bool)):
                 actual = json_type(value)
-                self._add("FieldValueTypeInvalid", path, f'Invalid value: "{actual}": {self._label(path)} in body must be of type integer,string: "{actual}"')
+                self._add(
+                    "FieldValueTypeInvalid",
+                    path,
+                    f'Invalid value: "{actual}": {self._label(path)} in body must be of type integer,string: "{actual}"',
+                )
                 return
         else:
             kind = schema.get("type")
-            if isinstance(kind, str) and kind and not (json_type(value) == kind or (kind == "number" and json_type(value) == "integer")):
+            if (
+                isinstance(kind, str)
+                and kind
+                and not (
+                    json_type(value) == kind or (kind == "number" and json_type(value) == "integer")
+                )
+            ):
                 actual = json_type(value)
-                self._add("FieldValueTypeInvalid", path, f'Invalid value: "{actual}": {self._label(path)} in body must be of type {kind}: "{actual}"')
+                self._add(
+                    "FieldValueTypeInvalid",
+                    path,
+                    f'Invalid value: "{actual}": {self._label(path)} in body must be of type {kind}: "{actual}"',
+                )
                 return
         enum = schema.get("enum")
         if isinstance(enum, list) and value not in enum:
             supported = ", ".join(go_json(e) for e in enum)
-            self._add("FieldValueNotSupported", path, f"Unsupported value: {go_json(value)}: supported values: {supported}")
+            self._add(
+                "FieldValueNotSupported",
+                path,
+                f"Unsupported value: {go_json(value)}: supported values: {supported}",
+            )
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             self._number(schema, value, path)
         elif isinstance(value, str):
@@ -386,38 +457,70 @@ class _Validator:
         low, high = schema.get("minimum"), schema.get("maximum")
         if isinstance(low, (int, float)) and not isinstance(low, bool):
             if schema.get("exclusiveMinimum") is True and value <= low:
-                self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should be greater than {go_json(low)}")
+                self._add(
+                    "FieldValueInvalid",
+                    path,
+                    f"Invalid value: {go_json(value)}: {label} in body should be greater than {go_json(low)}",
+                )
             elif value < low:
-                self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should be greater than or equal to {go_json(low)}")
+                self._add(
+                    "FieldValueInvalid",
+                    path,
+                    f"Invalid value: {go_json(value)}: {label} in body should be greater than or equal to {go_json(low)}",
+                )
         if isinstance(high, (int, float)) and not isinstance(high, bool):
             if schema.get("exclusiveMaximum") is True and value >= high:
-                self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should be less than {go_json(high)}")
+                self._add(
+                    "FieldValueInvalid",
+                    path,
+                    f"Invalid value: {go_json(value)}: {label} in body should be less than {go_json(high)}",
+                )
             elif value > high:
-                self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should be less than or equal to {go_json(high)}")
+                self._add(
+                    "FieldValueInvalid",
+                    path,
+                    f"Invalid value: {go_json(value)}: {label} in body should be less than or equal to {go_json(high)}",
+                )
         factor = schema.get("multipleOf")
         if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 0:
             quotient = value / factor
             if quotient != int(quotient):
-                self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should be a multiple of {go_json(factor)}")
+                self._add(
+                    "FieldValueInvalid",
+                    path,
+                    f"Invalid value: {go_json(value)}: {label} in body should be a multiple of {go_json(factor)}",
+                )
 
     def _string(self, schema: dict, value: str, path: str) -> None:
         label = self._label(path)
         low, high = schema.get("minLength"), schema.get("maxLength")
         if isinstance(low, int) and len(value) < low:
-            self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should be at least {low} chars long")
+            self._add(
+                "FieldValueInvalid",
+                path,
+                f"Invalid value: {go_json(value)}: {label} in body should be at least {low} chars long",
+            )
         if isinstance(high, int) and len(value) > high:
             self._add("FieldValueTooLong", path, f"Too long: may not be more than {high} bytes")
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
             try:
                 if re.search(pattern, value) is None:
-                    self._add("FieldValueInvalid", path, f"Invalid value: {go_json(value)}: {label} in body should match '{pattern}'")
+                    self._add(
+                        "FieldValueInvalid",
+                        path,
+                        f"Invalid value: {go_json(value)}: {label} in body should match '{pattern}'",
+                    )
             except re.error:
                 pass
         fmt = schema.get("format")
         check = _FORMATS.get(fmt) if isinstance(fmt, str) else None
         if check is not None and not check(value):
-            self._add("FieldValueTypeInvalid", path, f"Invalid value: {go_json(value)}: {label} in body must be of type {fmt}: {go_json(value)}")
+            self._add(
+                "FieldValueTypeInvalid",
+                path,
+                f"Invalid value: {go_json(value)}: {label} in body must be of type {fmt}: {go_json(value)}",
+            )
 
     def _object(self, schema: dict, value: dict, path: str, *, resource_root: bool) -> None:
         label = self._label(path) or "body"
@@ -428,9 +531,15 @@ class _Validator:
                 self._add("FieldValueRequired", _join(path, key), "Required value")
         for bound, word in (("minProperties", "at least"), ("maxProperties", "at most")):
             limit = schema.get(bound)
-            if isinstance(limit, int) and (len(value) < limit if bound == "minProperties" else len(value) > limit):
+            if isinstance(limit, int) and (
+                len(value) < limit if bound == "minProperties" else len(value) > limit
+            ):
                 reason = "FieldValueTooMany" if bound == "maxProperties" else "FieldValueInvalid"
-                message = f"Too many: {len(value)}: must have at most {limit} items" if bound == "maxProperties" else f"Invalid value: {len(value)}: {label} in body should have {word} {limit} properties"
+                message = (
+                    f"Too many: {len(value)}: must have at most {limit} items"
+                    if bound == "maxProperties"
+                    else f"Invalid value: {len(value)}: {label} in body should have {word} {limit} properties"
+                )
                 self._add(reason, path, message)
         embedded = schema.get(EMBEDDED) is True
         if embedded and not resource_root:
@@ -447,7 +556,7 @@ class _Validator:
             elif additional is not None:
                 self.check(additional, item, child)
 
-    def _metadata(self, schema: Optional[dict], value: Any, path: str, *, root: bool) -> None:
+    def _metadata(self, schema: dict | None, value: Any, path: str, *, root: bool) -> None:
         """Root metadata: only name/generateName constraints; embedded: ObjectMeta's validation."""
         if not isinstance(value, dict):
             return
@@ -468,20 +577,38 @@ class _Validator:
             if key not in value or value[key] == "":
                 self._add("FieldValueRequired", _join(path, key), "Required value")
             elif not isinstance(value[key], str):
-                self._add("FieldValueInvalid", _join(path, key), f"Invalid value: {go_json(value[key])}: must be a string")
+                self._add(
+                    "FieldValueInvalid",
+                    _join(path, key),
+                    f"Invalid value: {go_json(value[key])}: must be a string",
+                )
         api_version = value.get("apiVersion")
         if isinstance(api_version, str) and api_version.count("/") > 1:
-            self._add("FieldValueInvalid", _join(path, "apiVersion"), f'Invalid value: "{api_version}": unexpected GroupVersion string: {api_version}')
+            self._add(
+                "FieldValueInvalid",
+                _join(path, "apiVersion"),
+                f'Invalid value: "{api_version}": unexpected GroupVersion string: {api_version}',
+            )
 
     def _array(self, schema: dict, value: list, path: str) -> None:
         label = self._label(path)
         for key in ("minItems", "maxItems"):
             bound = schema.get(key)
-            if isinstance(bound, int) and (len(value) < bound if key == "minItems" else len(value) > bound):
+            if isinstance(bound, int) and (
+                len(value) < bound if key == "minItems" else len(value) > bound
+            ):
                 if key == "minItems":
-                    self._add("FieldValueInvalid", path, f"Invalid value: {len(value)}: {label} in body should have at least {bound} items")
+                    self._add(
+                        "FieldValueInvalid",
+                        path,
+                        f"Invalid value: {len(value)}: {label} in body should have at least {bound} items",
+                    )
                 else:
-                    self._add("FieldValueTooMany", path, f"Too many: {len(value)}: must have at most {bound} items")
+                    self._add(
+                        "FieldValueTooMany",
+                        path,
+                        f"Too many: {len(value)}: must have at most {bound} items",
+                    )
         items = _schema(schema.get("items"))
         if items is not None:
             for i, item in enumerate(value):
@@ -491,7 +618,9 @@ class _Validator:
             seen: list[Any] = []
             for i, item in enumerate(value):
                 if item in seen:
-                    self._add("FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {go_json(item)}")
+                    self._add(
+                        "FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {go_json(item)}"
+                    )
                 else:
                     seen.append(item)
         elif list_type == "map":
@@ -503,17 +632,21 @@ class _Validator:
                         continue
                     identity = {k: item.get(k) for k in keys if k in item}
                     if identity in seen_keys:
-                        self._add("FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {go_json(identity)}")
+                        self._add(
+                            "FieldValueDuplicate",
+                            f"{path}[{i}]",
+                            f"Duplicate value: {go_json(identity)}",
+                        )
                     else:
                         seen_keys.append(identity)
 
 
 def check_custom_object(
-    schema: Optional[dict],
+    schema: dict | None,
     obj: dict,
     *,
     status_only: bool = False,
-    metadata_check: Optional[Callable[[dict, str], list[Cause]]] = None,
+    metadata_check: Callable[[dict, str], list[Cause]] | None = None,
 ) -> tuple[dict, list[Cause], list[str]]:
     """``(object as stored, causes, pruned field paths)`` of a custom resource written against ``schema``.
 
@@ -540,7 +673,9 @@ def check_custom_object(
         return result, validator.causes, pruned
     validator = _Validator("", metadata_check)
     validator.check(schema, result, "", resource_root=True)
-    causes = sorted(validator.causes, key=lambda cause: cause[1])  # by field: a stable order (the real one varies)
+    causes = sorted(
+        validator.causes, key=lambda cause: cause[1]
+    )  # by field: a stable order (the real one varies)
     return result, causes, sorted(pruned)
 
 
@@ -596,49 +731,125 @@ def _invariants(schema: dict, level: str, path: str) -> list[Cause]:
     additional = schema.get("additionalProperties")
     if additional is not None and additional is not False:
         if level == _ROOT:
-            causes.append(("FieldValueForbidden", f"{path}.additionalProperties", "Forbidden: must not be used at the root"))
+            causes.append(
+                (
+                    "FieldValueForbidden",
+                    f"{path}.additionalProperties",
+                    "Forbidden: must not be used at the root",
+                )
+            )
         if isinstance(additional, dict):
             causes.extend(_invariants(additional, _FIELD, f"{path}.additionalProperties"))
     int_or_string = schema.get(INT_OR_STRING) is True
     preserve = schema.get(PRESERVE) is True
     embedded = schema.get(EMBEDDED) is True
     if int_or_string and preserve:
-        causes.append(("FieldValueInvalid", f"{path}.{PRESERVE}", "Invalid value: true: must be false if x-kubernetes-int-or-string is true"))
+        causes.append(
+            (
+                "FieldValueInvalid",
+                f"{path}.{PRESERVE}",
+                "Invalid value: true: must be false if x-kubernetes-int-or-string is true",
+            )
+        )
     if int_or_string and embedded:
-        causes.append(("FieldValueInvalid", f"{path}.{EMBEDDED}", "Invalid value: true: must be false if x-kubernetes-int-or-string is true"))
+        causes.append(
+            (
+                "FieldValueInvalid",
+                f"{path}.{EMBEDDED}",
+                "Invalid value: true: must be false if x-kubernetes-int-or-string is true",
+            )
+        )
     causes.extend(_value_validation(schema, level, path))
     check_metadata = level == _ROOT or embedded
     if embedded and kind != "object":
         if not kind:
-            causes.append(("FieldValueRequired", f"{path}.type", "Required value: must be object if x-kubernetes-embedded-resource is true"))
+            causes.append(
+                (
+                    "FieldValueRequired",
+                    f"{path}.type",
+                    "Required value: must be object if x-kubernetes-embedded-resource is true",
+                )
+            )
         else:
-            causes.append(("FieldValueInvalid", f"{path}.type", f'Invalid value: "{kind}": must be object if x-kubernetes-embedded-resource is true'))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.type",
+                    f'Invalid value: "{kind}": must be object if x-kubernetes-embedded-resource is true',
+                )
+            )
     elif not kind and not int_or_string and not preserve:
-        where = {_ROOT: "at the root", _ITEMS: "for specified array items", _FIELD: "for specified object fields"}[level]
-        causes.append(("FieldValueRequired", f"{path}.type", f"Required value: must not be empty {where}"))
+        where = {
+            _ROOT: "at the root",
+            _ITEMS: "for specified array items",
+            _FIELD: "for specified object fields",
+        }[level]
+        causes.append(
+            ("FieldValueRequired", f"{path}.type", f"Required value: must not be empty {where}")
+        )
     if embedded and additional is not None:
-        causes.append(("FieldValueForbidden", f"{path}.additionalProperties", "Forbidden: must not be used if x-kubernetes-embedded-resource is set"))
+        causes.append(
+            (
+                "FieldValueForbidden",
+                f"{path}.additionalProperties",
+                "Forbidden: must not be used if x-kubernetes-embedded-resource is set",
+            )
+        )
     if level == _ROOT and kind and kind != "object":
-        causes.append(("FieldValueInvalid", f"{path}.type", f'Invalid value: "{kind}": must be object at the root'))
+        causes.append(
+            (
+                "FieldValueInvalid",
+                f"{path}.type",
+                f'Invalid value: "{kind}": must be object at the root',
+            )
+        )
     props = _props(schema)
     for key in ("kind", "apiVersion"):
         sub = _schema(props.get(key))
         if sub is not None and check_metadata and sub.get("type") != "string":
-            causes.append(("FieldValueInvalid", f"{path}.properties[{key}].type", f'Invalid value: {go_json(sub.get("type") or "")}: must be string'))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.properties[{key}].type",
+                    f"Invalid value: {go_json(sub.get('type') or '')}: must be string",
+                )
+            )
     metadata = _schema(props.get("metadata"))
     if metadata is not None:
         mpath = f"{path}.properties[metadata]"
         if check_metadata and metadata.get("type") != "object":
-            causes.append(("FieldValueInvalid", f"{mpath}.type", f'Invalid value: {go_json(metadata.get("type") or "")}: must be object'))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{mpath}.type",
+                    f"Invalid value: {go_json(metadata.get('type') or '')}: must be object",
+                )
+            )
         if level == _ROOT:
-            rest = {k: v for k, v in metadata.items() if k not in ("type", "default") and v not in (None, False)}
+            rest = {
+                k: v
+                for k, v in metadata.items()
+                if k not in ("type", "default") and v not in (None, False)
+            }
             mprops = rest.pop("properties", None)
             if isinstance(mprops, dict) and set(mprops) <= {"name", "generateName"}:
                 mprops = None
             if rest or mprops:
-                causes.append(("FieldValueForbidden", mpath, "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"))
+                causes.append(
+                    (
+                        "FieldValueForbidden",
+                        mpath,
+                        "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
+                    )
+                )
     if embedded and not preserve and not props:
-        causes.append(("FieldValueRequired", f"{path}.properties", "Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"))
+        causes.append(
+            (
+                "FieldValueRequired",
+                f"{path}.properties",
+                "Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+            )
+        )
     return causes
 
 
@@ -648,7 +859,12 @@ def _value_validation(schema: dict, level: str, path: str) -> list[Cause]:
     any_of = schema.get("anyOf")
     all_of = schema.get("allOf")
     skip_any_of = any_of == _INT_OR_STRING_ANY_OF
-    skip_first_all_of = isinstance(all_of, list) and bool(all_of) and isinstance(all_of[0], dict) and all_of[0].get("anyOf") == _INT_OR_STRING_ANY_OF
+    skip_first_all_of = (
+        isinstance(all_of, list)
+        and bool(all_of)
+        and isinstance(all_of[0], dict)
+        and all_of[0].get("anyOf") == _INT_OR_STRING_ANY_OF
+    )
     for junctor in ("anyOf", "allOf", "oneOf"):
         branches = schema.get(junctor)
         if not isinstance(branches, list) or (junctor == "anyOf" and skip_any_of):
@@ -665,12 +881,20 @@ def _value_validation(schema: dict, level: str, path: str) -> list[Cause]:
         try:
             re.compile(pattern)
         except re.error as exc:
-            causes.append(("FieldValueInvalid", f"{path}.pattern", f"Invalid value: {go_json(pattern)}: must be a valid regular expression, but isn't: {exc}"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.pattern",
+                    f"Invalid value: {go_json(pattern)}: must be a valid regular expression, but isn't: {exc}",
+                )
+            )
     return causes
 
 
 def _nested(schema: dict, level: str, path: str, *, skip_any_of: bool = False) -> list[Cause]:
-    causes = _value_validation({k: v for k, v in schema.items() if not (skip_any_of and k == "anyOf")}, level, path)
+    causes = _value_validation(
+        {k: v for k, v in schema.items() if not (skip_any_of and k == "anyOf")}, level, path
+    )
     items = _schema(schema.get("items"))
     if items is not None:
         causes.extend(_nested(items, level, f"{path}.items"))
@@ -681,9 +905,17 @@ def _nested(schema: dict, level: str, path: str, *, skip_any_of: bool = False) -
         if _is_set(schema, key):
             causes.append(("FieldValueForbidden", f"{path}.{key}", f"Forbidden: {message}"))
     if schema.get("nullable") is True:
-        causes.append(("FieldValueForbidden", f"{path}.nullable", "Forbidden: must be false to be structural"))
+        causes.append(
+            ("FieldValueForbidden", f"{path}.nullable", "Forbidden: must be false to be structural")
+        )
     if "metadata" in _props(schema):
-        causes.append(("FieldValueForbidden", f"{path}.properties[metadata]", "Forbidden: must not be specified in a nested context"))
+        causes.append(
+            (
+                "FieldValueForbidden",
+                f"{path}.properties[metadata]",
+                "Forbidden: must not be specified in a nested context",
+            )
+        )
     return causes
 
 
@@ -691,21 +923,33 @@ def _completeness(schema: dict, path: str) -> list[Cause]:
     """Every field and item a value validation names is also specified outside of it."""
     causes: list[Cause] = []
 
-    def spine_check(nested: dict, spine: Optional[dict], npath: str) -> None:
+    def spine_check(nested: dict, spine: dict | None, npath: str) -> None:
         for key, sub in _props(nested).items():
             where = _props(spine).get(key) if spine is not None else None
             if not isinstance(where, dict):
                 additional = spine.get("additionalProperties") if spine is not None else None
                 where = additional if isinstance(additional, dict) else None
             if where is None:
-                causes.append(("FieldValueRequired", f"{npath}.properties[{key}]", "Required value: must be specified outside of the value validation"))
+                causes.append(
+                    (
+                        "FieldValueRequired",
+                        f"{npath}.properties[{key}]",
+                        "Required value: must be specified outside of the value validation",
+                    )
+                )
             elif isinstance(sub, dict):
                 spine_check(sub, where, f"{npath}.properties[{key}]")
         items = nested.get("items")
         if isinstance(items, dict):
             spine_items = _schema(spine.get("items")) if spine is not None else None
             if spine_items is None:
-                causes.append(("FieldValueRequired", f"{npath}.items", "Required value: must be specified outside of the value validation"))
+                causes.append(
+                    (
+                        "FieldValueRequired",
+                        f"{npath}.items",
+                        "Required value: must be specified outside of the value validation",
+                    )
+                )
             else:
                 spine_check(items, spine_items, f"{npath}.items")
         for junctor in ("anyOf", "allOf", "oneOf"):
@@ -741,18 +985,39 @@ def schema_type_causes(schema: Any, path: str) -> list[Cause]:
         return [("FieldValueInvalid", path, f"Invalid value: {go_json(schema)}: must be an object")]
     kind = schema.get("type")
     if kind is not None and kind not in _TYPES:
-        causes.append(("FieldValueNotSupported", f"{path}.type", "Unsupported value: " + go_json(kind) + ": supported values: " + ", ".join(f'"{t}"' for t in _TYPES)))
+        causes.append(
+            (
+                "FieldValueNotSupported",
+                f"{path}.type",
+                "Unsupported value: "
+                + go_json(kind)
+                + ": supported values: "
+                + ", ".join(f'"{t}"' for t in _TYPES),
+            )
+        )
     properties = schema.get("properties")
     if properties is not None:
         if not isinstance(properties, dict):
-            causes.append(("FieldValueInvalid", f"{path}.properties", f"Invalid value: {go_json(properties)}: must be an object"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.properties",
+                    f"Invalid value: {go_json(properties)}: must be an object",
+                )
+            )
         else:
             for key, sub in properties.items():
                 causes.extend(schema_type_causes(sub, f"{path}.properties[{key}]"))
     items = schema.get("items")
     if items is not None:
         if not isinstance(items, dict):
-            causes.append(("FieldValueInvalid", f"{path}.items", f"Invalid value: {go_json(items)}: must be a schema"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.items",
+                    f"Invalid value: {go_json(items)}: must be a schema",
+                )
+            )
         else:
             causes.extend(schema_type_causes(items, f"{path}.items"))
     additional = schema.get("additionalProperties")
@@ -760,11 +1025,23 @@ def schema_type_causes(schema: Any, path: str) -> list[Cause]:
         if isinstance(additional, dict):
             causes.extend(schema_type_causes(additional, f"{path}.additionalProperties"))
         elif not isinstance(additional, bool):
-            causes.append(("FieldValueInvalid", f"{path}.additionalProperties", f"Invalid value: {go_json(additional)}: must be a boolean or a schema"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.additionalProperties",
+                    f"Invalid value: {go_json(additional)}: must be a boolean or a schema",
+                )
+            )
     for key in ("required", "enum", "anyOf", "allOf", "oneOf", "x-kubernetes-validations"):
         value = schema.get(key)
         if value is not None and not isinstance(value, list):
-            causes.append(("FieldValueInvalid", f"{path}.{key}", f"Invalid value: {go_json(value)}: must be a list"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.{key}",
+                    f"Invalid value: {go_json(value)}: must be a list",
+                )
+            )
     for key in ("anyOf", "allOf", "oneOf"):
         branches = schema.get(key)
         for i, branch in enumerate(branches if isinstance(branches, list) else []):
@@ -773,18 +1050,60 @@ def schema_type_causes(schema: Any, path: str) -> list[Cause]:
         causes.extend(schema_type_causes(schema.get("not"), f"{path}.not"))
     required = schema.get("required")
     if isinstance(required, list) and not all(isinstance(r, str) for r in required):
-        causes.append(("FieldValueInvalid", f"{path}.required", f"Invalid value: {go_json(required)}: must be a list of field names"))
-    for flag in (PRESERVE, INT_OR_STRING, EMBEDDED, "nullable", "exclusiveMinimum", "exclusiveMaximum", "uniqueItems"):
+        causes.append(
+            (
+                "FieldValueInvalid",
+                f"{path}.required",
+                f"Invalid value: {go_json(required)}: must be a list of field names",
+            )
+        )
+    for flag in (
+        PRESERVE,
+        INT_OR_STRING,
+        EMBEDDED,
+        "nullable",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "uniqueItems",
+    ):
         if flag in schema and not isinstance(schema[flag], bool):
-            causes.append(("FieldValueInvalid", f"{path}.{flag}", f"Invalid value: {go_json(schema[flag])}: must be a boolean"))
-    for key in ("minimum", "maximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.{flag}",
+                    f"Invalid value: {go_json(schema[flag])}: must be a boolean",
+                )
+            )
+    for key in (
+        "minimum",
+        "maximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+    ):
         value = schema.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            causes.append(("FieldValueInvalid", f"{path}.{key}", f"Invalid value: {go_json(value)}: must be a number"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.{key}",
+                    f"Invalid value: {go_json(value)}: must be a number",
+                )
+            )
     for key in ("pattern", "format", "x-kubernetes-list-type", "x-kubernetes-map-type"):
         value = schema.get(key)
         if value is not None and not isinstance(value, str):
-            causes.append(("FieldValueInvalid", f"{path}.{key}", f"Invalid value: {go_json(value)}: must be a string"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.{key}",
+                    f"Invalid value: {go_json(value)}: must be a string",
+                )
+            )
     return causes
 
 
@@ -794,14 +1113,43 @@ def crd_schema_causes(schema: dict, path: str) -> list[Cause]:
 
     def visit(node: dict, npath: str) -> None:
         if node.get(PRESERVE) is False:
-            causes.append(("FieldValueInvalid", f"{npath}.{PRESERVE}", "Invalid value: false: must be true or undefined"))
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{npath}.{PRESERVE}",
+                    "Invalid value: false: must be true or undefined",
+                )
+            )
         if node.get("uniqueItems") is True:
-            causes.append(("FieldValueForbidden", f"{npath}.uniqueItems", "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
+            causes.append(
+                (
+                    "FieldValueForbidden",
+                    f"{npath}.uniqueItems",
+                    "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                )
+            )
         additional = node.get("additionalProperties")
         if additional is False:
-            causes.append(("FieldValueForbidden", f"{npath}.additionalProperties", "Forbidden: additionalProperties cannot be set to false"))
-        if additional is not None and additional is not False and isinstance(node.get("properties"), dict) and node["properties"]:
-            causes.append(("FieldValueForbidden", f"{npath}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
+            causes.append(
+                (
+                    "FieldValueForbidden",
+                    f"{npath}.additionalProperties",
+                    "Forbidden: additionalProperties cannot be set to false",
+                )
+            )
+        if (
+            additional is not None
+            and additional is not False
+            and isinstance(node.get("properties"), dict)
+            and node["properties"]
+        ):
+            causes.append(
+                (
+                    "FieldValueForbidden",
+                    f"{npath}.additionalProperties",
+                    "Forbidden: additionalProperties and properties are mutual exclusive",
+                )
+            )
         for key, sub in _props(node).items():
             if isinstance(sub, dict):
                 visit(sub, f"{npath}.properties[{key}]")
