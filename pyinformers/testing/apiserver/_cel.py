@@ -45,7 +45,7 @@ import urllib.parse
 from fractions import Fraction
 from typing import Any
 
-from ._structural import schema_mentions
+from pyinformers.testing.apiserver._structural import schema_mentions
 
 __all__ = ["cel_causes", "rule_causes", "unsupported_rules", "CelRuleResult"]
 
@@ -729,6 +729,7 @@ def _walk(
                 bool(correlate and key in old),
                 child,
                 result,
+                sub.get("x-kubernetes-embedded-resource") is True,
             )
     elif isinstance(value, list):
         items = schema.get("items")

@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 Cause = tuple[str, str, str]
+ABSENT: Any = object()  # no correlated old value
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 EMBEDDED = "x-kubernetes-embedded-resource"
@@ -407,7 +408,17 @@ class _Validator:
     def _add(self, reason: str, path: str, message: str) -> None:
         self.causes.append((reason, path, message))
 
-    def check(self, schema: dict, value: Any, path: str, *, resource_root: bool = False) -> None:
+    def check(
+        self, schema: dict, value: Any, path: str, *, resource_root: bool = False, old: Any = ABSENT
+    ) -> None:
+        """Validate ``value``; ``old`` is the correlated old value on an update (ABSENT: none).
+
+        Ratcheting (the real server's since 1.30): a value equal to its
+        correlated old value is not validated, so an update may leave a value
+        alone that a newer schema would refuse.
+        """
+        if old is not ABSENT and old == value:
+            return
         if value is None and schema.get("nullable") is True:
             return
         if schema.get(INT_OR_STRING) is True:
@@ -448,9 +459,9 @@ class _Validator:
         elif isinstance(value, str):
             self._string(schema, value, path)
         elif isinstance(value, dict):
-            self._object(schema, value, path, resource_root=resource_root)
+            self._object(schema, value, path, resource_root=resource_root, old=old)
         elif isinstance(value, list):
-            self._array(schema, value, path)
+            self._array(schema, value, path, old=old)
 
     def _number(self, schema: dict, value: float, path: str) -> None:
         label = self._label(path)
@@ -522,7 +533,9 @@ class _Validator:
                 f"Invalid value: {go_json(value)}: {label} in body must be of type {fmt}: {go_json(value)}",
             )
 
-    def _object(self, schema: dict, value: dict, path: str, *, resource_root: bool) -> None:
+    def _object(
+        self, schema: dict, value: dict, path: str, *, resource_root: bool, old: Any = ABSENT
+    ) -> None:
         label = self._label(path) or "body"
         props = _props(schema)
         required = schema.get("required")
@@ -550,17 +563,18 @@ class _Validator:
             if (resource_root or embedded) and key == "metadata":
                 self._metadata(_schema(props.get("metadata")), item, child, root=resource_root)
                 continue
-            sub = _schema(props.get(key))
+            sub = _schema(props.get(key)) or additional
             if sub is not None:
-                self.check(sub, item, child)
-            elif additional is not None:
-                self.check(additional, item, child)
+                previous = old.get(key, ABSENT) if isinstance(old, dict) else ABSENT
+                self.check(sub, item, child, old=previous)
 
     def _metadata(self, schema: dict | None, value: Any, path: str, *, root: bool) -> None:
         """Root metadata: only name/generateName constraints; embedded: ObjectMeta's validation."""
         if not isinstance(value, dict):
             return
-        if schema is not None:
+        if schema is not None and not root:
+            self.check(schema, value, path)  # an embedded resource's metadata schema applies whole
+        elif schema is not None:
             props = _props(schema)
             for key in ("name", "generateName"):
                 sub = _schema(props.get(key))
@@ -590,7 +604,7 @@ class _Validator:
                 f'Invalid value: "{api_version}": unexpected GroupVersion string: {api_version}',
             )
 
-    def _array(self, schema: dict, value: list, path: str) -> None:
+    def _array(self, schema: dict, value: list, path: str, *, old: Any = ABSENT) -> None:
         label = self._label(path)
         for key in ("minItems", "maxItems"):
             bound = schema.get(key)
@@ -611,8 +625,13 @@ class _Validator:
                     )
         items = _schema(schema.get("items"))
         if items is not None:
+            olds = _map_list_olds(schema, old)
+            keys = schema.get("x-kubernetes-list-map-keys")
             for i, item in enumerate(value):
-                self.check(items, item, f"{path}[{i}]", resource_root=False)
+                previous = ABSENT
+                if olds and isinstance(item, dict) and isinstance(keys, list):
+                    previous = olds.get(go_json([item.get(k) for k in keys]), ABSENT)
+                self.check(items, item, f"{path}[{i}]", old=previous)
         list_type = schema.get("x-kubernetes-list-type")
         if list_type == "set":
             seen: list[Any] = []
@@ -641,12 +660,25 @@ class _Validator:
                         seen_keys.append(identity)
 
 
+def _map_list_olds(schema: dict, old: Any) -> dict[str, Any]:
+    """The items of an old ``map`` list by their keys: what items of the new list correlate with."""
+    keys = schema.get("x-kubernetes-list-map-keys")
+    if (
+        schema.get("x-kubernetes-list-type") != "map"
+        or not isinstance(keys, list)
+        or not isinstance(old, list)
+    ):
+        return {}
+    return {go_json([item.get(k) for k in keys]): item for item in old if isinstance(item, dict)}
+
+
 def check_custom_object(
     schema: dict | None,
     obj: dict,
     *,
     status_only: bool = False,
     metadata_check: Callable[[dict, str], list[Cause]] | None = None,
+    old: dict | None = None,
 ) -> tuple[dict, list[Cause], list[str]]:
     """``(object as stored, causes, pruned field paths)`` of a custom resource written against ``schema``.
 
@@ -655,7 +687,8 @@ def check_custom_object(
     validation's (step 5; CEL rules are :mod:`._cel`'s). With ``status_only``
     (a write to ``/status``) only ``.status`` is validated and messages name
     fields relative to it, as the real server does. ``metadata_check(meta,
-    path)`` validates an embedded resource's ObjectMeta.
+    path)`` validates an embedded resource's ObjectMeta. ``old`` (the stored
+    object, on an update) ratchets: values it has unchanged are not validated.
     """
     if not isinstance(schema, dict):
         return obj, [], []
@@ -669,10 +702,11 @@ def check_custom_object(
         validator = _Validator("status.", metadata_check)
         status_schema = _schema(_props(schema).get("status"))
         if "status" in result and status_schema is not None:
-            validator.check(status_schema, result["status"], "status")
+            previous = old.get("status", ABSENT) if isinstance(old, dict) else ABSENT
+            validator.check(status_schema, result["status"], "status", old=previous)
         return result, validator.causes, pruned
     validator = _Validator("", metadata_check)
-    validator.check(schema, result, "", resource_root=True)
+    validator.check(schema, result, "", resource_root=True, old=ABSENT if old is None else old)
     causes = sorted(
         validator.causes, key=lambda cause: cause[1]
     )  # by field: a stable order (the real one varies)
