@@ -705,7 +705,9 @@ def test_the_kubernetes_cel_libraries_evaluate_as_on_the_real_server(ruled):
 
 def test_a_rule_at_the_root_sees_the_name_and_its_cause_has_no_field(k8s):
     schema = cronjob_schema()
-    schema["x-kubernetes-validations"] = [{"rule": "self.metadata.name.startsWith('cj-')", "message": "names start with cj-"}]
+    schema["x-kubernetes-validations"] = [
+        {"rule": "self.metadata.name.startsWith('cj-')", "message": "names start with cj-"}
+    ]
     kind = Kind(k8s, schema)
     kind.install()
     try:
@@ -715,17 +717,34 @@ def test_a_rule_at_the_root_sees_the_name_and_its_cause_has_no_field(k8s):
         kind.remove()
     assert status == 422
     assert causes == [("FieldValueInvalid", "", 'Invalid value: "object": names start with cj-')]
-    assert message == f'CronJob.{kind.group} "other" is invalid: <nil>: Invalid value: "object": names start with cj-'
+    assert (
+        message
+        == f'CronJob.{kind.group} "other" is invalid: <nil>: Invalid value: "object": names start with cj-'
+    )
 
 
 @pytest.mark.parametrize(
     "ruled",
-    [([{"rule": "oldSelf.hasValue() || !has(self.suspend) || !self.suspend", "message": "not created suspended", "optionalOldSelf": True}], {})],
+    [
+        (
+            [
+                {
+                    "rule": "oldSelf.hasValue() || !has(self.suspend) || !self.suspend",
+                    "message": "not created suspended",
+                    "optionalOldSelf": True,
+                }
+            ],
+            {},
+        )
+    ],
     indirect=True,
 )
 def test_an_optional_old_self_rule_runs_on_create_too(ruled):
     status, _, causes = ruled.refused(ruled.create, ruled.body("susp", _job(suspend=True)))
-    assert (status, causes) == (422, [("FieldValueInvalid", "spec", 'Invalid value: "object": not created suspended')])
+    assert (status, causes) == (
+        422,
+        [("FieldValueInvalid", "spec", 'Invalid value: "object": not created suspended')],
+    )
     created = ruled.create(ruled.body("susp", _job(suspend=False)))
     created["spec"]["suspend"] = True
     assert ruled.replace("susp", created)["spec"]["suspend"] is True
@@ -736,7 +755,13 @@ def test_a_rule_added_later_lets_an_update_leave_a_failing_value_alone(k8s):
     kind.install()
     try:
         kind.create(kind.body("ratchet", _job(count=9, limit=5)))
-        rules = [{"rule": "self.count <= self.limit", "message": "count above limit", "fieldPath": ".count"}]
+        rules = [
+            {
+                "rule": "self.count <= self.limit",
+                "message": "count above limit",
+                "fieldPath": ".count",
+            }
+        ]
         kind.replace_schema(_rules_schema(rules, LIMITS))
 
         def changed(**spec: Any) -> dict:
@@ -753,21 +778,35 @@ def test_a_rule_added_later_lets_an_update_leave_a_failing_value_alone(k8s):
 
         eventually(refused_now, 30, what="the new rule enforced")
         labelled = kind.get("ratchet")
-        labelled["metadata"]["labels"] = {"touched": "yes"}  # spec, the rule's node, stays as it was
+        labelled["metadata"]["labels"] = {
+            "touched": "yes"
+        }  # spec, the rule's node, stays as it was
         assert kind.replace("ratchet", labelled)["metadata"]["labels"] == {"touched": "yes"}
         status, _, causes = kind.refused(kind.replace, "ratchet", changed(suspend=True))
     finally:
         kind.remove()
-    assert (status, causes) == (422, [("FieldValueInvalid", "spec.count", 'Invalid value: "object": count above limit')])
+    assert (status, causes) == (
+        422,
+        [("FieldValueInvalid", "spec.count", 'Invalid value: "object": count above limit')],
+    )
 
 
 SETS = {
-    "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "maxItems": 3},
+    "tags": {
+        "type": "array",
+        "items": {"type": "string"},
+        "x-kubernetes-list-type": "set",
+        "maxItems": 3,
+    },
     "ports": {
         "type": "array",
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
-        "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}},
+        "items": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+        },
     },
     "env": {"type": "object", "maxProperties": 2, "additionalProperties": {"type": "string"}},
     "when": {"type": "string", "format": "date-time"},
@@ -776,7 +815,12 @@ SETS = {
 
 @pytest.mark.parametrize("ruled", [([], SETS)], indirect=True)
 def test_list_types_counts_and_formats_are_the_real_servers_causes(ruled):
-    spec = _job(tags=["a", "b"], ports=[{"name": "http", "port": 80}], env={"A": "1"}, when="2024-01-01T00:00:00Z")
+    spec = _job(
+        tags=["a", "b"],
+        ports=[{"name": "http", "port": 80}],
+        env={"A": "1"},
+        when="2024-01-01T00:00:00Z",
+    )
     assert ruled.create(ruled.body("ok", spec))["spec"]["tags"] == ["a", "b"]
     bad = _job(
         tags=["a", "b", "a", "c"],
@@ -791,7 +835,11 @@ def test_list_types_counts_and_formats_are_the_real_servers_causes(ruled):
         ("FieldValueDuplicate", "spec.ports[1]", 'Duplicate value: {"name":"http"}'),
         ("FieldValueTooMany", "spec.tags", "Too many: 4: must have at most 3 items"),
         ("FieldValueDuplicate", "spec.tags[2]", 'Duplicate value: "a"'),
-        ("FieldValueTypeInvalid", "spec.when", 'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"'),
+        (
+            "FieldValueTypeInvalid",
+            "spec.when",
+            'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"',
+        ),
     ]
 
 
