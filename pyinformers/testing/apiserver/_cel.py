@@ -45,7 +45,7 @@ import urllib.parse
 from fractions import Fraction
 from typing import Any
 
-from pyinformers.testing.apiserver._structural import schema_mentions
+from pyinformers.testing.apiserver._structural import ROOT_FIELD, ratchets, schema_mentions
 
 __all__ = ["cel_causes", "rule_causes", "unsupported_rules", "CelRuleResult"]
 
@@ -104,21 +104,42 @@ _QKEY = "__quantity__"
 
 def parse_quantity(text: str) -> Fraction:
     """A Kubernetes quantity (``1Gi``, ``500m``, ``1e3``) as an exact number; ValueError if it is none."""
+    return _parse_quantity(text)[0]
+
+
+def _parse_quantity(text: str) -> tuple[Fraction, int]:
+    """``(value, scale)``: the decimal exponent of its last digit as Kubernetes keeps it (``1500m``: -3)."""
     m = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
     if m is None:
         raise ValueError(
             "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
         )
-    number, suffix = Fraction(m.group(1)), m.group(2) or ""
+    digits, suffix = m.group(1), m.group(2) or ""
+    number = Fraction(digits)
+    decimals = -len(digits.split(".", 1)[1]) if "." in digits else 0
     if suffix in _BINARY:
-        return number * _BINARY[suffix]
+        value = number * _BINARY[suffix]
+        return value, 0 if value.denominator == 1 else -9
     if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    return number * Fraction(10) ** int(suffix[1:])
+        exponent = {
+            "n": -9,
+            "u": -6,
+            "m": -3,
+            "": 0,
+            "k": 3,
+            "M": 6,
+            "G": 9,
+            "T": 12,
+            "P": 15,
+            "E": 18,
+        }[suffix]
+    else:
+        exponent = int(suffix[1:])
+    return number * Fraction(10) ** exponent, exponent + decimals
 
 
-def _q(value: Fraction) -> dict:
-    return {_QKEY: f"{value.numerator}/{value.denominator}"}
+def _q(value: Fraction, scale: int) -> dict:
+    return {_QKEY: f"{value.numerator}/{value.denominator}", "__scale__": scale}
 
 
 def _qv(q: Any) -> Fraction:
@@ -127,9 +148,19 @@ def _qv(q: Any) -> Fraction:
     return Fraction(str(dict(q)[_QKEY]))
 
 
+def _qs(q: Any) -> int:
+    return 0 if isinstance(q, int) else int(dict(q)["__scale__"])
+
+
+def _q_add(a: Any, b: Any, sign: int) -> dict:
+    """A sum keeps the finer of the two scales, as Kubernetes' int64Amount does."""
+    return _q(_qv(a) + sign * _qv(b), min(_qs(a), _qs(b)))
+
+
 def _q_int(q: Any) -> int:
+    """As Kubernetes' AsInt64: an integer kept at a scale >= 0 that fits in 64 bits (``2000m`` is none)."""
     value = _qv(q)
-    if value.denominator != 1 or not -(2**63) <= value.numerator < 2**63:
+    if value.denominator != 1 or _qs(q) < 0 or not -(2**63) <= value.numerator < 2**63:
         raise ValueError("cannot convert value to integer")
     return value.numerator
 
@@ -279,20 +310,20 @@ class _Env:
             fn("getEscapedPath", (S, [M], True, lambda u: _split(u).path)),
             fn("getQuery", (T.Map(T.STRING, L), [M], True, _query)),
             # quantities
-            fn("quantity", (M, [S], False, lambda s: _q(parse_quantity(s)))),
+            fn("quantity", (M, [S], False, lambda s: _q(*_parse_quantity(s)))),
             fn("isQuantity", (B, [S], False, lambda s: _succeeds(parse_quantity, s))),
             fn("compareTo", (N, [M, M], True, q_cmp)),
             fn("isGreaterThan", (B, [M, M], True, lambda a, b: q_cmp(a, b) > 0)),
             fn("isLessThan", (B, [M, M], True, lambda a, b: q_cmp(a, b) < 0)),
             fn(
                 "add",
-                (M, [M, M], True, lambda a, b: _q(_qv(a) + _qv(b))),
-                (M, [M, N], True, lambda a, b: _q(_qv(a) + b)),
+                (M, [M, M], True, lambda a, b: _q_add(a, b, 1)),
+                (M, [M, N], True, lambda a, b: _q_add(a, b, 1)),
             ),
             fn(
                 "sub",
-                (M, [M, M], True, lambda a, b: _q(_qv(a) - _qv(b))),
-                (M, [M, N], True, lambda a, b: _q(_qv(a) - b)),
+                (M, [M, M], True, lambda a, b: _q_add(a, b, -1)),
+                (M, [M, N], True, lambda a, b: _q_add(a, b, -1)),
             ),
             fn("asInteger", (N, [M], True, _q_int)),
             fn("isInteger", (B, [M], True, lambda q: _succeeds(_q_int, q))),
@@ -388,6 +419,7 @@ class _Compiled:
 
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
+_NO_BIND = re.compile(r"(?<![\w.])(cel)\.bind\s*\(")
 
 
 MISSING_LIBRARY = "the CEL library is not installed (pip install 'pyinformers[cel]', which brings cel-expr-python)"
@@ -526,13 +558,15 @@ def _field_path(path: str, rule_path: str) -> str:
 
 
 def _format_cause(reason: str, path: str, type_name: str, detail: str) -> Cause:
+    """A failed rule's cause as kube-apiserver 1.36 words it (the value, a type name, is not quoted)."""
+    path = path or ROOT_FIELD
     if reason == "FieldValueForbidden":
         return ("FieldValueForbidden", path, f"Forbidden: {detail}")
     if reason == "FieldValueRequired":
         return ("FieldValueRequired", path, f"Required value: {detail}")
     if reason == "FieldValueDuplicate":
         return ("FieldValueDuplicate", path, f'Duplicate value: "{type_name}"')
-    return ("FieldValueInvalid", path, f'Invalid value: "{type_name}": {detail}')
+    return ("FieldValueInvalid", path, f"Invalid value: {detail}")
 
 
 def _rule_string(rule: dict) -> str:
@@ -632,13 +666,8 @@ def _check_node(
         else:
             outcome, error = _evaluate(compiled.program, node.activation())
         if error:
-            result.causes.append(
-                (
-                    "FieldValueInvalid",
-                    path,
-                    f'Invalid value: "{type_name}": {error} evaluating rule: {_rule_string(rule)}',
-                )
-            )
+            detail = f"{error} evaluating rule: {_rule_string(rule)}"
+            result.causes.append(_format_cause("FieldValueInvalid", path, type_name, detail))
             continue
         if outcome is True:
             continue
@@ -648,10 +677,8 @@ def _check_node(
             where = _field_path(path, rule["fieldPath"])
         reason = rule.get("reason") if rule.get("reason") in _REASONS else "FieldValueInvalid"
         cause = _format_cause(str(reason), where, type_name, detail)
-        if not compiled.uses_old_self and has_old and old == value:
-            result.warnings.append(
-                f"{cause[1]}: {cause[2]}" if cause[1] else cause[2]
-            )  # ratcheted: unchanged
+        if not compiled.uses_old_self and has_old and ratchets(schema, value, old):
+            result.warnings.append(f"{cause[1]}: {cause[2]}")  # ratcheted: an unchanged value
         else:
             result.causes.append(cause)
 
@@ -802,24 +829,24 @@ def cel_causes(
 
 
 def _rule_dump(rule: dict) -> str:
-    """A rule as Go's %#v prints apiextensions.ValidationRule in the real server's messages."""
+    """A rule as the real server quotes it in its messages: Go's JSON of apiextensions.ValidationRule."""
 
-    def s(key: str) -> str:
+    def text(key: str) -> str:
         value = rule.get(key)
-        return json.dumps(value if isinstance(value, str) else "")
+        return value if isinstance(value, str) else ""
 
-    reason = rule.get("reason")
-    reason_text = (
-        "(*apiextensions.FieldValueErrorReason)(nil)"
-        if reason is None
-        else f"&{json.dumps(reason)}"
-    )
-    optional = rule.get("optionalOldSelf")
-    optional_text = "(*bool)(nil)" if optional is None else f"&{str(optional).lower()}"
-    return (
-        f"apiextensions.ValidationRule{{Rule:{s('rule')}, Message:{s('message')}, MessageExpression:{s('messageExpression')}, "
-        f"Reason:{reason_text}, FieldPath:{s('fieldPath')}, OptionalOldSelf:{optional_text}}}"
-    )
+    dump = {
+        "Rule": text("rule"),
+        "Message": text("message"),
+        "MessageExpression": text("messageExpression"),
+        "Reason": rule.get("reason") if isinstance(rule.get("reason"), str) else None,
+        "FieldPath": text("fieldPath"),
+        "OptionalOldSelf": rule.get("optionalOldSelf")
+        if isinstance(rule.get("optionalOldSelf"), bool)
+        else None,
+    }
+    encoded = json.dumps(dump, separators=(",", ":"), ensure_ascii=False)
+    return encoded.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def rule_causes(schema: dict, path: str) -> list[Cause]:
@@ -838,7 +865,17 @@ def rule_causes(schema: dict, path: str) -> list[Cause]:
                     causes.append(("FieldValueRequired", f"{rpath}.rule", "Required value"))
                     continue
                 compiled = _compile(text)
-                if compiled.syntax_error:
+                bind = _NO_BIND.search(text)
+                if bind is not None:  # kube-apiserver's CRD environment has no bindings extension
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            f"{rpath}.rule",
+                            f"Invalid value: {_rule_dump(rule)}: compilation failed: "
+                            f"ERROR: <input>:1:{bind.start(1) + 1}: undeclared reference to 'cel' (in container '')",
+                        )
+                    )
+                elif compiled.syntax_error:
                     causes.append(
                         (
                             "FieldValueInvalid",

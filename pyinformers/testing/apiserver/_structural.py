@@ -53,10 +53,12 @@ __all__ = [
     "json_type",
     "walk_schemas",
     "schema_mentions",
+    "ratchets",
 ]
 
 Cause = tuple[str, str, str]
 ABSENT: Any = object()  # no correlated old value
+ROOT_FIELD = "<nil>"  # the field of a cause without one: Go's nil field.Path
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 EMBEDDED = "x-kubernetes-embedded-resource"
@@ -417,7 +419,7 @@ class _Validator:
         correlated old value is not validated, so an update may leave a value
         alone that a newer schema would refuse.
         """
-        if old is not ABSENT and old == value:
+        if old is not ABSENT and ratchets(schema, value, old):
             return
         if value is None and schema.get("nullable") is True:
             return
@@ -429,6 +431,9 @@ class _Validator:
                     path,
                     f'Invalid value: "{actual}": {self._label(path)} in body must be of type integer,string: "{actual}"',
                 )
+                self._junctors(
+                    schema, value, path
+                )  # controller-gen's anyOf [integer, string] speaks too
                 return
         else:
             kind = schema.get("type")
@@ -446,6 +451,7 @@ class _Validator:
                     f'Invalid value: "{actual}": {self._label(path)} in body must be of type {kind}: "{actual}"',
                 )
                 return
+        self._junctors(schema, value, path)
         enum = schema.get("enum")
         if isinstance(enum, list) and value not in enum:
             supported = ", ".join(go_json(e) for e in enum)
@@ -462,6 +468,50 @@ class _Validator:
             self._object(schema, value, path, resource_root=resource_root, old=old)
         elif isinstance(value, list):
             self._array(schema, value, path, old=old)
+
+    def _branch(self, schema: Any, value: Any, path: str) -> list[Cause]:
+        """The causes of ``value`` against one branch of anyOf/allOf/oneOf/not (empty: it validates)."""
+        if not isinstance(schema, dict):
+            return []
+        branch = _Validator(self.message_root, None)
+        branch.check(schema, value, path)
+        return branch.causes
+
+    def _junctors(self, schema: dict, value: Any, path: str) -> None:
+        """anyOf, allOf, oneOf and not, as kube-openapi reports them (the composite error has no field)."""
+        label = self._label(path)
+        any_of = schema.get("anyOf")
+        if isinstance(any_of, list) and any_of:
+            results = [self._branch(b, value, path) for b in any_of]
+            if all(results):
+                self._add(
+                    "FieldValueInvalid",
+                    ROOT_FIELD,
+                    f'Invalid value: "": "{label}" must validate at least one schema (anyOf)',
+                )
+                self.causes.extend(results[0])
+        one_of = schema.get("oneOf")
+        if isinstance(one_of, list) and one_of:
+            results = [self._branch(b, value, path) for b in one_of]
+            if sum(1 for r in results if not r) != 1:
+                self._add(
+                    "FieldValueInvalid",
+                    ROOT_FIELD,
+                    f'Invalid value: "": "{label}" must validate one and only one schema (oneOf)',
+                )
+                if all(results):
+                    self.causes.extend(results[0])
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list):
+            for branch in all_of:
+                self.causes.extend(self._branch(branch, value, path))
+        negated = schema.get("not")
+        if isinstance(negated, dict) and not self._branch(negated, value, path):
+            self._add(
+                "FieldValueInvalid",
+                ROOT_FIELD,
+                f'Invalid value: "": "{label}" must not validate the schema (not)',
+            )
 
     def _number(self, schema: dict, value: float, path: str) -> None:
         label = self._label(path)
@@ -658,6 +708,15 @@ class _Validator:
                         )
                     else:
                         seen_keys.append(identity)
+
+
+def ratchets(schema: dict, value: Any, old: Any) -> bool:
+    """Whether errors of ``value`` are ratcheted: it equals its correlated old value.
+
+    As on kube-apiserver 1.36, never below ``x-kubernetes-preserve-unknown-fields``
+    (an embedded resource is one): such values never compare equal there.
+    """
+    return old == value and not schema_mentions(schema, f'"{PRESERVE}"')
 
 
 def _map_list_olds(schema: dict, old: Any) -> dict[str, Any]:
