@@ -11,11 +11,13 @@
   has in the create answer (no conditions, no accepted names) and right after
   (NamesAccepted, Established, and the API approval condition for protected
   groups); :func:`terminating_status` what a DELETE adds.
-* :func:`check_custom_object` validates a custom resource against its
-  version's OpenAPI v3 schema (type, required, enum, bounds, lengths,
-  pattern, items), fills in ``default`` values and prunes unknown fields, returning the causes and the
-  pruned paths (the server turns those into ``Warning`` headers, or a 400 with
-  ``fieldValidation=Strict``).
+* :func:`check_custom_object` takes a custom resource through the real
+  server's steps (:mod:`._structural`: prune, drop nulls, coerce metadata,
+  default, validate; :mod:`._cel`: the ``x-kubernetes-validations`` rules),
+  returning the causes, the pruned paths (the server turns those into
+  ``Warning`` headers, or a 400 with ``fieldValidation=Strict``) and the
+  warnings of ratcheted rule errors; :func:`read_defaults` is what a read
+  applies.
 
 Pure functions over plain dicts; thread-safe.
 """
@@ -26,6 +28,17 @@ import json
 import re
 from typing import Any
 
+from pyinformers.testing.apiserver._cel import cel_causes, rule_causes
+from pyinformers.testing.apiserver._structural import (
+    apply_defaults,
+    crd_schema_causes,
+    json_type,
+    schema_type_causes,
+    structural_causes,
+)
+from pyinformers.testing.apiserver._structural import check_custom_object as structural_check
+from pyinformers.testing.apiserver._validation import embedded_metadata_causes
+
 __all__ = [
     "CLEANUP_FINALIZER",
     "validate_crd",
@@ -35,12 +48,12 @@ __all__ = [
     "schema_for",
     "check_custom_object",
     "json_type",
+    "read_defaults",
 ]
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
 _PROTECTED = ("k8s.io", "kubernetes.io")
-_TYPES = ("object", "array", "string", "integer", "number", "boolean")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _Cause = tuple[str, str, str]
 
@@ -284,7 +297,7 @@ def _version_causes(spec: dict) -> list[_Cause]:
                 ("FieldValueInvalid", root, f"Invalid value: {_go(schema)}: must be an object")
             )
         else:
-            causes.extend(_structural_causes(schema, root, top=True))
+            causes.extend(_schema_causes(schema, root))
         if same:
             break
     storage = [v for v in versions if isinstance(v, dict) and v.get("storage") is True]
@@ -317,144 +330,14 @@ def _version_causes(spec: dict) -> list[_Cause]:
     return causes
 
 
-def _structural_causes(schema: dict, path: str, *, top: bool = False) -> list[_Cause]:
-    """A structural schema: every node that specifies fields or items has a type (the real rule, reduced)."""
-    causes: list[_Cause] = []
-    kind = schema.get("type")
-    preserve = (
-        schema.get("x-kubernetes-preserve-unknown-fields") is True
-        or schema.get("x-kubernetes-int-or-string") is True
-    )
-    if kind is not None and kind not in _TYPES:
-        causes.append(
-            (
-                "FieldValueNotSupported",
-                f"{path}.type",
-                f"Unsupported value: {_go(kind)}: supported values: "
-                + ", ".join(f'"{t}"' for t in _TYPES),
-            )
-        )
-    if top and kind != "object":
-        causes.append(
-            (
-                "FieldValueRequired" if kind is None else "FieldValueInvalid",
-                f"{path}.type",
-                "Required value: must be object at the root"
-                if kind is None
-                else f"Invalid value: {_go(kind)}: must be object at the root",
-            )
-        )
-    elif (
-        kind is None
-        and not preserve
-        and any(k in schema for k in ("properties", "items", "additionalProperties"))
-    ):
-        causes.append(
-            (
-                "FieldValueRequired",
-                f"{path}.type",
-                "Required value: must not be empty for specified object fields",
-            )
-        )
-    properties = schema.get("properties")
-    if properties is not None:
-        if not isinstance(properties, dict):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    f"{path}.properties",
-                    f"Invalid value: {_go(properties)}: must be an object",
-                )
-            )
-        else:
-            for key, sub in properties.items():
-                if not isinstance(sub, dict):
-                    causes.append(
-                        (
-                            "FieldValueInvalid",
-                            f"{path}.properties[{key}]",
-                            f"Invalid value: {_go(sub)}: must be an object",
-                        )
-                    )
-                else:
-                    causes.extend(_structural_causes(sub, f"{path}.properties[{key}]"))
-    items = schema.get("items")
-    if items is not None:
-        if not isinstance(items, dict):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    f"{path}.items",
-                    f"Invalid value: {_go(items)}: must be a schema",
-                )
-            )
-        else:
-            causes.extend(_structural_causes(items, f"{path}.items"))
-    for key in ("required", "enum"):
-        value = schema.get(key)
-        if value is not None and not isinstance(value, list):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    f"{path}.{key}",
-                    f"Invalid value: {_go(value)}: must be a list",
-                )
-            )
-    required = schema.get("required")
-    if isinstance(required, list) and not all(isinstance(r, str) for r in required):
-        causes.append(
-            (
-                "FieldValueInvalid",
-                f"{path}.required",
-                f"Invalid value: {_go(required)}: must be a list of field names",
-            )
-        )
-    for flag in (
-        "x-kubernetes-preserve-unknown-fields",
-        "x-kubernetes-int-or-string",
-        "nullable",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-    ):
-        if flag in schema and not isinstance(schema[flag], bool):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    f"{path}.{flag}",
-                    f"Invalid value: {_go(schema[flag])}: must be a boolean",
-                )
-            )
-    additional = schema.get("additionalProperties")
-    if additional is not None and not isinstance(additional, (bool, dict)):
-        causes.append(
-            (
-                "FieldValueInvalid",
-                f"{path}.additionalProperties",
-                f"Invalid value: {_go(additional)}: must be a boolean or a schema",
-            )
-        )
-    for key in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"):
-        value = schema.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    f"{path}.{key}",
-                    f"Invalid value: {_go(value)}: must be a number",
-                )
-            )
-    pattern = schema.get("pattern")
-    if pattern is not None:
-        try:
-            re.compile(str(pattern))
-        except re.error:
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    f"{path}.pattern",
-                    f"Invalid value: {_go(pattern)}: must be a valid regular expression",
-                )
-            )
+def _schema_causes(schema: dict, root: str) -> list[_Cause]:
+    """A version's schema: well formed, structural, its other rules and its CEL rules, in the real server's words."""
+    malformed = schema_type_causes(schema, root)
+    if malformed:
+        return malformed
+    causes = structural_causes(schema, root)
+    causes.extend(crd_schema_causes(schema, root))
+    causes.extend(rule_causes(schema, root))
     return causes
 
 
@@ -564,217 +447,26 @@ def schema_for(crd: dict | None, version: str) -> dict | None:
     return None
 
 
-def json_type(value: Any) -> str:
-    """A JSON value's type as OpenAPI names it (``integer``, ``number``, ``object`` ...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _type_matches(expected: str, value: Any) -> bool:
-    actual = json_type(value)
-    return actual == expected or (expected == "number" and actual == "integer")
-
-
-class _Checker:
-    def __init__(self, message_root: str) -> None:
-        self.causes: list[_Cause] = []
-        self.pruned: list[str] = []
-        self.message_root = message_root  # stripped from paths in messages (a /status write)
-
-    def _label(self, path: str) -> str:
-        if self.message_root and path.startswith(self.message_root):
-            return path[len(self.message_root) :]
-        return path
-
-    def check(self, schema: dict, value: Any, path: str) -> Any:
-        """``value`` pruned of unknown fields; records the causes found under ``path``."""
-        if (
-            schema.get("x-kubernetes-int-or-string") is True
-            and isinstance(value, (int, str))
-            and not isinstance(value, bool)
-        ):
-            return value
-        kind = schema.get("type")
-        if isinstance(kind, str) and value is not None and not _type_matches(kind, value):
-            actual = json_type(value)
-            self.causes.append(
-                (
-                    "FieldValueTypeInvalid",
-                    path,
-                    f'Invalid value: "{actual}": {self._label(path)} in body must be of type {kind}: "{actual}"',
-                )
-            )
-            return value
-        enum = schema.get("enum")
-        if isinstance(enum, list) and value not in enum:
-            supported = ", ".join(_go(e) for e in enum)
-            self.causes.append(
-                (
-                    "FieldValueNotSupported",
-                    path,
-                    f"Unsupported value: {_go(value)}: supported values: {supported}",
-                )
-            )
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            self._bounds(schema, value, path)
-        if isinstance(value, str):
-            self._string(schema, value, path)
-        if isinstance(value, dict):
-            return self._object(schema, value, path)
-        if isinstance(value, list):
-            items = schema.get("items")
-            for key in ("minItems", "maxItems"):
-                bound = schema.get(key)
-                if isinstance(bound, int) and (
-                    len(value) < bound if key == "minItems" else len(value) > bound
-                ):
-                    word = "at least" if key == "minItems" else "at most"
-                    self.causes.append(
-                        (
-                            "FieldValueInvalid" if key == "minItems" else "FieldValueTooMany",
-                            path,
-                            f"Invalid value: {len(value)}: {self._label(path)} in body should have {word} {bound} items",
-                        )
-                    )
-            if isinstance(items, dict):
-                return [self.check(items, item, f"{path}[{i}]") for i, item in enumerate(value)]
-        return value
-
-    def _bounds(self, schema: dict, value: float, path: str) -> None:
-        label = self._label(path)
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if isinstance(low, (int, float)) and not isinstance(low, bool):
-            if schema.get("exclusiveMinimum") is True and value <= low:
-                self.causes.append(
-                    (
-                        "FieldValueInvalid",
-                        path,
-                        f"Invalid value: {_go(value)}: {label} in body should be greater than {_go(low)}",
-                    )
-                )
-            elif value < low:
-                self.causes.append(
-                    (
-                        "FieldValueInvalid",
-                        path,
-                        f"Invalid value: {_go(value)}: {label} in body should be greater than or equal to {_go(low)}",
-                    )
-                )
-        if isinstance(high, (int, float)) and not isinstance(high, bool):
-            if schema.get("exclusiveMaximum") is True and value >= high:
-                self.causes.append(
-                    (
-                        "FieldValueInvalid",
-                        path,
-                        f"Invalid value: {_go(value)}: {label} in body should be less than {_go(high)}",
-                    )
-                )
-            elif value > high:
-                self.causes.append(
-                    (
-                        "FieldValueInvalid",
-                        path,
-                        f"Invalid value: {_go(value)}: {label} in body should be less than or equal to {_go(high)}",
-                    )
-                )
-
-    def _string(self, schema: dict, value: str, path: str) -> None:
-        label = self._label(path)
-        low, high = schema.get("minLength"), schema.get("maxLength")
-        if isinstance(low, int) and len(value) < low:
-            self.causes.append(
-                (
-                    "FieldValueInvalid",
-                    path,
-                    f"Invalid value: {_go(value)}: {label} in body should be at least {low} chars long",
-                )
-            )
-        if isinstance(high, int) and len(value) > high:
-            self.causes.append(
-                ("FieldValueTooLong", path, f"Too long: may not be more than {high} bytes")
-            )
-        pattern = schema.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                if re.search(pattern, value) is None:
-                    self.causes.append(
-                        (
-                            "FieldValueInvalid",
-                            path,
-                            f"Invalid value: {_go(value)}: {label} in body should match '{pattern}'",
-                        )
-                    )
-            except re.error:
-                pass
-
-    def _object(self, schema: dict, value: dict, path: str) -> dict:
-        properties = schema.get("properties")
-        properties = properties if isinstance(properties, dict) else {}
-        additional = schema.get("additionalProperties")
-        preserve = schema.get("x-kubernetes-preserve-unknown-fields") is True
-        value = dict(value)
-        for key, sub in properties.items():  # structural defaulting, before required is checked
-            if key not in value and isinstance(sub, dict) and "default" in sub:
-                value[key] = json.loads(json.dumps(sub["default"]))
-        required = schema.get("required")
-        for key in required if isinstance(required, list) else ():
-            if isinstance(key, str) and key not in value:
-                self.causes.append(("FieldValueRequired", _join(path, key), "Required value"))
-        result = {}
-        for key, item in value.items():
-            sub = properties.get(key)
-            child = _join(path, key)
-            if isinstance(sub, dict):
-                result[key] = self.check(sub, item, child)
-            elif isinstance(additional, dict):
-                result[key] = self.check(additional, item, child)
-            elif (
-                preserve
-                or additional is True
-                or (not properties and additional is None and schema.get("type") != "object")
-                or not path
-                and key in ("apiVersion", "kind", "metadata")
-            ):
-                result[key] = item
-            else:
-                self.pruned.append(child)
-        return result
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 def check_custom_object(
-    schema: dict | None, obj: dict, *, status_only: bool = False
-) -> tuple[dict, list[_Cause], list[str]]:
-    """``(pruned object, causes, pruned field paths)`` of a custom resource against its schema.
+    schema: dict | None, obj: dict, *, status_only: bool = False, old: dict | None = None
+) -> tuple[dict, list[_Cause], list[str], list[str]]:
+    """``(object as stored, causes, pruned field paths, warnings)`` of a custom resource written against its schema.
 
-    With ``status_only`` (a write to ``/status``) only ``.status`` is checked,
-    and messages name fields relative to it, as the real server does.
+    The structural steps (prune, nulls, metadata, defaults, OpenAPI
+    validation) are :mod:`._structural`'s, the CEL rules :mod:`._cel`'s
+    (``old`` is the stored object on an update: transition rules and
+    ratcheting). With ``status_only`` (a write to ``/status``) only
+    ``.status`` is checked, and messages name fields relative to it.
     """
-    if not isinstance(schema, dict):
-        return obj, [], []
-    if status_only:
-        checker = _Checker("status.")
-        status_schema = _dict(_dict(schema.get("properties")).get("status"))
-        if "status" in obj and status_schema:
-            obj = dict(obj, status=checker.check(status_schema, obj["status"], "status"))
-        return obj, checker.causes, checker.pruned
-    checker = _Checker("")
-    pruned = checker.check(schema, obj, "")
-    causes = sorted(
-        checker.causes, key=lambda cause: cause[1]
-    )  # by field: a stable order (the real one varies)
-    return (pruned if isinstance(pruned, dict) else obj), causes, sorted(checker.pruned)
+    result, causes, pruned = structural_check(
+        schema, obj, status_only=status_only, metadata_check=embedded_metadata_causes, old=old
+    )
+    if causes or not isinstance(schema, dict):
+        return result, causes, pruned, []
+    rules = cel_causes(schema, result, old, status_only=status_only)
+    return result, rules.causes, pruned, rules.warnings
+
+
+def read_defaults(schema: dict | None, obj: dict) -> dict:
+    """A stored custom resource as a read returns it: with the defaults its schema has now."""
+    return apply_defaults(schema, obj)

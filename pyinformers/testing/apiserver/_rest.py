@@ -53,6 +53,7 @@ from pyinformers.testing.apiserver._crd import (
     check_custom_object,
     established_status,
     json_type,
+    read_defaults,
     schema_for,
     terminating_status,
     validate_crd,
@@ -198,7 +199,10 @@ class RestApi:
         return obj
 
     def _out(self, rt: ResourceType, obj: dict) -> dict:
-        """The object as seen through ``rt``'s version."""
+        """The object as seen through ``rt``'s version; a custom resource with its schema's defaults, as read from storage."""
+        if rt.is_custom:
+            crd = self.store.get(CRD_STORAGE_KEY, "", rt.crd_name or "")
+            obj = read_defaults(schema_for(crd, rt.version), obj)
         if obj.get("apiVersion") != rt.api_version:
             return dict(obj, apiVersion=rt.api_version)
         return obj
@@ -300,14 +304,20 @@ class RestApi:
         warnings: builtins.list | None,
         *,
         status_only: bool = False,
+        old: dict | None = None,
     ) -> dict:
-        """A custom resource checked against its schema and pruned of unknown fields (422, or 400 if Strict)."""
+        """A custom resource checked against its schema and CEL rules, pruned and defaulted (422, or 400 if Strict).
+
+        ``old`` is the stored object on an update (transition rules, ratcheting).
+        """
         if not rt.is_custom:
             return obj
         crd = self.store.get(CRD_STORAGE_KEY, "", rt.crd_name or "")
-        pruned, causes, unknown = check_custom_object(
-            schema_for(crd, rt.version), obj, status_only=status_only
+        pruned, causes, unknown, ratcheted = check_custom_object(
+            schema_for(crd, rt.version), obj, status_only=status_only, old=old
         )
+        if ratcheted and warnings is not None:
+            warnings.extend(ratcheted)
         if unknown and field_validation == "Strict":
             listed = ", ".join(f'unknown field "{field}"' for field in unknown)
             raise bad_request(
@@ -561,7 +571,7 @@ class RestApi:
             else:
                 new["status"] = status
             new["metadata"] = dict(old_meta)
-            new = self._check_schema(rt, new, field_validation, warnings, status_only=True)
+            new = self._check_schema(rt, new, field_validation, warnings, status_only=True, old=old)
         elif subresource == "finalize" and rt.storage_key == "/namespaces":
             spec = dict(old.get("spec") or {})
             spec["finalizers"] = list((new.get("spec") or {}).get("finalizers") or [])
@@ -591,7 +601,7 @@ class RestApi:
                     new.pop("status", None)
             normalize_times(rt, new)
             apply_defaults(rt, new)
-            new = self._check_schema(rt, new, field_validation, warnings)
+            new = self._check_schema(rt, new, field_validation, warnings, old=old)
             meta = new["metadata"]
             validate_object(rt, new)
             self._check_crd(rt, new)

@@ -25,6 +25,7 @@ __all__ = [
     "dns_subdomain_error",
     "label_key_errors",
     "label_value_errors",
+    "embedded_metadata_causes",
 ]
 
 # The real server's validation messages (k8s.io/apimachinery/pkg/util/validation), worded as it words them.
@@ -194,40 +195,7 @@ def validate_object(rt: ResourceType, obj: dict) -> None:
             causes.append(
                 ("FieldValueInvalid", "metadata.name", f'Invalid value: "{name}": {problem}')
             )
-    labels = meta.get("labels")
-    if labels is not None:
-        if not isinstance(labels, dict):
-            causes.append(
-                ("FieldValueInvalid", "metadata.labels", "labels must be a map of strings")
-            )
-        else:
-            for key in sorted(labels, key=str):
-                value = labels[key]
-                for problem in label_key_errors(str(key)):
-                    causes.append(
-                        (
-                            "FieldValueInvalid",
-                            "metadata.labels",
-                            f'Invalid value: "{key}": {problem}',
-                        )
-                    )
-                if not isinstance(value, str):
-                    causes.append(
-                        (
-                            "FieldValueInvalid",
-                            "metadata.labels",
-                            f'Invalid value: "{key}": label values must be strings',
-                        )
-                    )
-                    continue
-                for problem in label_value_errors(value):
-                    causes.append(
-                        (
-                            "FieldValueInvalid",
-                            "metadata.labels",
-                            f'Invalid value: "{value}": {problem}',
-                        )
-                    )
+    causes.extend(_label_causes(meta.get("labels"), "metadata.labels"))
     for field in ("annotations",):
         value = meta.get(field)
         if value is not None and (
@@ -281,6 +249,70 @@ def validate_object(rt: ResourceType, obj: dict) -> None:
     causes.extend(_lease_causes(rt, obj))
     if causes:
         raise invalid(rt.kind, rt.group, name if isinstance(name, str) else "", causes)
+
+
+def _label_causes(labels: Any, path: str) -> list[tuple[str, str, str]]:
+    """The causes of a ``labels`` map at ``path`` (keys and values), as the real server words them."""
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [("FieldValueInvalid", path, "labels must be a map of strings")]
+    causes = []
+    for key in sorted(labels, key=str):
+        value = labels[key]
+        for problem in label_key_errors(str(key)):
+            causes.append(("FieldValueInvalid", path, f'Invalid value: "{key}": {problem}'))
+        if not isinstance(value, str):
+            causes.append(
+                ("FieldValueInvalid", path, f'Invalid value: "{key}": label values must be strings')
+            )
+            continue
+        for problem in label_value_errors(value):
+            causes.append(("FieldValueInvalid", path, f'Invalid value: "{value}": {problem}'))
+    return causes
+
+
+def embedded_metadata_causes(meta: dict, path: str) -> list[tuple[str, str, str]]:
+    """The ObjectMeta of an embedded resource (``x-kubernetes-embedded-resource``) at ``path``.
+
+    As the real server: a name is a path segment (no ``/`` or ``%``, not
+    ``.`` or ``..``), a namespace a DNS label, labels as on any object.
+    """
+    causes: list[tuple[str, str, str]] = []
+    for key in ("name", "generateName"):
+        value = meta.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        if key == "name" and value in (".", ".."):
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.{key}",
+                    f"Invalid value: \"{value}\": may not be '{value}'",
+                )
+            )
+        for bad in ("/", "%"):
+            if bad in value:
+                causes.append(
+                    (
+                        "FieldValueInvalid",
+                        f"{path}.{key}",
+                        f"Invalid value: \"{value}\": may not contain '{bad}'",
+                    )
+                )
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        problem = dns_label_error(namespace)
+        if problem:
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    f"{path}.namespace",
+                    f'Invalid value: "{namespace}": {problem}',
+                )
+            )
+    causes.extend(_label_causes(meta.get("labels"), f"{path}.labels"))
+    return causes
 
 
 _POD_SPEC_PATHS = {
