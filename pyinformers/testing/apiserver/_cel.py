@@ -45,7 +45,12 @@ import urllib.parse
 from fractions import Fraction
 from typing import Any
 
-from pyinformers.testing.apiserver._structural import ROOT_FIELD, ratchets, schema_mentions
+from pyinformers.testing.apiserver._structural import (
+    ROOT_FIELD,
+    ratchets,
+    schema_mentions,
+    schema_nodes,
+)
 
 __all__ = ["cel_causes", "rule_causes", "unsupported_rules", "CelRuleResult"]
 
@@ -853,7 +858,7 @@ def rule_causes(schema: dict, path: str) -> list[Cause]:
     """Why the rules in a CRD's schema are refused (syntax errors, unknown reasons); never raises."""
     causes: list[Cause] = []
 
-    def visit(node: dict, npath: str) -> None:
+    for node, npath in schema_nodes(schema, path):
         rules = node.get(RULES)
         if isinstance(rules, list):
             for i, rule in enumerate(rules):
@@ -906,37 +911,21 @@ def rule_causes(schema: dict, path: str) -> list[Cause]:
                             f"Invalid value: {_rule_dump(rule)}: messageExpression compilation failed: {_compile(expression).syntax_error}",
                         )
                     )
-        for key, sub in _props(node).items():
-            if isinstance(sub, dict):
-                visit(sub, f"{npath}.properties[{key}]")
-        for key in ("items", "additionalProperties"):
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                visit(sub, f"{npath}.{key}")
-
-    visit(schema, path)
     return causes
 
 
 def unsupported_rules(schema: Any) -> list[tuple[str, str]]:
     """``(rule, why)`` for every rule of ``schema`` this module cannot evaluate; each is logged once."""
     found: list[tuple[str, str]] = []
-
-    def visit(node: Any) -> None:
-        if not isinstance(node, dict):
-            return
-        for rule in node.get(RULES) or ():
-            if isinstance(rule, dict) and isinstance(rule.get("rule"), str):
-                compiled = _compile(rule["rule"])
-                if compiled.unsupported:
-                    found.append((rule["rule"], compiled.unsupported))
-                    _warn_once(rule["rule"], compiled.unsupported)
-        for sub in _props(node).values():
-            visit(sub)
-        for key in ("items", "additionalProperties"):
-            visit(node.get(key))
-        for branch in node.get("allOf") or ():
-            visit(branch)
-
-    visit(schema)
+    if not isinstance(schema, dict):
+        return found
+    for node, _ in schema_nodes(schema):
+        branches = [b for b in node.get("allOf") or () if isinstance(b, dict)]
+        for holder in [node, *branches]:
+            for rule in holder.get(RULES) or ():
+                if isinstance(rule, dict) and isinstance(rule.get("rule"), str):
+                    compiled = _compile(rule["rule"])
+                    if compiled.unsupported:
+                        found.append((rule["rule"], compiled.unsupported))
+                        _warn_once(rule["rule"], compiled.unsupported)
     return found

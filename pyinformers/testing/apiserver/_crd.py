@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from pyinformers.testing.apiserver._cel import cel_causes, rule_causes
+from pyinformers.testing.apiserver._cel import cel_causes, rule_causes, unsupported_rules
 from pyinformers.testing.apiserver._structural import (
     apply_defaults,
     crd_schema_causes,
@@ -338,6 +338,8 @@ def _schema_causes(schema: dict, root: str) -> list[_Cause]:
     causes = structural_causes(schema, root)
     causes.extend(crd_schema_causes(schema, root))
     causes.extend(rule_causes(schema, root))
+    if not causes:
+        unsupported_rules(schema)  # logged once per rule, at install: those rules are not evaluated here
     return causes
 
 

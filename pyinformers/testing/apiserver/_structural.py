@@ -41,7 +41,7 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -51,7 +51,7 @@ __all__ = [
     "apply_defaults",
     "structural_causes",
     "json_type",
-    "walk_schemas",
+    "schema_nodes",
     "schema_mentions",
     "ratchets",
 ]
@@ -130,17 +130,26 @@ def json_type(value: Any) -> str:
 
 
 def _prune(
-    value: Any, schema: dict | None, path: str, pruned: list[str], *, resource_root: bool = False
+    value: Any,
+    schema: dict | None,
+    path: str,
+    pruned: list[str],
+    *,
+    resource_root: bool = False,
+    keep_unknown: bool = False,
 ) -> None:
-    """Drop (in place) the fields ``schema`` does not specify; ``pruned`` gets their paths."""
-    if schema is not None and schema.get(PRESERVE) is True:
-        _skip_prune(value, schema, path, pruned, resource_root=resource_root)
-        return
+    """Drop (in place) the fields ``schema`` does not specify; ``pruned`` gets their paths.
+
+    ``keep_unknown`` (a node with x-kubernetes-preserve-unknown-fields, and
+    the items of its lists) keeps fields no schema names, while the fields
+    a schema does name below are pruned by it.
+    """
+    keep_unknown = keep_unknown or (schema is not None and schema.get(PRESERVE) is True)
     if isinstance(value, dict):
         if schema is None:
-            for key in list(value):
-                pruned.append(_join(path, key))
-                del value[key]
+            if not keep_unknown:
+                pruned.extend(_join(path, key) for key in value)
+                value.clear()
             return
         embedded = resource_root or schema.get(EMBEDDED) is True
         props = _props(schema)
@@ -150,40 +159,17 @@ def _prune(
                 continue
             if key in props:
                 _prune(value[key], _schema(props[key]), _join(path, key), pruned)
-            elif isinstance(additional, dict):
-                _prune(value[key], additional, _join(path, key), pruned)
-            elif additional is True:
-                _prune(value[key], None, _join(path, key), pruned)
-            else:
+            elif additional is not None and additional is not False:
+                _prune(value[key], _schema(additional), _join(path, key), pruned)
+            elif not keep_unknown:
                 pruned.append(_join(path, key))
                 del value[key]
     elif isinstance(value, list):
+        if keep_unknown and schema is None:
+            return
         items = _schema(schema.get("items")) if schema is not None else None
         for i, item in enumerate(value):
-            _prune(item, items, f"{path}[{i}]", pruned)
-
-
-def _skip_prune(
-    value: Any, schema: dict | None, path: str, pruned: list[str], *, resource_root: bool = False
-) -> None:
-    """Keep unknown fields, but prune the specified ones by their schemas (preserve-unknown-fields)."""
-    if schema is None:
-        return
-    if isinstance(value, dict):
-        embedded = resource_root or schema.get(EMBEDDED) is True
-        props = _props(schema)
-        additional = schema.get("additionalProperties")
-        for key in list(value):
-            if embedded and key in _META_FIELDS:
-                continue
-            if key in props:
-                _prune(value[key], _schema(props[key]), _join(path, key), pruned)
-            elif isinstance(additional, dict):
-                _prune(value[key], additional, _join(path, key), pruned)
-    elif isinstance(value, list):
-        items = _schema(schema.get("items"))
-        for i, item in enumerate(value):
-            _skip_prune(item, items, f"{path}[{i}]", pruned)
+            _prune(item, items, f"{path}[{i}]", pruned, keep_unknown=keep_unknown)
 
 
 def _field_schema(schema: dict | None, key: str) -> dict | None:
@@ -336,18 +322,16 @@ def schema_mentions(schema: dict, token: str) -> bool:
     return found
 
 
-def walk_schemas(schema: dict, visit: Callable[[dict, str], None], path: str = "") -> None:
-    """Call ``visit(node, path)`` on every schema node below properties, items and additionalProperties."""
-    visit(schema, path)
+def schema_nodes(schema: dict, path: str = "") -> Iterator[tuple[dict, str]]:
+    """Every schema node below properties, items and additionalProperties, with its path as CRD causes name it."""
+    yield schema, path
     for key, sub in _props(schema).items():
         if isinstance(sub, dict):
-            walk_schemas(sub, visit, _join(path, key))
-    items = schema.get("items")
-    if isinstance(items, dict):
-        walk_schemas(items, visit, f"{path}[*]")
-    additional = schema.get("additionalProperties")
-    if isinstance(additional, dict):
-        walk_schemas(additional, visit, f"{path}[*]")
+            yield from schema_nodes(sub, f"{path}.properties[{key}]")
+    for key in ("items", "additionalProperties"):
+        sub = schema.get(key)
+        if isinstance(sub, dict):
+            yield from schema_nodes(sub, f"{path}.{key}")
 
 
 # -- 5. validation ---------------------------------------------------------------------------------
@@ -515,32 +499,21 @@ class _Validator:
 
     def _number(self, schema: dict, value: float, path: str) -> None:
         label = self._label(path)
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if isinstance(low, (int, float)) and not isinstance(low, bool):
-            if schema.get("exclusiveMinimum") is True and value <= low:
+        for key, flag, word in (
+            ("minimum", "exclusiveMinimum", "greater"),
+            ("maximum", "exclusiveMaximum", "less"),
+        ):
+            bound = schema.get(key)
+            if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+                continue
+            exclusive = schema.get(flag) is True
+            beyond = value < bound if word == "greater" else value > bound
+            if beyond or (exclusive and value == bound):
+                relation = f"{word} than" if exclusive else f"{word} than or equal to"
                 self._add(
                     "FieldValueInvalid",
                     path,
-                    f"Invalid value: {go_json(value)}: {label} in body should be greater than {go_json(low)}",
-                )
-            elif value < low:
-                self._add(
-                    "FieldValueInvalid",
-                    path,
-                    f"Invalid value: {go_json(value)}: {label} in body should be greater than or equal to {go_json(low)}",
-                )
-        if isinstance(high, (int, float)) and not isinstance(high, bool):
-            if schema.get("exclusiveMaximum") is True and value >= high:
-                self._add(
-                    "FieldValueInvalid",
-                    path,
-                    f"Invalid value: {go_json(value)}: {label} in body should be less than {go_json(high)}",
-                )
-            elif value > high:
-                self._add(
-                    "FieldValueInvalid",
-                    path,
-                    f"Invalid value: {go_json(value)}: {label} in body should be less than or equal to {go_json(high)}",
+                    f"Invalid value: {go_json(value)}: {label} in body should be {relation} {go_json(bound)}",
                 )
         factor = schema.get("multipleOf")
         if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 0:
@@ -1052,22 +1025,13 @@ def _completeness(schema: dict, path: str) -> list[Cause]:
         if isinstance(nested.get("not"), dict):
             spine_check(nested["not"], spine, f"{npath}.not")
 
-    def visit(node: dict, node_path: str) -> None:
+    for node, node_path in schema_nodes(schema, path):
         for junctor in ("anyOf", "allOf", "oneOf"):
             for i, branch in enumerate(node.get(junctor) or ()):
                 if isinstance(branch, dict):
                     spine_check(branch, node, f"{node_path}.{junctor}[{i}]")
         if isinstance(node.get("not"), dict):
             spine_check(node["not"], node, f"{node_path}.not")
-        for key, sub in _props(node).items():
-            if isinstance(sub, dict):
-                visit(sub, f"{node_path}.properties[{key}]")
-        for key in ("items", "additionalProperties"):
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                visit(sub, f"{node_path}.{key}")
-
-    visit(schema, path)
     return causes
 
 
@@ -1204,7 +1168,7 @@ def crd_schema_causes(schema: dict, path: str) -> list[Cause]:
     """The rules of a CRD's schema beyond structure that a user meets (the real server's wording)."""
     causes: list[Cause] = []
 
-    def visit(node: dict, npath: str) -> None:
+    for node, npath in schema_nodes(schema, path):
         if node.get(PRESERVE) is False:
             causes.append(
                 (
@@ -1243,13 +1207,4 @@ def crd_schema_causes(schema: dict, path: str) -> list[Cause]:
                     "Forbidden: additionalProperties and properties are mutual exclusive",
                 )
             )
-        for key, sub in _props(node).items():
-            if isinstance(sub, dict):
-                visit(sub, f"{npath}.properties[{key}]")
-        for key in ("items", "additionalProperties"):
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                visit(sub, f"{npath}.{key}")
-
-    visit(schema, path)
     return causes
