@@ -26,8 +26,7 @@ import builtins
 import time
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from pyinformers.cache.lister import Lister, NamespaceLister
-from pyinformers.cache.store import NAMESPACE_INDEX
+from pyinformers.cache import NAMESPACE_INDEX, Lister, NamespaceLister
 
 __all__ = ["MultiNamespaceInformer", "MultiNamespaceLister", "MultiRegistration", "MergedIndexer"]
 
@@ -35,14 +34,18 @@ __all__ = ["MultiNamespaceInformer", "MultiNamespaceLister", "MultiRegistration"
 class MergedIndexer:
     """The read side of several namespaces' indexers as one (what metrics and estimates read)."""
 
-    __slots__ = ("_indexers",)
+    __slots__ = ("_fixed",)
 
     def __init__(self, indexers: Mapping[str, Any]) -> None:
-        self._indexers = dict(indexers)
+        self._fixed = dict(indexers)
+
+    def _indexers(self) -> dict[str, Any]:
+        """``{namespace: indexer}`` read now (subclasses whose set changes override it)."""
+        return self._fixed
 
     def _for_key(self, key: str) -> Optional[Any]:
         namespace, sep, _name = key.partition("/")
-        return self._indexers.get(namespace) if sep else None
+        return self._indexers().get(namespace) if sep else None
 
     def get_by_key(self, key: str) -> Optional[Any]:
         indexer = self._for_key(key)
@@ -54,39 +57,39 @@ class MergedIndexer:
 
     def list(self) -> builtins.list[Any]:
         out: builtins.list[Any] = []
-        for indexer in self._indexers.values():
+        for indexer in self._indexers().values():
             out.extend(indexer.list())
         return out
 
     def list_keys(self) -> builtins.list[str]:
         out: builtins.list[str] = []
-        for indexer in self._indexers.values():
+        for indexer in self._indexers().values():
             out.extend(indexer.list_keys())
         return out
 
     def by_index(self, name: str, value: str) -> builtins.list[Any]:
         if name == NAMESPACE_INDEX:
-            indexer = self._indexers.get(value)
+            indexer = self._indexers().get(value)
             return indexer.by_index(name, value) if indexer is not None else []
         out: builtins.list[Any] = []
-        for indexer in self._indexers.values():
+        for indexer in self._indexers().values():
             out.extend(indexer.by_index(name, value))
         return out
 
     def index_keys(self, name: str, value: str) -> builtins.list[str]:
         out: builtins.list[str] = []
-        for indexer in self._indexers.values():
+        for indexer in self._indexers().values():
             out.extend(indexer.index_keys(name, value))
         return out
 
     def __len__(self) -> int:
-        return sum(len(indexer) for indexer in self._indexers.values())
+        return sum(len(indexer) for indexer in self._indexers().values())
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get_by_key(key) is not None
 
     def __repr__(self) -> str:
-        return f"<MergedIndexer namespaces={sorted(self._indexers)} objects={len(self)}>"
+        return f"<MergedIndexer namespaces={sorted(self._indexers())} objects={len(self)}>"
 
 
 class MultiNamespaceLister(Lister):
