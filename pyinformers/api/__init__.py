@@ -5,6 +5,8 @@
 * :class:`ResourceClient` -- list (paged), watch (raw JSON lines), get and the
   writes, on dicts, through the official client's ``ApiClient``.
 * :class:`ListWatch` / :class:`ListerWatcher` -- the seam a Reflector reads from.
+* metadata-only reads: :class:`PartialObjectMetadata` (the static type of what a
+  metadata-only informer caches) and the ``Accept`` strings that ask for it.
 * typed errors (:class:`NotFound`, :class:`Conflict`, :class:`Gone`,
   :class:`TooManyRequests` ...) built by :func:`error_from_status`.
 * selectors (:class:`LabelSelector`, :class:`FieldSelector`, their
@@ -35,6 +37,17 @@ from pyinformers.api._errors import (
     error_from_status,
 )
 from pyinformers.api._listwatch import ListerWatcher, ListWatch
+from pyinformers.api._metadata import (
+    ACCEPT_PARTIAL_OBJECT_METADATA,
+    ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
+    ACCEPT_TABLE,
+    MetadataNotServed,
+    ObjectMeta,
+    OwnerReference,
+    PartialObjectMetadata,
+    as_partial_object_metadata,
+    is_partial_object_metadata,
+)
 from pyinformers.api._models import from_model, to_model
 from pyinformers.api._permissions import (
     DeclaredClient,
@@ -68,6 +81,16 @@ __all__ = [
     "WatchEventType",
     "ListWatch",
     "ListerWatcher",
+    # metadata-only reads
+    "ACCEPT_PARTIAL_OBJECT_METADATA",
+    "ACCEPT_PARTIAL_OBJECT_METADATA_LIST",
+    "ACCEPT_TABLE",
+    "MetadataNotServed",
+    "ObjectMeta",
+    "OwnerReference",
+    "PartialObjectMetadata",
+    "as_partial_object_metadata",
+    "is_partial_object_metadata",
     # configuration
     "ConfigurationError",
     "build_api_client",

@@ -30,8 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
+from pyinformers.api._errors import ApiError
+from pyinformers.api._metadata import (
+    ACCEPT_PARTIAL_OBJECT_METADATA,
+    ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
+    MetadataNotServed,
+)
 from pyinformers.api._resource import Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.api._transport import (
@@ -201,6 +207,12 @@ class ResourceClient:
                 item["apiVersion"] = api_version
         return items
 
+    def _metadata_not_served(self, answer: str) -> MetadataNotServed:
+        return MetadataNotServed(
+            f"the server does not serve {self._resource} as PartialObjectMetadata (asked for metadata only, it {answer}):"
+            " metadata-only informers need a server that serves the meta.k8s.io negotiation (kube-apiserver 1.15+)"
+        )
+
     def _object(
         self, method: str, path: str, query: Sequence[tuple[str, Any]] = (), **kwargs: Any
     ) -> dict:
@@ -221,10 +233,14 @@ class ResourceClient:
         resource_version: str | None = None,
         resource_version_match: str | None = None,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> ListPage:
         """One page of the collection (all namespaces when ``namespace`` is None).
 
         Raises :class:`~pyinformers.api._errors.Gone` when ``continue_`` expired.
+        ``metadata_only``: the items as ``PartialObjectMetadata`` (see
+        :mod:`pyinformers.api._metadata`); :class:`~pyinformers.api.MetadataNotServed`
+        when the server answers with anything else.
         """
         query = selectors_query(label_selector, field_selector)
         if limit is not None:
@@ -238,13 +254,30 @@ class ResourceClient:
         if resource_version_match is not None:
             query.append(("resourceVersionMatch", resource_version_match))
         path = self._resource.path(self._collection_namespace(namespace))
-        body = read_json(send(self._api_client, "GET", path, query, timeout=self._timeout(timeout)))
+        headers = {"Accept": ACCEPT_PARTIAL_OBJECT_METADATA_LIST} if metadata_only else None
+        try:
+            body = read_json(
+                send(
+                    self._api_client,
+                    "GET",
+                    path,
+                    query,
+                    headers=headers,
+                    timeout=self._timeout(timeout),
+                )
+            )
+        except ApiError as error:
+            if metadata_only and error.code == 406:
+                raise self._metadata_not_served(f"answered 406 Not Acceptable ({error})") from None
+            raise
         if not isinstance(body, dict):
             raise ValueError(f"list {path}: expected a JSON object, got {type(body).__name__}")
         metadata = body.get("metadata") or {}
         items = body.get("items") or []
+        if metadata_only and body.get("kind") != "PartialObjectMetadataList":
+            raise self._metadata_not_served(f"answered a {body.get('kind')!r}")
         return ListPage(
-            items=self._fill_type(items),
+            items=items if metadata_only else self._fill_type(items),
             resource_version=metadata.get("resourceVersion") or "",
             continue_=metadata.get("continue") or None,
             remaining_item_count=metadata.get("remainingItemCount"),
@@ -294,6 +327,7 @@ class ResourceClient:
         timeout_seconds: int | None = None,
         send_initial_events: bool = False,
         resource_version_match: str | None = None,
+        metadata_only: bool = False,
     ) -> WatchStream:
         """Open a watch and return its :class:`WatchStream` (the caller closes it).
 
@@ -302,7 +336,10 @@ class ResourceClient:
         from iteration. ``send_initial_events`` asks for a streaming list (the
         server sends the current objects as ADDED, then a BOOKMARK annotated
         ``k8s.io/initial-events-end``); it implies ``resource_version_match=
-        "NotOlderThan"`` and bookmarks, as the API requires.
+        "NotOlderThan"`` and bookmarks, as the API requires. ``metadata_only``:
+        events carry ``PartialObjectMetadata`` objects (a streaming list's too);
+        :class:`~pyinformers.api.MetadataNotServed` from iteration when an
+        event carries anything else.
         """
         query = [("watch", "true"), *selectors_query(label_selector, field_selector)]
         if resource_version is not None:
@@ -327,12 +364,30 @@ class ResourceClient:
             if read_timeout is None
             else min(WATCH_HEADER_TIMEOUT, read_timeout)
         )
+        headers = {"Accept": ACCEPT_PARTIAL_OBJECT_METADATA} if metadata_only else None
         response = send(
-            self._api_client, "GET", path, query, timeout=(CONNECT_TIMEOUT, header_timeout)
+            self._api_client,
+            "GET",
+            path,
+            query,
+            headers=headers,
+            timeout=(CONNECT_TIMEOUT, header_timeout),
         )
-        raise_for_status(response)
+        try:
+            raise_for_status(response)
+        except ApiError as error:
+            if metadata_only and error.code == 406:
+                raise self._metadata_not_served(f"answered 406 Not Acceptable ({error})") from None
+            raise
         set_read_timeout(response, read_timeout)  # the stream: timeoutSeconds + slack, or none
         enable_keepalive(response)  # a vanished peer fails the read in about a minute
+        if metadata_only:
+            return WatchStream(
+                response,
+                None,
+                expect_kind="PartialObjectMetadata",
+                not_served=self._metadata_not_served,
+            )
         return WatchStream(response, self._resource)
 
     def get(self, name: str, namespace: str | None = None) -> dict:

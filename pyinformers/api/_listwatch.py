@@ -56,11 +56,14 @@ class ListWatch:
         namespace: str | None = None,
         label_selector: Selector = None,
         field_selector: Selector = None,
+        metadata_only: bool = False,
     ) -> None:
         self.client = client
         self.namespace = namespace
         self.label_selector = selector_query(label_selector, "label")
         self.field_selector = selector_query(field_selector, "field")
+        #: list and watch ``PartialObjectMetadata`` (see :mod:`pyinformers.api._metadata`)
+        self.metadata_only = bool(metadata_only)
 
     @property
     def resource(self) -> Resource:
@@ -82,6 +85,7 @@ class ListWatch:
             continue_=continue_,
             resource_version=resource_version,
             resource_version_match=resource_version_match,
+            metadata_only=self.metadata_only,
         )
 
     def watch(
@@ -100,6 +104,7 @@ class ListWatch:
             allow_bookmarks=allow_bookmarks,
             timeout_seconds=timeout_seconds,
             send_initial_events=send_initial_events,
+            metadata_only=self.metadata_only,
         )
 
     def __repr__(self) -> str:
@@ -110,4 +115,6 @@ class ListWatch:
             parts.append(f"labels={self.label_selector!r}")
         if self.field_selector:
             parts.append(f"fields={self.field_selector!r}")
+        if self.metadata_only:
+            parts.append("metadata-only")
         return f"<ListWatch {' '.join(parts)}>"

@@ -17,7 +17,7 @@ is safe from any.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,9 +73,19 @@ class WatchStream:
     number of times, before, during or after iteration.
     """
 
-    def __init__(self, response: Any, resource: Resource | None = None) -> None:
+    def __init__(
+        self,
+        response: Any,
+        resource: Resource | None = None,
+        *,
+        expect_kind: str | None = None,
+        not_served: Callable[[str], Exception] | None = None,
+    ) -> None:
         self._response = response
         self._resource = resource
+        # A metadata-only watch: every object event must carry this kind, else not_served(answer) is raised.
+        self._expect_kind = expect_kind
+        self._not_served = not_served
         self._lock = threading.Lock()
         self._closed = False  # set once by close(); read by the iterating thread
         self._reading = False  # True while a thread is inside __iter__'s generator
@@ -150,6 +160,7 @@ class WatchStream:
         clean = False
         loads = orjson.loads
         kind = self._resource.kind if self._resource is not None else None
+        expect = self._expect_kind
         api_version = self._resource.api_version if self._resource is not None else None
         try:
             pending = b""
@@ -178,6 +189,8 @@ class WatchStream:
                             raise error_from_status(
                                 obj if isinstance(obj, dict) else None, code or 0
                             )
+                        if expect is not None and obj.get("kind") != expect and etype != "BOOKMARK":
+                            raise self._wrong_kind(obj)
                         if kind is not None and "kind" not in obj:
                             obj["kind"] = kind
                             obj["apiVersion"] = api_version
@@ -208,6 +221,16 @@ class WatchStream:
                 self._released = True
             if not already:
                 release(self._response, reusable=clean)
+
+    def _wrong_kind(self, obj: Any) -> Exception:
+        answer = (
+            f"sent a {obj.get('kind')!r} event"
+            if isinstance(obj, dict)
+            else "sent an event without an object"
+        )
+        if self._not_served is not None:
+            return self._not_served(answer)
+        return ValueError(f"watch: expected {self._expect_kind} objects, the server {answer}")
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("reading" if self._reading else "open")

@@ -15,6 +15,12 @@
 * :class:`ChangeKind` -- what happened to an object (ADD, UPDATE, DELETE):
   the one vocabulary from the informer's notifications to a controller's
   predicates (:class:`pyinformers.controller.Change`);
+* :class:`MultiNamespaceInformer`, :class:`MultiNamespaceLister` -- several
+  namespaces cached as one informer (``factory.informer(..., namespaces=[...])``);
+* :class:`CacheMemory` -- an informer's sampled memory estimate;
+* :class:`MutationDetector`, :class:`Mutation`, :func:`mutations`,
+  :func:`clear_mutations`, :func:`mutation_scope`, :func:`detector_enabled`
+  -- the cache mutation detector;
 * :func:`drop_managed_fields` -- the default transform.
 
 Names are imported on first use, so importing one submodule does not pull in
@@ -46,6 +52,31 @@ if TYPE_CHECKING:
     from pyinformers.cache._lister import Lister as Lister
     from pyinformers.cache._lister import NamespaceLister as NamespaceLister
     from pyinformers.cache._notification import ChangeKind as ChangeKind
+    from pyinformers.cache._memory import CacheMemory as CacheMemory
+    from pyinformers.cache._multi import (
+        MultiNamespaceInformer as MultiNamespaceInformer,
+    )
+    from pyinformers.cache._multi import (
+        MultiNamespaceLister as MultiNamespaceLister,
+    )
+    from pyinformers.cache._mutation import (
+        Mutation as Mutation,
+    )
+    from pyinformers.cache._mutation import (
+        MutationDetector as MutationDetector,
+    )
+    from pyinformers.cache._mutation import (
+        clear_mutations as clear_mutations,
+    )
+    from pyinformers.cache._mutation import (
+        detector_enabled as detector_enabled,
+    )
+    from pyinformers.cache._mutation import (
+        mutation_scope as mutation_scope,
+    )
+    from pyinformers.cache._mutation import (
+        mutations as mutations,
+    )
     from pyinformers.cache._processor import (
         HandlerRegistration as HandlerRegistration,
     )
@@ -109,6 +140,15 @@ _EXPORTS = {
     "SharedInformerFactory": "pyinformers.cache._factory",
     "drop_managed_fields": "pyinformers.cache._transforms",
     "chain": "pyinformers.cache._transforms",
+    "CacheMemory": "pyinformers.cache._memory",
+    "MultiNamespaceInformer": "pyinformers.cache._multi",
+    "MultiNamespaceLister": "pyinformers.cache._multi",
+    "Mutation": "pyinformers.cache._mutation",
+    "MutationDetector": "pyinformers.cache._mutation",
+    "clear_mutations": "pyinformers.cache._mutation",
+    "detector_enabled": "pyinformers.cache._mutation",
+    "mutation_scope": "pyinformers.cache._mutation",
+    "mutations": "pyinformers.cache._mutation",
 }
 
 __all__ = sorted(_EXPORTS)

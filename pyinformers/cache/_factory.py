@@ -18,29 +18,62 @@ Thread-safety: every method may be called from any thread.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyinformers._exports import renamed_method
-from pyinformers.api._client import ResourceClient
+from pyinformers.api._client import ResourceClient, selector_query
 from pyinformers.api._config import build_api_client
+from pyinformers.api._fields import check_selectable
 from pyinformers.api._listwatch import ListWatch
 from pyinformers.api._permissions import READ_VERBS, DeclaredClient, Permissions
 from pyinformers.api._resource import Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.cache._informer import SharedIndexInformer
 from pyinformers.cache._lister import Lister
+from pyinformers.cache._multi import MultiNamespaceInformer
 from pyinformers.cache._store import default_indexers
 from pyinformers.cache._transforms import drop_managed_fields
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.clock import Clock
 
-__all__ = ["SharedInformerFactory"]
+__all__ = ["Selection", "SharedInformerFactory"]
 
-_DEFAULT = object()  # "use the factory's namespace"
+_DEFAULT: Any = object()  # "use the factory's default"
+
+log = logging.getLogger(__name__)
+
+#: Built-in resources whose whole-cluster cache is the classic way to run out of memory.
+_HEAVY = {("", "secrets"): "Secret", ("", "configmaps"): "ConfigMap"}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one informer of a factory caches: which namespaces, which labels and fields, whole objects or metadata.
+
+    ``namespaces`` is None for every namespace (and for cluster-scoped
+    resources), else a sorted tuple of at least one namespace. Selectors are
+    the query strings the server is sent (None: no selector).
+    """
+
+    namespaces: tuple[str, ...] | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    metadata_only: bool = False
+
+    @property
+    def namespace(self) -> str | None:
+        """The one namespace, or None (every namespace, or several)."""
+        return (
+            self.namespaces[0]
+            if self.namespaces is not None and len(self.namespaces) == 1
+            else None
+        )
 
 
 def _check_selector(value: Any, argument: str, parse: Callable[[Any], Any]) -> None:
@@ -59,13 +92,14 @@ class SharedInformerFactory:
         ``~/.kube/config`` is used (:func:`~pyinformers.api._config.build_api_client`;
         raises :class:`~pyinformers.api._config.ConfigurationError` naming the file).
     :param resync_period: default resync period of every informer (seconds; 0: none).
-    :param namespace: watch only this namespace (``None``: all); per-call
-        ``informer(..., namespace=...)`` overrides it. Ignored for
+    :param namespace: watch only this namespace (``None``: all) by default; per-call
+        ``informer(..., namespace=... or namespaces=[...])`` overrides it. Ignored for
         cluster-scoped resources.
     :param label_selector: restrict every informer to objects with these labels
-        (checked here: a malformed selector raises ValueError at once).
+        by default (checked here: a malformed selector raises ValueError at once);
+        ``informer(..., label_selector=...)`` overrides it.
     :param field_selector: restrict every informer by fields (``metadata.name=x``;
-        checked here too).
+        checked here too) by default; ``informer(..., field_selector=...)`` overrides it.
     :param transform: applied to every object before caching; the default
         drops ``metadata.managedFields``; ``None`` keeps objects as sent.
     :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` for every
@@ -107,8 +141,8 @@ class SharedInformerFactory:
         self._reflector_options = ReflectorOptions.of(reflector_options)
         self._metrics_registry = metrics_registry
         self._lock = threading.Lock()
-        # (resource, namespace) -> informer; insertion order = creation order
-        self._informers: dict[tuple[Resource, str | None], SharedIndexInformer] = {}
+        # (resource, selection) -> informer; insertion order = creation order
+        self._informers: dict[tuple[Resource, Selection], Any] = {}
         self._clients: dict[Resource, ResourceClient] = {}
         self._permissions = Permissions()
         self._shut_down = False
@@ -169,49 +203,182 @@ class SharedInformerFactory:
         """What this factory's informers and declared clients need (a live record)."""
         return self._permissions
 
-    def informer(self, resource: Resource, *, namespace: Any = _DEFAULT) -> SharedIndexInformer:
-        """The one informer for ``resource`` (in ``namespace``), created on first use.
+    def informer(
+        self,
+        resource: Resource,
+        *,
+        namespace: Any = _DEFAULT,
+        namespaces: Sequence[str] | None = None,
+        label_selector: Any = _DEFAULT,
+        field_selector: Any = _DEFAULT,
+        metadata_only: bool = False,
+        mutation_detector: bool | None = None,
+    ) -> Any:
+        """The one informer for ``resource`` with this selection, created on first use.
 
-        An informer created after :meth:`start` is not running until
-        :meth:`start` is called again.
+        The selection: ``namespace`` (one, or None for all) or ``namespaces``
+        (several, merged into one :class:`~pyinformers.cache.MultiNamespaceInformer`
+        that caches nothing of the others); ``label_selector`` and
+        ``field_selector`` (left out: the factory's; None: none);
+        ``metadata_only`` (cache ``PartialObjectMetadata``: see docs/informers.rst).
+        Each distinct selection is its own informer, so the same resource can
+        be cached twice, differently, when asked. ``mutation_detector`` applies
+        to an informer created by this call (None: the process default).
+
+        A selection the server could never serve raises ValueError here: a
+        malformed selector, a field selector on a field the resource does not
+        offer, namespaces for a cluster-scoped resource. An informer created
+        after :meth:`start` is not running until :meth:`start` is called again.
         """
         client = self._client(resource)
-        ns = self._namespace if namespace is _DEFAULT else namespace
-        if not resource.namespaced:
-            ns = None
-        key = (resource, ns)
+        selection = self._selection(
+            resource, namespace, namespaces, label_selector, field_selector, metadata_only
+        )
+        key = (resource, selection)
         with self._lock:
             if self._shut_down:
                 raise RuntimeError("the informer factory was shut down")
             informer = self._informers.get(key)
             if informer is None:
-                name = str(resource) if ns is None else f"{resource}@{ns}"
-                lister_watcher = ListWatch(
-                    client,
-                    namespace=ns,
-                    label_selector=self._label_selector,
-                    field_selector=self._field_selector,
-                )
-                informer = SharedIndexInformer(
-                    lister_watcher,
-                    name=name,
-                    resync_period=self._resync_period,
-                    indexers=default_indexers(),
-                    transform=self._transform,
-                    clock=self._clock,
-                    reflector_options=self._reflector_options,
-                    metrics_registry=self._metrics_registry,
-                )
+                informer = self._new_informer(client, resource, selection, mutation_detector)
                 self._informers[key] = informer
-                self._permissions.grant(resource, READ_VERBS, namespace=ns)
+                for ns in selection.namespaces or (None,):
+                    self._permissions.grant(resource, READ_VERBS, namespace=ns)
+                self._warn_if_heavy(resource, selection, informer.name)
             return informer
 
-    def lister(self, resource: Resource, *, namespace: Any = _DEFAULT) -> Lister:
-        """The lister over :meth:`informer`'s cache."""
-        return self.informer(resource, namespace=namespace).lister
+    def _selection(
+        self,
+        resource: Resource,
+        namespace: Any,
+        namespaces: Sequence[str] | None,
+        label_selector: Any,
+        field_selector: Any,
+        metadata_only: bool,
+    ) -> Selection:
+        """The :class:`Selection` these arguments ask for, or ValueError for one the server cannot serve."""
+        if namespaces is not None:
+            if namespace is not _DEFAULT:
+                raise ValueError("give namespace (one) or namespaces (several), not both")
+            if isinstance(namespaces, str):
+                raise ValueError(
+                    f"namespaces must be a list of namespace names, got the string {namespaces!r}"
+                )
+            if not resource.namespaced:
+                raise ValueError(
+                    f"{resource} is cluster-scoped: it has no namespaces to select (got {list(namespaces)!r})"
+                )
+            chosen = tuple(sorted(set(namespaces)))
+            if not chosen:
+                raise ValueError("namespaces must name at least one namespace")
+            for ns in chosen:
+                if not isinstance(ns, str) or not ns:
+                    raise ValueError(f"namespaces must be non-empty strings, got {ns!r}")
+            selected: tuple[str, ...] | None = chosen
+        else:
+            one = self._namespace if namespace is _DEFAULT else namespace
+            selected = (one,) if one and resource.namespaced else None
+        label = self._label_selector if label_selector is _DEFAULT else label_selector
+        field = self._field_selector if field_selector is _DEFAULT else field_selector
+        if label_selector is not _DEFAULT:
+            _check_selector(label, "label_selector", as_label_selector)
+        if field_selector is not _DEFAULT:
+            _check_selector(field, "field_selector", as_field_selector)
+        field_text = selector_query(field, "field")
+        if field_text:
+            check_selectable(resource, as_field_selector(field_text))
+        return Selection(selected, selector_query(label, "label"), field_text, bool(metadata_only))
 
-    def informers(self) -> dict[tuple[Resource, str | None], SharedIndexInformer]:
-        """A snapshot of ``{(resource, namespace): informer}``."""
+    def _name(self, resource: Resource, selection: Selection, namespace: str | None = None) -> str:
+        """``v1/pods``, ``v1/pods@ns``, ``v1/pods@{a,b}``, then ``[labels=...]`` / ``[fields=...]`` where the
+        selection differs from the factory's defaults, and ``#metadata`` for a metadata-only informer."""
+        name = str(resource)
+        if namespace is not None:
+            name += f"@{namespace}"
+        elif selection.namespaces is not None:
+            spaces = selection.namespaces
+            name += f"@{spaces[0]}" if len(spaces) == 1 else "@{" + ",".join(spaces) + "}"
+        if selection.label_selector != selector_query(self._label_selector, "label"):
+            name += f"[labels={selection.label_selector or '<none>'}]"
+        if selection.field_selector != selector_query(self._field_selector, "field"):
+            name += f"[fields={selection.field_selector or '<none>'}]"
+        if selection.metadata_only:
+            name += "#metadata"
+        return name
+
+    def _new_informer(
+        self,
+        client: ResourceClient,
+        resource: Resource,
+        selection: Selection,
+        mutation_detector: bool | None,
+    ) -> Any:
+        def one(ns: str | None) -> SharedIndexInformer:
+            lister_watcher = ListWatch(
+                client,
+                namespace=ns,
+                label_selector=selection.label_selector,
+                field_selector=selection.field_selector,
+                metadata_only=selection.metadata_only,
+            )
+            return SharedIndexInformer(
+                lister_watcher,
+                name=self._name(resource, selection, ns),
+                resync_period=self._resync_period,
+                indexers=default_indexers(),
+                transform=self._transform,
+                clock=self._clock,
+                reflector_options=self._reflector_options,
+                metrics_registry=self._metrics_registry,
+                mutation_detector=mutation_detector,
+            )
+
+        spaces = selection.namespaces
+        if spaces is None or len(spaces) == 1:
+            return one(spaces[0] if spaces else None)
+        return MultiNamespaceInformer(
+            {ns: one(ns) for ns in spaces}, name=self._name(resource, selection), resource=resource
+        )
+
+    @staticmethod
+    def _warn_if_heavy(resource: Resource, selection: Selection, name: str) -> None:
+        kind = _HEAVY.get((resource.group, resource.plural))
+        if kind is None or selection.namespaces is not None or selection.metadata_only:
+            return
+        if selection.label_selector or selection.field_selector:
+            return
+        log.warning(
+            "informer %s caches every %s of the cluster, whole: each replica holds all of them in memory "
+            "(often the largest cache an operator has); if the controller reads only some of them, or only "
+            "their metadata, give namespace=/namespaces=, a label_selector=/field_selector=, or metadata_only=True",
+            name,
+            kind,
+        )
+
+    def lister(
+        self,
+        resource: Resource,
+        *,
+        namespace: Any = _DEFAULT,
+        namespaces: Sequence[str] | None = None,
+        label_selector: Any = _DEFAULT,
+        field_selector: Any = _DEFAULT,
+        metadata_only: bool = False,
+    ) -> Lister:
+        """The lister over :meth:`informer`'s cache (the same selection arguments)."""
+        informer = self.informer(
+            resource,
+            namespace=namespace,
+            namespaces=namespaces,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            metadata_only=metadata_only,
+        )
+        lister: Lister = informer.lister
+        return lister
+
+    def informers(self) -> dict[tuple[Resource, Selection], Any]:
+        """A snapshot of ``{(resource, selection): informer}`` (:class:`Selection`), in creation order."""
         with self._lock:
             return dict(self._informers)
 

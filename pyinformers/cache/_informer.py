@@ -55,6 +55,7 @@ is acyclic.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import time
@@ -64,6 +65,7 @@ from typing import Any
 from pyinformers._exports import renamed_method
 from pyinformers._gc_policy import gc_paused
 from pyinformers.api._listwatch import ListerWatcher
+from pyinformers.api._metadata import MetadataNotServed
 from pyinformers.api._resource import Resource
 from pyinformers.api.meta import describe
 from pyinformers.cache._delta_fifo import (
@@ -73,6 +75,8 @@ from pyinformers.cache._delta_fifo import (
     HandoffBudget,
 )
 from pyinformers.cache._lister import Lister
+from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory, estimate_cache_memory
+from pyinformers.cache._mutation import MutationDetector, detector_enabled
 from pyinformers.cache._notification import ChangeKind
 from pyinformers.cache._object_errors import ObjectErrors, one_line
 from pyinformers.cache._processor import (
@@ -81,6 +85,7 @@ from pyinformers.cache._processor import (
     HandlerSet,
     ResourceEventHandlerFuncs,
     effective_resync_period,
+    runs_inline,
     track_informer,
 )
 from pyinformers.cache._store import Indexer
@@ -180,6 +185,15 @@ class SharedIndexInformer:
         :data:`~pyinformers.cache._processor.BACKLOG_WARNING_INTERVAL` seconds per
         handler) while a handler has more notifications than this buffered;
         0 turns the warning off.
+    :param mutation_detector: fingerprint every cached object and report
+        handlers and reconciles that change one in place
+        (:mod:`pyinformers.cache._mutation`); ``None`` (the default): on when
+        ``PYINFORMERS_CACHE_MUTATION_DETECTOR=1`` or under the pytest plugin,
+        else off, at no cost.
+
+    Memory: :meth:`memory_estimate` estimates the cache's bytes from a sample
+    (:mod:`pyinformers.cache._memory`); the estimate is logged once when the
+    cache syncs and exported as ``pyinformers_informer_cache_bytes``.
 
     Health: :meth:`healthy` is False, with the reason in :meth:`health_problem`,
     once any of the informer's threads ended unexpectedly (a crash of the
@@ -208,6 +222,7 @@ class SharedIndexInformer:
         gc_pause_limit: float = 300.0,
         metrics_registry: Any = None,
         handler_backlog_warning: int = DEFAULT_BACKLOG_WARNING,
+        mutation_detector: bool | None = None,
     ) -> None:
         if not name:
             raise ValueError("an informer needs a name (it names its threads and metrics)")
@@ -248,9 +263,19 @@ class SharedIndexInformer:
             budget=PROCESS_HANDOFF,
         )
         resource = getattr(lister_watcher, "resource", None)  # tells the lister the scope
-        self._lister = Lister(
-            self._indexer, resource=resource if isinstance(resource, Resource) else None
-        )
+        resource = resource if isinstance(resource, Resource) else None
+        # The mutation detector, when on, takes over the apply path and the lister (so that off,
+        # neither costs anything).
+        self._mutation: MutationDetector | None = None
+        if detector_enabled(mutation_detector):
+            self._mutation = MutationDetector(self._name)
+            self._apply = self._apply_fingerprinted  # type: ignore[method-assign]
+            self._lister: Lister = _ReadNotingLister(
+                self._indexer, resource=resource, detector=self._mutation, key_of=self._fifo.key_of
+            )
+        else:
+            self._lister = Lister(self._indexer, resource=resource)
+        self._memory: tuple[float, CacheMemory] | None = None
         # Once synced, the reflector thread applies a watch event itself when nothing is queued.
         self._fifo.deliver_inline(self._apply)
 
@@ -298,6 +323,25 @@ class SharedIndexInformer:
         return self._lister
 
     @property
+    def mutation_detector(self) -> MutationDetector | None:
+        """The cache mutation detector, or None when it is off."""
+        return self._mutation
+
+    def memory_estimate(self, max_age: float = ESTIMATE_MAX_AGE) -> CacheMemory:
+        """About how many bytes the cache holds: a sampled estimate, reused for ``max_age`` seconds.
+
+        See :mod:`pyinformers.cache._memory` for how it is measured and how
+        close it comes. Cheap (a few milliseconds) whatever the cache's size.
+        """
+        now = time.monotonic()
+        memory = self._memory
+        if memory is not None and now - memory[0] < max_age:
+            return memory[1]
+        estimate = estimate_cache_memory(self._indexer)
+        self._memory = (now, estimate)
+        return estimate
+
+    @property
     def reflector(self) -> Reflector | None:
         """The reflector, once the informer runs (for its ``stats``)."""
         return self._reflector
@@ -332,6 +376,8 @@ class SharedIndexInformer:
                     requested, self._resync_check_period, started=started
                 )
                 self._resync_check_period = check
+            if self._mutation is not None and not runs_inline(handler):
+                handler = _checked_handler(handler, self._mutation, self._name, self._fifo.key_of)
             registration = self._handlers.new_registration(
                 handler,
                 resync_period=period,
@@ -383,7 +429,8 @@ class SharedIndexInformer:
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Wait (in real seconds) until the cache has synced and every handler has handled it.
 
-        Returns False on timeout, or if the informer stops first.
+        Returns False on timeout, if the informer stops first, or once it is
+        broken for good (a thread of it ended; :meth:`health_problem` says why).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._synced_cond:  # everything that changes the answer notifies it
@@ -392,8 +439,8 @@ class SharedIndexInformer:
                     r.has_synced() for r in self._handlers.registrations()
                 ):
                     return True
-                if self._stopping.is_set():
-                    return False
+                if self._stopping.is_set() or self._failure is not None:
+                    return False  # stopped, or broken for good (health_problem() says why)
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -466,6 +513,8 @@ class SharedIndexInformer:
                 return
             self._failure = reason
         log.error("informer %s is unhealthy: %s", self._name, reason)
+        with self._synced_cond:
+            self._synced_cond.notify_all()  # wait_for_sync() returns False at once
 
     # -- running ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -513,6 +562,8 @@ class SharedIndexInformer:
                 ok = ok and not thread.is_alive()
         with self._synced_cond:
             self._synced_cond.notify_all()
+        if self._mutation is not None:
+            self._mutation.check_all()
         return ok
 
     def _shutdown_components(self, reflector: Reflector | None) -> None:
@@ -594,6 +645,11 @@ class SharedIndexInformer:
         """The reflector thread: ending while the informer still runs breaks it for good."""
         try:
             reflector.run(stop)
+        except (
+            MetadataNotServed
+        ) as error:  # a server that cannot serve this informer at all: one line
+            if not stop.is_set():
+                self._fail(one_line(error))
         except BaseException as error:  # a crash: the cache stops following the server
             if not stop.is_set():
                 log.error("informer %s: the reflector crashed", self._name, exc_info=True)
@@ -623,6 +679,10 @@ class SharedIndexInformer:
             self._synced = True
             with self._synced_cond:
                 self._synced_cond.notify_all()
+            try:
+                log.info("%s synced: %s", self._name, self.memory_estimate(max_age=0))
+            except Exception:  # an estimate must never stand in the way of the sync
+                log.debug("%s: no memory estimate", self._name, exc_info=True)
 
     # -- the hot path ---------------------------------------------------------------------
     def _process(self, deltas: tuple, is_in_initial_list: bool) -> None:
@@ -671,9 +731,92 @@ class SharedIndexInformer:
                 "informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj)
             )
 
+    def _apply_fingerprinted(
+        self, key: str, kind: DeltaType, obj: Any, is_in_initial_list: bool = False
+    ) -> None:
+        """:meth:`_apply` with the mutation detector on: the leaving version is checked, the new one fingerprinted.
+
+        Fingerprinting happens before the change is applied (and so before any
+        handler can hold the object), under the delivery lock.
+        """
+        detector = self._mutation
+        assert detector is not None
+        with self._lock:
+            try:
+                old = self._indexer.get_by_key(key)
+                if kind is _DELETED:
+                    detector.forget(key, old)
+                else:
+                    detector.record(key, obj, old)
+            except Exception:  # the detector must never stop the cache
+                log.exception("informer %s: the mutation detector failed on %s", self._name, key)
+            SharedIndexInformer._apply(self, key, kind, obj, is_in_initial_list)
+
     def __repr__(self) -> str:
         state = "stopped" if self._stopping.is_set() else "running" if self._started else "new"
         return (
             f"<SharedIndexInformer {self._name!r} {state} synced={self._synced} "
             f"objects={len(self._indexer)} handlers={len(self._handlers)} fifo={len(self._fifo)}>"
         )
+
+
+class _ReadNotingLister(Lister):
+    """A Lister telling the mutation detector what each thread read (the detector is on)."""
+
+    __slots__ = ("_detector", "_key_of")
+
+    def __init__(
+        self,
+        indexer: Any,
+        *,
+        resource: Resource | None,
+        detector: MutationDetector,
+        key_of: Callable[[Any], str],
+    ) -> None:
+        super().__init__(indexer, resource=resource)
+        self._detector = detector
+        self._key_of = key_of
+
+    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any] | None:
+        obj = super().get(name, namespace=namespace)
+        if obj is not None:
+            self._detector.note_read(f"{namespace}/{name}" if namespace else name, obj)
+        return obj
+
+    def list(
+        self, *, namespace: str | None = None, selector: Any = None
+    ) -> builtins.list[dict[str, Any]]:
+        objs = super().list(namespace=namespace, selector=selector)
+        self._detector.note_reads(self._key_of, objs)
+        return objs
+
+    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
+        objs = super().by_index(index, value)
+        self._detector.note_reads(self._key_of, objs)
+        return objs
+
+
+class _CheckedHandler:
+    """A user's handler whose calls are checked by the mutation detector (module :mod:`.._mutation`)."""
+
+    def __init__(
+        self, handler: Any, detector: MutationDetector, informer: str, key_of: Callable[[Any], str]
+    ) -> None:
+        self.handler = handler
+        what = getattr(handler, "__qualname__", None) or type(handler).__qualname__
+        for method in ("on_add", "on_update", "on_delete"):
+            fn = getattr(handler, method, None)
+            label = getattr(fn, "__qualname__", what) if fn is not None else what
+            culprit = f"event handler {label} of {informer} ({method})"
+            setattr(
+                self, method, detector.wrap_handler(fn, culprit, key_of) if callable(fn) else fn
+            )
+
+    def __repr__(self) -> str:
+        return repr(self.handler)
+
+
+def _checked_handler(
+    handler: Any, detector: MutationDetector, informer: str, key_of: Callable[[Any], str]
+) -> Any:
+    return _CheckedHandler(handler, detector, informer, key_of)

@@ -655,6 +655,11 @@ class _InformerCollector:
             "Objects in an informer's cache.",
             labels=["informer"],
         )
+        cache_bytes = GaugeMetricFamily(
+            "pyinformers_informer_cache_bytes",
+            "About how many bytes an informer's cache holds (estimated from a sample of its objects, refreshed at most every 30 s).",
+            labels=["informer"],
+        )
         object_errors = CounterMetricFamily(
             "pyinformers_informer_object_errors",
             "Objects a transform, the key function or an index function failed on (stage: transform, key, index).",
@@ -673,6 +678,9 @@ class _InformerCollector:
         informers = self._informers.snapshot()
         for informer in informers:
             objects.add_metric([informer.name], len(informer.indexer))
+            estimate = getattr(informer, "memory_estimate", None)
+            if estimate is not None:
+                cache_bytes.add_metric([informer.name], estimate().bytes)
             synced.add_metric([informer.name], 1.0 if informer.has_synced() else 0.0)
             healthy.add_metric([informer.name], 1.0 if informer.healthy() else 0.0)
             for stage, count in sorted(informer.object_errors().items()):
@@ -682,7 +690,7 @@ class _InformerCollector:
                 backlog.add_metric(label, registration.backlog())
                 handled.add_metric(label, registration.handled)
                 errors.add_metric(label, registration.errors)
-        return [backlog, handled, errors, objects, synced, healthy, object_errors]
+        return [backlog, handled, errors, objects, cache_bytes, synced, healthy, object_errors]
 
 
 def track_informer(informer: Any, registry: Any = None) -> None:

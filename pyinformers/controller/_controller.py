@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pyinformers.api._errors import Forbidden
 from pyinformers.api._permissions import UndeclaredVerb
+from pyinformers.cache import detector_enabled, mutation_scope
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.controller._handlers import EnqueueForObject, EventHandler
 from pyinformers.controller._logcontext import enter as enter_log_context
@@ -293,6 +294,9 @@ class Controller:
         if sync_timeout <= 0 or shutdown_timeout < 0:
             raise ValueError("sync_timeout must be > 0 and shutdown_timeout >= 0")
         self.name = resolved
+        # Under the mutation detector (tests, or PYINFORMERS_CACHE_MUTATION_DETECTOR=1), each reconcile
+        # runs in a scope that blames it for cached objects it read and changed; otherwise nothing.
+        self._mutation_scope = mutation_scope if detector_enabled() else None
         self.workers = workers
         self.clock: Clock = REAL_CLOCK if clock is None else clock
         self.sync_timeout = float(sync_timeout)
@@ -618,7 +622,12 @@ class Controller:
             try:
                 token = enter_log_context(self.name, key)
                 try:
-                    result = self.reconcile(key)
+                    scope = self._mutation_scope
+                    if scope is None:
+                        result = self.reconcile(key)
+                    else:
+                        with scope(f"reconcile of {self.name} ({key})"):
+                            result = self.reconcile(key)
                 finally:
                     leave_log_context(token)
                 outcome = self._apply(key, result)

@@ -13,10 +13,24 @@ Enable with ``pytest_plugins = ["pyinformers.testing.pytest_plugin"]`` in a
 ``api_client``
     A ``kubernetes.client.ApiClient`` connected to ``api_server``; closed
     afterwards.
+``cache_mutations``
+    A callable returning the cache mutations reported during the test (see
+    below), for a test that changes a cached object on purpose.
 ``api_server_factory``
     A callable ``factory(**options) -> ApiServer`` that starts servers with
     :class:`~pyinformers.testing.ApiServer` options and stops them all after
     the test.
+
+The cache mutation detector
+---------------------------
+
+While the plugin is loaded, every informer built in a test fingerprints its
+cached objects (:mod:`pyinformers.cache._mutation`), and a test during which
+a handler, a reconcile or anything else changed a cached object in place
+fails, naming the object, the path that changed and who changed it. A test
+that means to (a test of the detector) takes the ``cache_mutations`` fixture
+and reads the reports instead. ``--cache-mutation-detector=off`` turns the
+detector off for the run.
 
 Options for ``api_server`` itself can also be set per test with the
 ``apiserver`` marker (registered by this plugin when it is loaded from a
@@ -57,6 +71,8 @@ from typing import Any
 
 import pytest
 
+from pyinformers.cache import clear_mutations, mutations
+from pyinformers.cache._mutation import set_default as set_mutation_default
 from pyinformers.testing._clusters import REAL, Cluster, namespace_for, selected_servers
 from pyinformers.testing.apiserver._server import ApiServer
 
@@ -67,6 +83,7 @@ __all__ = [
     "api_client",
     "k8s",
     "k8s_control_plane",
+    "cache_mutations",
 ]
 
 
@@ -78,6 +95,13 @@ def pytest_addoption(parser: Any) -> None:
         default=None,
         choices=("embedded", "real", "both"),
         help="the API server tests using the k8s fixture run against (default: $PYINFORMERS_TEST_SERVER or embedded)",
+    )
+    group.addoption(
+        "--cache-mutation-detector",
+        dest="cache_mutation_detector",
+        default="on",
+        choices=("on", "off"),
+        help="fingerprint cached objects and fail a test that changes one in place (default: on)",
     )
 
 
@@ -91,6 +115,34 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", "k8s: uses the k8s fixture (added automatically; `-m k8s` selects them)"
     )
+    set_mutation_default(config.getoption("cache_mutation_detector", "on") != "off")
+
+
+def pytest_unconfigure(config: Any) -> None:
+    set_mutation_default(None)
+
+
+_EXPECTS_MUTATIONS = pytest.StashKey[bool]()
+
+
+@pytest.fixture(autouse=True)
+def _pyinformers_no_cache_mutations(request: Any) -> Iterator[None]:
+    """Fail the test if a cached object was changed in place during it (unless it takes ``cache_mutations``)."""
+    clear_mutations()
+    yield
+    found = clear_mutations()
+    if found and not request.node.stash.get(_EXPECTS_MUTATIONS, False):
+        pytest.fail(
+            "a cached object was changed in place:\n" + "\n".join(str(m) for m in found),
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def cache_mutations(request: Any) -> Callable[[], list]:
+    """The cache mutations reported so far in this test (the test is not failed for them)."""
+    request.node.stash[_EXPECTS_MUTATIONS] = True
+    return mutations
 
 
 def _kind_of(item: Any) -> str | None:

@@ -105,6 +105,7 @@ from pyinformers._gc_policy import gc_paused
 from pyinformers._metrics import collector_for, resolve_registry
 from pyinformers.api._errors import ApiError, Gone, TooManyRequests
 from pyinformers.api._listwatch import ListerWatcher
+from pyinformers.api._metadata import MetadataNotServed
 from pyinformers.api._watch import WatchEventType, WatchStream
 from pyinformers.api.meta import describe
 from pyinformers.cache._backoff import Backoff
@@ -385,7 +386,8 @@ class Reflector:
         """Step until stopped (by :meth:`stop` or by ``stop`` being set), with the timers armed.
 
         Returns when the reflector is stopped; its timers are cancelled by then
-        (see "Timers" in the module doc). Exceptions from the store propagate
+        (see "Timers" in the module doc). Exceptions from the store, and
+        :class:`~pyinformers.api.MetadataNotServed`, propagate
         (after the stream is closed).
         """
         with self._lock:
@@ -576,6 +578,8 @@ class Reflector:
                 self._pending = []
                 return Listing(None, paged=False)  # a consistent read
             return self._fail(error, NeedList(paged=state.paged, consistent=True), "list")
+        except MetadataNotServed:
+            raise  # no retry can fix it: the informer fails with this one line
         except Exception as error:  # ApiError or network: retry this same page after a backoff
             return self._fail(error, state, "list")
         self._last_activity = self._clock.now()
@@ -632,6 +636,8 @@ class Reflector:
             if initial is not None and rejects_watch_list(error):
                 return self._reject_watch_list(error)
             return self._fail(error, retry, "watch")
+        except MetadataNotServed:
+            raise  # no retry can fix it: the informer fails with this one line
         except Exception as error:
             return self._fail(error, retry, "watch")
         started = self._clock.now()
@@ -714,6 +720,8 @@ class Reflector:
                 break
             except Gone as error:
                 return self._relist(error)
+            except MetadataNotServed:
+                raise  # no retry can fix it: the informer fails with this one line
             except Exception as error:  # an ERROR event, a broken connection, a garbled line
                 if self._stopping:
                     return Stopped()

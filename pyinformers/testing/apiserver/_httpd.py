@@ -51,6 +51,17 @@ from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.testing.apiserver._auth import Authenticator, User
 from pyinformers.testing.apiserver._decode import decode_body
 from pyinformers.testing.apiserver._faults import Faults
+from pyinformers.testing.apiserver._negotiation import (
+    FULL,
+    TABLE,
+    Form,
+    NotAcceptable,
+    content_type,
+    negotiate,
+    partial_object,
+    printer_columns,
+    transform_answer,
+)
 from pyinformers.testing.apiserver._openapi import v2_document, v3_document, v3_index
 from pyinformers.testing.apiserver._options import (
     for_one_object,
@@ -59,7 +70,7 @@ from pyinformers.testing.apiserver._options import (
     parse_watch_options,
 )
 from pyinformers.testing.apiserver._registry import Registry, ResourceType
-from pyinformers.testing.apiserver._rest import RestApi
+from pyinformers.testing.apiserver._rest import CRD_STORAGE_KEY, RestApi
 from pyinformers.testing.apiserver._scale import SCALABLE, scale_of
 from pyinformers.testing.apiserver._status import (
     StatusError,
@@ -292,14 +303,14 @@ class Dispatcher:
                 user, verb, info.plural, info.group, info.namespace, info.name, info.subresource
             )
             route = self._route(info, path)
-            self._check_accept(h)
+            form = self._check_accept(h)
             if query.get("dryRun") not in (None, "All"):
                 raise bad_request(
                     f'unsupported dry run value {query["dryRun"]!r}: only "All" is supported'
                 )
             self._inject_faults()
             if verb == "watch":
-                self._watch(h, route, query, method, path)
+                self._watch(h, route, query, method, path, form)
                 return
             body = self._read_body(h)
             body_pending = False
@@ -307,10 +318,14 @@ class Dispatcher:
             code, result = self._call(
                 verb, route, query, body, h.headers.get("Content-Type", ""), user, warnings
             )
+            answer_type = _JSON
+            if form.transformed and verb in ("get", "list") and route.subresource is None:
+                result = self._transform(result, form, route.resource, query)
+                answer_type = content_type(form)
             self._record(
                 method, path, query, code, verb
             )  # before the answer: a client that got it finds it logged
-            self._send_json(h, code, result, warnings=warnings)
+            self._send_json(h, code, result, warnings=warnings, content_type=answer_type)
         except StatusError as exc:
             if body_pending:
                 h.close_connection = True  # the unread body would be taken for the next request
@@ -431,14 +446,22 @@ class Dispatcher:
             except OSError:
                 pass
 
-    def _check_accept(self, h: BaseHTTPRequestHandler) -> None:
+    def _check_accept(self, h: BaseHTTPRequestHandler) -> Form:
+        """The answer's form (:mod:`._negotiation`): the first entry of ``Accept`` this server can produce.
+
+        Protobuf is taken for JSON (the answers of this server are JSON whatever is asked).
+        """
         accept = h.headers.get("Accept")
         if not accept:
-            return
+            return FULL
+        try:
+            return negotiate(accept)
+        except NotAcceptable:
+            pass
         for item in accept.split(","):
             media = item.split(";")[0].strip().lower()
             if media in _ACCEPTABLE:
-                return
+                return FULL
         raise StatusError(
             406,
             "NotAcceptable",
@@ -447,6 +470,30 @@ class Dispatcher:
             "application/vnd.kubernetes.protobuf;stream=watch",
             details={},
         )
+
+    def _transform(self, answer: Any, form: Form, rt: ResourceType, query: dict) -> Any:
+        """A get or list answer in ``form`` (406 when the form does not fit the answer, as the real server says)."""
+        columns = None
+        if form.kind == TABLE.kind:
+            crd = (
+                self.rest.store.get(CRD_STORAGE_KEY, "", rt.crd_name)
+                if rt.is_custom and rt.crd_name
+                else None
+            )
+            columns = (
+                printer_columns(crd, rt.version) if crd is not None else printer_columns(None, "")
+            )
+        try:
+            return transform_answer(
+                answer,
+                form,
+                columns=columns,
+                include_object=query.get("includeObject") or "Metadata",
+            )
+        except NotAcceptable as error:
+            raise StatusError(406, "NotAcceptable", str(error), details={}) from None
+        except ValueError as error:
+            raise bad_request(str(error)) from None
 
     def _inject_faults(self) -> None:
         faults = self.faults
@@ -698,7 +745,13 @@ class Dispatcher:
     # -- watch ---------------------------------------------------------------------------------
 
     def _watch(
-        self, h: BaseHTTPRequestHandler, route: _Route, query: dict, method: str, path: str
+        self,
+        h: BaseHTTPRequestHandler,
+        route: _Route,
+        query: dict,
+        method: str,
+        path: str,
+        form: Form = FULL,
     ) -> None:
         options = parse_watch_options(query, legacy_path=route.watch_prefix)
         if route.name is not None:  # /watch/.../{name}: that one object
@@ -718,6 +771,10 @@ class Dispatcher:
             self._chunk(h, b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n")
             self._end_stream(h)
             return
+        if form.kind in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+            # Each event's object as PartialObjectMetadata (bookmarks too), as the real server sends them.
+            item_form = Form("PartialObjectMetadata", form.version)
+            watcher.transform = lambda obj: partial_object(obj, item_form)
         self.count("watches")
         try:
             self._record(method, path, query, 200, "watch")  # before the client can have the answer
@@ -891,10 +948,11 @@ class Dispatcher:
         *,
         headers: dict | None = None,
         warnings: list | None = None,
+        content_type: str = _JSON,
     ) -> None:
         body = orjson.dumps(document)
         h.send_response(code)
-        h.send_header("Content-Type", _JSON)
+        h.send_header("Content-Type", content_type)
         h.send_header("Content-Length", str(len(body)))
         if h.close_connection:
             h.send_header("Connection", "close")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -64,6 +65,8 @@ class Watcher:
         self.max_queue = max_queue
         self.start_rv = 0
         self.events_sent = 0
+        #: set by the dispatcher for a metadata-only watch: the object each event carries, from the stored one
+        self.transform: Callable[[dict], dict] | None = None
         self.close_reason: str | None = None
         # set by finish(): the reason to close with once the queued changes are taken; guarded by _cond
         self._finishing: str | None = None
@@ -157,6 +160,8 @@ class Watcher:
 
     def _line(self, event_type: str, obj: dict, change: Change | None = None) -> bytes:
         """The event line for ``obj`` as seen through this watch's version (reusing the change's line if it fits)."""
+        if self.transform is not None:
+            return event_line(event_type, orjson.dumps(self.transform(obj)))
         if obj.get("apiVersion") != self.resource.api_version:
             return event_line(
                 event_type, orjson.dumps(dict(obj, apiVersion=self.resource.api_version))
@@ -171,7 +176,7 @@ class Watcher:
         """The JSON lines for a batch of changes, after the selectors."""
         lines = []
         version = self.resource.api_version
-        if self.label_selector is None and self.field_selector is None:
+        if self.label_selector is None and self.field_selector is None and self.transform is None:
             for change in changes:
                 if change.obj.get("apiVersion") == version:
                     lines.append(change.line)  # encoded once at write time, shared by every watcher
@@ -215,6 +220,8 @@ class Watcher:
             "apiVersion": self.resource.api_version,
             "metadata": metadata,
         }
+        if self.transform is not None:
+            obj = self.transform(obj)
         return event_line("BOOKMARK", orjson.dumps(obj))
 
 

@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from pyinformers.testing.negotiation import (
+from pyinformers.testing.apiserver._negotiation import (
     FULL,
     PARTIAL,
     PARTIAL_LIST,
