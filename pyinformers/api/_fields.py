@@ -21,7 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OBJECT_FIELDS", "SELECTABLE_FIELDS", "BUILTIN_GROUPS", "check_selectable", "selectable_fields"]
+__all__ = [
+    "OBJECT_FIELDS",
+    "SELECTABLE_FIELDS",
+    "BUILTIN_GROUPS",
+    "check_selectable",
+    "selectable_fields",
+]
 
 #: Fields every namespaced resource can be selected by.
 OBJECT_FIELDS = ("metadata.name", "metadata.namespace")
@@ -30,7 +36,8 @@ OBJECT_FIELDS = ("metadata.name", "metadata.namespace")
 #: are more than its name and namespace (cluster-scoped namespaces and nodes take no namespace).
 SELECTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     "/secrets": OBJECT_FIELDS + ("type",),
-    "/pods": OBJECT_FIELDS + (
+    "/pods": OBJECT_FIELDS
+    + (
         "spec.nodeName",
         "spec.restartPolicy",
         "spec.schedulerName",
@@ -44,7 +51,8 @@ SELECTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     "/services": OBJECT_FIELDS + ("spec.clusterIP", "spec.type"),
     "/namespaces": ("metadata.name", "status.phase"),
     "/nodes": ("metadata.name", "spec.unschedulable"),
-    "/events": OBJECT_FIELDS + (
+    "/events": OBJECT_FIELDS
+    + (
         "involvedObject.kind",
         "involvedObject.namespace",
         "involvedObject.name",
@@ -57,7 +65,8 @@ SELECTABLE_FIELDS: dict[str, tuple[str, ...]] = {
         "source",
         "type",
     ),
-    "events.k8s.io/events": OBJECT_FIELDS + (
+    "events.k8s.io/events": OBJECT_FIELDS
+    + (
         "regarding.kind",
         "regarding.name",
         "regarding.namespace",
@@ -73,12 +82,29 @@ SELECTABLE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 #: API groups of kube-apiserver's own resources (custom resources live elsewhere).
-BUILTIN_GROUPS = frozenset({
-    "", "apps", "batch", "autoscaling", "policy", "rbac.authorization.k8s.io", "networking.k8s.io",
-    "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "storage.k8s.io", "scheduling.k8s.io",
-    "node.k8s.io", "certificates.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-    "apiregistration.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
-})
+BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "apps",
+        "batch",
+        "autoscaling",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "networking.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "storage.k8s.io",
+        "scheduling.k8s.io",
+        "node.k8s.io",
+        "certificates.k8s.io",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "resource.k8s.io",
+    }
+)
 
 
 def selectable_fields(group: str, plural: str, namespaced: bool = True) -> tuple[str, ...]:

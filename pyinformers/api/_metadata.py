@@ -26,7 +26,8 @@ Thread-safety: constants and pure functions.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 __all__ = [
     "ACCEPT_PARTIAL_OBJECT_METADATA",
@@ -46,7 +47,9 @@ META_API_VERSION = "meta.k8s.io/v1"
 #: ``Accept`` for one object, or a watch, as metadata only.
 ACCEPT_PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 #: ``Accept`` for a list as metadata only.
-ACCEPT_PARTIAL_OBJECT_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+ACCEPT_PARTIAL_OBJECT_METADATA_LIST = (
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+)
 #: ``Accept`` for a Table (server-side printing, as ``kubectl get`` asks for it).
 ACCEPT_TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
 
@@ -93,10 +96,16 @@ class MetadataNotServed(Exception):
 
 def is_partial_object_metadata(obj: Any) -> bool:
     """True for a ``PartialObjectMetadata`` object (what a metadata-only informer caches)."""
-    return isinstance(obj, Mapping) and obj.get("kind") == "PartialObjectMetadata" and obj.get("apiVersion") == META_API_VERSION
+    return (
+        isinstance(obj, Mapping)
+        and obj.get("kind") == "PartialObjectMetadata"
+        and obj.get("apiVersion") == META_API_VERSION
+    )
 
 
-def as_partial_object_metadata(obj: Mapping[str, Any], metadata: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def as_partial_object_metadata(
+    obj: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """``obj``'s metadata as a new ``PartialObjectMetadata`` dict (the metadata itself is shared, not copied).
 
     ``metadata`` replaces ``obj``'s (a server serving an older version, say).

@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 import sys
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 __all__ = [
     "CacheMemory",
@@ -121,7 +121,11 @@ def human_bytes(n: float) -> str:
 
 
 def estimate_cache_memory(
-    indexer: Any, *, sample: int = DEFAULT_SAMPLE, rng: Optional[random.Random] = None, extra_per_object: int = 0
+    indexer: Any,
+    *,
+    sample: int = DEFAULT_SAMPLE,
+    rng: random.Random | None = None,
+    extra_per_object: int = 0,
 ) -> CacheMemory:
     """A :class:`CacheMemory` for ``indexer`` (anything with ``list_keys()`` and ``get_by_key()``).
 

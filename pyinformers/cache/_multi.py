@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import builtins
 import time
-from typing import Any, Callable, Iterable, Mapping, Optional
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from pyinformers.cache import NAMESPACE_INDEX, Lister, NamespaceLister
 
@@ -43,15 +44,15 @@ class MergedIndexer:
         """``{namespace: indexer}`` read now (subclasses whose set changes override it)."""
         return self._fixed
 
-    def _for_key(self, key: str) -> Optional[Any]:
+    def _for_key(self, key: str) -> Any | None:
         namespace, sep, _name = key.partition("/")
         return self._indexers().get(namespace) if sep else None
 
-    def get_by_key(self, key: str) -> Optional[Any]:
+    def get_by_key(self, key: str) -> Any | None:
         indexer = self._for_key(key)
         return indexer.get_by_key(key) if indexer is not None else None
 
-    def get(self, obj: Any) -> Optional[Any]:
+    def get(self, obj: Any) -> Any | None:
         md = obj.get("metadata") or {}
         return self.get_by_key(f"{md.get('namespace')}/{md.get('name')}")
 
@@ -98,7 +99,9 @@ class MultiNamespaceLister(Lister):
     __slots__ = ("_listers",)
 
     def __init__(self, listers: Mapping[str, Lister], *, resource: Any = None) -> None:
-        super().__init__(MergedIndexer({ns: lister.indexer for ns, lister in listers.items()}), resource=resource)
+        super().__init__(
+            MergedIndexer({ns: lister.indexer for ns, lister in listers.items()}), resource=resource
+        )
         self._listers = dict(listers)
 
     @property
@@ -117,12 +120,14 @@ class MultiNamespaceLister(Lister):
         self._lister_of(namespace)
         return super().namespace(namespace)
 
-    def get(self, name: str, *, namespace: Optional[str] = None) -> Optional[dict[str, Any]]:
+    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any] | None:
         if namespace:
             return self._lister_of(namespace).get(name, namespace=namespace)
         return super().get(name, namespace=namespace)  # raises: a namespace is needed
 
-    def list(self, *, namespace: Optional[str] = None, selector: Any = None) -> builtins.list[dict[str, Any]]:
+    def list(
+        self, *, namespace: str | None = None, selector: Any = None
+    ) -> builtins.list[dict[str, Any]]:
         if namespace:
             return self._lister_of(namespace).list(namespace=namespace, selector=selector)
         out: builtins.list[dict[str, Any]] = []
@@ -178,7 +183,9 @@ class MultiNamespaceInformer:
             raise ValueError("a MultiNamespaceInformer needs at least two namespaces")
         self._informers = dict(informers)
         self._name = name
-        self._lister = MultiNamespaceLister({ns: i.lister for ns, i in self._informers.items()}, resource=resource)
+        self._lister = MultiNamespaceLister(
+            {ns: i.lister for ns, i in self._informers.items()}, resource=resource
+        )
 
     # -- what a controller, a manager and reports read ------------------------------------
     @property
@@ -210,10 +217,14 @@ class MultiNamespaceInformer:
         return out
 
     # -- configuration ----------------------------------------------------------------------
-    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> MultiRegistration:
+    def add_event_handler(
+        self, handler: Any, *, resync_period: float | None = None
+    ) -> MultiRegistration:
         """Register ``handler`` on every namespace's informer; one registration for all."""
         kwargs = {} if resync_period is None else {"resync_period": resync_period}
-        return MultiRegistration(i.add_event_handler(handler, **kwargs) for i in self._informers.values())
+        return MultiRegistration(
+            i.add_event_handler(handler, **kwargs) for i in self._informers.values()
+        )
 
     def remove_event_handler(self, registration: MultiRegistration, timeout: float = 5.0) -> bool:
         if not isinstance(registration, MultiRegistration):
@@ -228,7 +239,7 @@ class MultiNamespaceInformer:
     def has_synced(self) -> bool:
         return all(i.has_synced() for i in self._informers.values())
 
-    def wait_for_sync(self, timeout: Optional[float] = None) -> bool:
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         for informer in self._informers.values():
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -264,7 +275,9 @@ class MultiNamespaceInformer:
 
     def last_sync_resource_version(self) -> str:
         """Each namespace's list has its own resourceVersion: ``ns=rv`` pairs, for logs only."""
-        return ",".join(f"{ns}={i.last_sync_resource_version()}" for ns, i in self._informers.items())
+        return ",".join(
+            f"{ns}={i.last_sync_resource_version()}" for ns, i in self._informers.items()
+        )
 
     # -- running --------------------------------------------------------------------------------
     def start(self) -> None:

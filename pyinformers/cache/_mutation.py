@@ -50,9 +50,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 import orjson
 
@@ -73,21 +74,21 @@ log = logging.getLogger("pyinformers.cache.mutation")
 #: The environment variable that turns the detector on for every informer (``1``, ``true``).
 ENV_VAR = "PYINFORMERS_CACHE_MUTATION_DETECTOR"
 
-_default: Optional[bool] = None  # set_default(); None: the environment decides
+_default: bool | None = None  # set_default(); None: the environment decides
 _mutations_lock = threading.Lock()
-_mutations: list["Mutation"] = []
+_mutations: list[Mutation] = []
 _local = threading.local()
 
 _ADVICE = "deep-copy before changing (pyinformers.api.meta.deep_copy)"
 
 
-def set_default(enabled: Optional[bool]) -> None:
+def set_default(enabled: bool | None) -> None:
     """Turn the detector on (True) or off (False) for informers built from now on; None: the environment decides."""
     global _default
     _default = None if enabled is None else bool(enabled)
 
 
-def detector_enabled(option: Optional[bool] = None) -> bool:
+def detector_enabled(option: bool | None = None) -> bool:
     """Whether an informer built now with ``mutation_detector=option`` detects mutations.
 
     An explicit option wins; then :func:`set_default`; then :data:`ENV_VAR`.
@@ -126,14 +127,14 @@ def clear_mutations() -> list[Mutation]:
         return found
 
 
-def _fingerprint(obj: Any) -> Optional[bytes]:
+def _fingerprint(obj: Any) -> bytes | None:
     try:
         return orjson.dumps(obj)
     except TypeError:  # not JSON (a transform put a Python object in): not fingerprinted
         return None
 
 
-def first_difference(before: Any, after: Any, path: str = "") -> Optional[str]:
+def first_difference(before: Any, after: Any, path: str = "") -> str | None:
     """The first path (``metadata.labels.app``, ``spec.containers[0].image``) where two JSON values differ.
 
     None when they are equal. A key present on one side only is named too.
@@ -174,7 +175,7 @@ class _Scope:
 
     def __init__(self, culprit: str) -> None:
         self.culprit = culprit
-        self.reads: list[tuple["MutationDetector", str, Any]] = []
+        self.reads: list[tuple[MutationDetector, str, Any]] = []
 
 
 @contextmanager
@@ -197,7 +198,7 @@ def mutation_scope(culprit: str) -> Iterator[None]:
             detector.check(key, obj, culprit)
 
 
-def _current_scope() -> Optional[_Scope]:
+def _current_scope() -> _Scope | None:
     return getattr(_local, "scope", None)
 
 
@@ -208,7 +209,9 @@ class MutationDetector:
     :param on_mutation: called with each :class:`Mutation` found (after it is logged and recorded).
     """
 
-    def __init__(self, informer: str, *, on_mutation: Optional[Callable[[Mutation], Any]] = None) -> None:
+    def __init__(
+        self, informer: str, *, on_mutation: Callable[[Mutation], Any] | None = None
+    ) -> None:
         self._informer = informer
         self._on_mutation = on_mutation
         # key -> (the cached object, its fingerprint). Invariant: holds an entry for every key
@@ -244,7 +247,7 @@ class MutationDetector:
         self._prints.clear()
 
     # -- checks ----------------------------------------------------------------------------
-    def check(self, key: str, obj: Any, culprit: str) -> Optional[Mutation]:
+    def check(self, key: str, obj: Any, culprit: str) -> Mutation | None:
         """Report ``obj`` (cached under ``key``) if it changed since it was fingerprinted; any thread.
 
         An object that is no longer the cached version of ``key`` is not
@@ -256,7 +259,11 @@ class MutationDetector:
         now = _fingerprint(obj)
         if now == entry[1]:
             return None
-        path = "<the object>" if now is None else first_difference(orjson.loads(entry[1]), obj) or "<the object>"
+        path = (
+            "<the object>"
+            if now is None
+            else first_difference(orjson.loads(entry[1]), obj) or "<the object>"
+        )
         if now is not None and self._prints.get(key) is entry:
             self._prints[key] = (obj, now)  # report one change once
         mutation = Mutation(self._informer, key, path, culprit)
@@ -288,7 +295,9 @@ class MutationDetector:
                 except Exception:  # an object without a key is not in the cache under one
                     continue
 
-    def wrap_handler(self, fn: Optional[Callable[..., Any]], culprit: str, key_of: Callable[[Any], str]) -> Optional[Callable[..., Any]]:
+    def wrap_handler(
+        self, fn: Callable[..., Any] | None, culprit: str, key_of: Callable[[Any], str]
+    ) -> Callable[..., Any] | None:
         """``fn`` (an ``on_add``/``on_update``/``on_delete``) checking what it was given and read, after each call."""
         if fn is None:
             return None

@@ -33,7 +33,7 @@ import builtins
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Optional
+from typing import Any
 
 from pyinformers.cache import Lister
 from pyinformers.cache._multi import MergedIndexer
@@ -57,14 +57,14 @@ class _ShardIndexer(MergedIndexer):
 
     __slots__ = ("_owner",)
 
-    def __init__(self, owner: "ShardedInformer") -> None:
+    def __init__(self, owner: ShardedInformer) -> None:
         super().__init__({})
         self._owner = owner
 
     def _indexers(self) -> dict[str, Any]:
         return {str(s): i.indexer for s, i in sorted(self._owner.informers().items())}
 
-    def get_by_key(self, key: str) -> Optional[Any]:
+    def get_by_key(self, key: str) -> Any | None:
         for indexer in self._indexers().values():
             obj = indexer.get_by_key(key)
             if obj is not None:
@@ -81,7 +81,7 @@ class _ShardIndexer(MergedIndexer):
 class ShardedRegistration:
     """One handler's registrations on the shard informers, present and future."""
 
-    def __init__(self, owner: "ShardedInformer", handler: Any, kwargs: dict) -> None:
+    def __init__(self, owner: ShardedInformer, handler: Any, kwargs: dict) -> None:
         self._owner = owner
         self.handler = handler
         self.kwargs = kwargs
@@ -193,7 +193,9 @@ class ShardedInformer:
         return gained, lost
 
     # -- handlers ------------------------------------------------------------------------------
-    def add_event_handler(self, handler: Any, *, resync_period: Optional[float] = None) -> ShardedRegistration:
+    def add_event_handler(
+        self, handler: Any, *, resync_period: float | None = None
+    ) -> ShardedRegistration:
         kwargs = {} if resync_period is None else {"resync_period": resync_period}
         registration = ShardedRegistration(self, handler, kwargs)
         with self._lock:
@@ -221,7 +223,7 @@ class ShardedInformer:
         """True once the held shards are known and every one of their caches synced."""
         return self._shards_known and all(i.has_synced() for i in self.informers().values())
 
-    def wait_for_sync(self, timeout: Optional[float] = None) -> bool:
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             informers = self.informers()
@@ -233,7 +235,9 @@ class ShardedInformer:
                 return True
             if self._stopped or (deadline is not None and time.monotonic() >= deadline):
                 return False
-            time.sleep(0.05)  # the held shards are not known yet: set_shards() comes from another thread
+            time.sleep(
+                0.05
+            )  # the held shards are not known yet: set_shards() comes from another thread
 
     def is_running(self) -> bool:
         return self._started and not self._stopped

@@ -38,16 +38,27 @@ def objects(api_client):
     for ns in ("a", "b", "c"):
         namespaces.create({"metadata": {"name": ns}})
         for team in ("red", "blue"):
-            configmaps.create({"metadata": {"name": f"cm-{team}", "namespace": ns, "labels": {"team": team}},
-                               "data": {"team": team}})
-        secrets.create({"metadata": {"name": "s", "namespace": ns, "labels": {"team": "red"}},
-                        "stringData": {"password": "hunter2"}})
+            configmaps.create(
+                {
+                    "metadata": {"name": f"cm-{team}", "namespace": ns, "labels": {"team": team}},
+                    "data": {"team": team},
+                }
+            )
+        secrets.create(
+            {
+                "metadata": {"name": "s", "namespace": ns, "labels": {"team": "red"}},
+                "stringData": {"password": "hunter2"},
+            }
+        )
     return configmaps
 
 
 def names(lister, **kwargs):
-    return sorted(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in lister.list(**kwargs)
-                  if o["metadata"]["namespace"] in ("a", "b", "c"))
+    return sorted(
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+        for o in lister.list(**kwargs)
+        if o["metadata"]["namespace"] in ("a", "b", "c")
+    )
 
 
 def synced(f):
@@ -76,7 +87,9 @@ def test_a_field_selector_per_informer_restricts_it(factory, objects):
     assert names(one.lister) == ["a/cm-blue", "b/cm-blue", "c/cm-blue"]
 
 
-def test_several_namespaces_are_merged_into_one_informer_and_the_rest_is_not_cached(factory, objects):
+def test_several_namespaces_are_merged_into_one_informer_and_the_rest_is_not_cached(
+    factory, objects
+):
     f = factory()
     informer = f.informer(CONFIGMAPS, namespaces=["a", "b"])
     assert f.informer(CONFIGMAPS, namespaces=("b", "a")) is informer  # the same set of namespaces
@@ -87,7 +100,10 @@ def test_several_namespaces_are_merged_into_one_informer_and_the_rest_is_not_cac
     with pytest.raises(ValueError, match="not cached"):
         informer.lister.get("cm-red", namespace="c")
     objects.patch("cm-red", {"data": {"team": "changed"}}, namespace="b")
-    eventually(lambda: informer.lister.get("cm-red", namespace="b")["data"] == {"team": "changed"}, timeout=10)
+    eventually(
+        lambda: informer.lister.get("cm-red", namespace="b")["data"] == {"team": "changed"},
+        timeout=10,
+    )
 
 
 def test_each_cached_namespace_gets_its_own_role(factory, objects):
@@ -128,20 +144,29 @@ def test_metadata_only_caches_partial_object_metadata_and_never_a_secrets_data(f
     assert "managedFields" not in cached["metadata"]
     assert "data" in full.lister.get("s", namespace="a")
     assert [o["metadata"]["name"] for o in informer.lister.list(selector="team=red")] == ["s"]
-    ResourceClient(f.api_client, SECRETS).patch("s", {"metadata": {"labels": {"team": "blue"}}}, namespace="a")
-    eventually(lambda: informer.lister.get("s", namespace="a")["metadata"]["labels"] == {"team": "blue"}, timeout=10)
+    ResourceClient(f.api_client, SECRETS).patch(
+        "s", {"metadata": {"labels": {"team": "blue"}}}, namespace="a"
+    )
+    eventually(
+        lambda: informer.lister.get("s", namespace="a")["metadata"]["labels"] == {"team": "blue"},
+        timeout=10,
+    )
     assert is_partial_object_metadata(informer.lister.get("s", namespace="a"))
 
 
 def test_metadata_only_with_the_list_path_too(factory, objects):
     f = factory(reflector_options={"use_watch_list": False})
-    informer = f.informer(CONFIGMAPS, namespaces=["a", "b"], metadata_only=True, label_selector="team=blue")
+    informer = f.informer(
+        CONFIGMAPS, namespaces=["a", "b"], metadata_only=True, label_selector="team=blue"
+    )
     synced(f)
     assert names(informer.lister) == ["a/cm-blue", "b/cm-blue"]
     assert all(is_partial_object_metadata(o) for o in informer.lister.list())
 
 
-def test_a_whole_cluster_informer_of_secrets_or_configmaps_without_a_selector_is_warned_about(factory, caplog):
+def test_a_whole_cluster_informer_of_secrets_or_configmaps_without_a_selector_is_warned_about(
+    factory, caplog
+):
     f = factory()
     with caplog.at_level(logging.WARNING, logger="pyinformers.cache"):
         f.informer(SECRETS)
@@ -150,4 +175,8 @@ def test_a_whole_cluster_informer_of_secrets_or_configmaps_without_a_selector_is
         f.informer(SECRETS, namespace="a")
         f.informer(PODS)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "every Secret of the cluster" in warnings[0] and "metadata_only" in warnings[0]
+    assert (
+        len(warnings) == 1
+        and "every Secret of the cluster" in warnings[0]
+        and "metadata_only" in warnings[0]
+    )

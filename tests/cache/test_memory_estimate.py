@@ -14,10 +14,19 @@ from pyinformers.cache._memory import CacheMemory, estimate_cache_memory, human_
 
 
 def secret(i: int, size: int) -> dict:
-    return {"kind": "Secret", "apiVersion": "v1",
-            "metadata": {"name": f"s{i:05d}", "namespace": "ns", "uid": f"uid-{i}", "resourceVersion": str(i),
-                         "labels": {"app": "web", "index": str(i)}},
-            "data": {"key": "x" * size}, "type": "Opaque"}
+    return {
+        "kind": "Secret",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": f"s{i:05d}",
+            "namespace": "ns",
+            "uid": f"uid-{i}",
+            "resourceVersion": str(i),
+            "labels": {"app": "web", "index": str(i)},
+        },
+        "data": {"key": "x" * size},
+        "type": "Opaque",
+    }
 
 
 def fill(n: int, size: int) -> Indexer:
@@ -68,8 +77,17 @@ def test_the_estimate_reads_as_one_line():
     assert str(CacheMemory(48_211, 310_400_000, 64)) == "48,211 objects, about 310 MB"
 
 
-@pytest.mark.parametrize("n, text", [(0, "0 B"), (999, "999 B"), (1500, "1.5 KB"), (12_300, "12 KB"),
-                                     (310_400_000, "310 MB"), (1_400_000_000, "1.4 GB")])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (999, "999 B"),
+        (1500, "1.5 KB"),
+        (12_300, "12 KB"),
+        (310_400_000, "310 MB"),
+        (1_400_000_000, "1.4 GB"),
+    ],
+)
 def test_human_bytes(n, text):
     assert human_bytes(n) == text
 

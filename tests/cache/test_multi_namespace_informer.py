@@ -19,15 +19,21 @@ def cluster(api_client):
     configmaps = ResourceClient(api_client, CONFIGMAPS)
     for ns in ("a", "b", "c"):
         namespaces.create({"metadata": {"name": ns}})
-        configmaps.create({"metadata": {"name": "cm", "namespace": ns, "labels": {"ns": ns}}, "data": {"ns": ns}})
+        configmaps.create(
+            {"metadata": {"name": "cm", "namespace": ns, "labels": {"ns": ns}}, "data": {"ns": ns}}
+        )
     return configmaps
 
 
 @pytest.fixture
 def multi(api_client, cluster):
     informers = {
-        ns: SharedIndexInformer(ListWatch(ResourceClient(api_client, CONFIGMAPS), namespace=ns),
-                                name=f"v1/configmaps@{ns}", indexers=default_indexers(), metrics_registry=False)
+        ns: SharedIndexInformer(
+            ListWatch(ResourceClient(api_client, CONFIGMAPS), namespace=ns),
+            name=f"v1/configmaps@{ns}",
+            indexers=default_indexers(),
+            metrics_registry=False,
+        )
         for ns in ("a", "b")
     }
     informer = MultiNamespaceInformer(informers, name="v1/configmaps@{a,b}", resource=CONFIGMAPS)
@@ -40,9 +46,15 @@ def test_the_lister_reads_each_cached_namespace_and_lists_them_together(multi):
     assert multi.wait_for_sync(10)
     assert multi.lister.get("cm", namespace="a")["data"] == {"ns": "a"}
     assert multi.lister.namespace("b").get("cm")["data"] == {"ns": "b"}
-    assert sorted(o["metadata"]["namespace"] for o in multi.lister.list() if o["metadata"]["name"] == "cm") == ["a", "b"]
+    assert sorted(
+        o["metadata"]["namespace"] for o in multi.lister.list() if o["metadata"]["name"] == "cm"
+    ) == ["a", "b"]
     assert [o["metadata"]["namespace"] for o in multi.lister.list(selector="ns=b")] == ["b"]
-    assert [o["metadata"]["namespace"] for o in multi.indexer.by_index("namespace", "a") if o["metadata"]["name"] == "cm"] == ["a"]
+    assert [
+        o["metadata"]["namespace"]
+        for o in multi.indexer.by_index("namespace", "a")
+        if o["metadata"]["name"] == "cm"
+    ] == ["a"]
     assert multi.indexer.get_by_key("c/cm") is None
     assert all(o["metadata"]["namespace"] in ("a", "b") for o in multi.indexer.list())
 
@@ -60,10 +72,16 @@ def test_reading_a_namespace_that_is_not_cached_is_an_error_not_an_absence(multi
 
 def test_a_handler_hears_of_every_cached_namespace_and_of_no_other(multi, cluster):
     seen = []
-    registration = multi.add_event_handler(EventHandlerFuncs(
-        on_add=lambda obj, initial: seen.append(("add", obj["metadata"]["namespace"], obj["metadata"]["name"])),
-        on_update=lambda old, new: seen.append(("update", new["metadata"]["namespace"], new["metadata"]["name"])),
-    ))
+    registration = multi.add_event_handler(
+        EventHandlerFuncs(
+            on_add=lambda obj, initial: seen.append(
+                ("add", obj["metadata"]["namespace"], obj["metadata"]["name"])
+            ),
+            on_update=lambda old, new: seen.append(
+                ("update", new["metadata"]["namespace"], new["metadata"]["name"])
+            ),
+        )
+    )
     multi.start()
     assert multi.wait_for_sync(10) and registration.has_synced()
     for ns in ("a", "b", "c"):
@@ -85,8 +103,11 @@ def test_it_is_synced_and_healthy_only_when_every_namespace_is(multi):
 
 
 def test_one_namespace_is_not_a_multi_namespace_informer(api_client):
-    informer = SharedIndexInformer(ListWatch(ResourceClient(api_client, CONFIGMAPS), namespace="a"), name="x",
-                                   metrics_registry=False)
+    informer = SharedIndexInformer(
+        ListWatch(ResourceClient(api_client, CONFIGMAPS), namespace="a"),
+        name="x",
+        metrics_registry=False,
+    )
     with pytest.raises(ValueError, match="at least two"):
         MultiNamespaceInformer({"a": informer}, name="x")
     informer.stop()

@@ -18,7 +18,12 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture
 def seeded(api_client):
     client = ResourceClient(api_client, CONFIGMAPS)
-    client.create({"metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}}, "data": {"color": "blue"}})
+    client.create(
+        {
+            "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+            "data": {"color": "blue"},
+        }
+    )
     return client
 
 
@@ -29,7 +34,9 @@ def factory(api_client):
     assert f.shutdown(timeout=5.0)
 
 
-def test_a_handler_that_changes_a_cached_object_is_reported_with_the_key_and_path(factory, seeded, cache_mutations):
+def test_a_handler_that_changes_a_cached_object_is_reported_with_the_key_and_path(
+    factory, seeded, cache_mutations
+):
     informer = factory.informer(CONFIGMAPS, namespace="default", mutation_detector=True)
     done = threading.Event()
 
@@ -75,20 +82,29 @@ def test_a_reconcile_that_changes_what_it_read_is_named(factory, seeded, cache_m
     assert found.culprit == "reconcile of mutating (default/web)"
 
 
-def test_an_unchanged_cache_reports_nothing_and_a_deep_copy_is_free_to_change(factory, seeded, cache_mutations):
+def test_an_unchanged_cache_reports_nothing_and_a_deep_copy_is_free_to_change(
+    factory, seeded, cache_mutations
+):
     informer = factory.informer(CONFIGMAPS, namespace="default", mutation_detector=True)
-    informer.add_event_handler(EventHandlerFuncs(on_add=lambda obj, initial: meta.deep_copy(obj)["data"].clear()))
+    informer.add_event_handler(
+        EventHandlerFuncs(on_add=lambda obj, initial: meta.deep_copy(obj)["data"].clear())
+    )
     factory.start()
     assert informer.wait_for_sync(10)
     copy = meta.deep_copy(informer.lister.get("web", namespace="default"))
     copy["data"]["color"] = "green"
     seeded.replace(copy)
-    eventually(lambda: informer.lister.get("web", namespace="default")["data"] == {"color": "green"}, timeout=10)
+    eventually(
+        lambda: informer.lister.get("web", namespace="default")["data"] == {"color": "green"},
+        timeout=10,
+    )
     informer.stop()
     assert cache_mutations() == []
 
 
-def test_a_change_no_scope_saw_is_found_when_the_object_is_replaced(factory, seeded, cache_mutations):
+def test_a_change_no_scope_saw_is_found_when_the_object_is_replaced(
+    factory, seeded, cache_mutations
+):
     informer = factory.informer(CONFIGMAPS, namespace="default", mutation_detector=True)
     factory.start()
     assert informer.wait_for_sync(10)

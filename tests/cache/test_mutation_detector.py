@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pyinformers.cache._mutation import (
     ENV_VAR,
@@ -27,8 +28,12 @@ def _no_leftover_mutations():
 
 
 def configmap(name: str, **data: str) -> dict:
-    return {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name, "namespace": "ns", "labels": {"a": "1"}},
-            "data": dict(data)}
+    return {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "ns", "labels": {"a": "1"}},
+        "data": dict(data),
+    }
 
 
 def test_an_unchanged_object_is_not_reported():
@@ -47,12 +52,20 @@ def test_a_handler_that_changes_its_object_is_named_with_the_key_and_the_path():
     def on_add(o, initial):
         o["metadata"]["labels"]["x"] = "y"
 
-    wrapped = detector.wrap_handler(on_add, "handler 1 of v1/configmaps (on_add)", lambda o: "ns/" + o["metadata"]["name"])
+    wrapped = detector.wrap_handler(
+        on_add, "handler 1 of v1/configmaps (on_add)", lambda o: "ns/" + o["metadata"]["name"]
+    )
     wrapped(obj, False)
     [found] = mutations()
     assert (found.informer, found.key, found.path, found.culprit) == (
-        "v1/configmaps", "ns/web", "metadata.labels.x", "handler 1 of v1/configmaps (on_add)")
-    assert str(found).startswith("cache mutation: v1/configmaps ns/web changed in place at metadata.labels.x by handler 1")
+        "v1/configmaps",
+        "ns/web",
+        "metadata.labels.x",
+        "handler 1 of v1/configmaps (on_add)",
+    )
+    assert str(found).startswith(
+        "cache mutation: v1/configmaps ns/web changed in place at metadata.labels.x by handler 1"
+    )
     assert "deep_copy" in str(found)
 
 
@@ -184,7 +197,11 @@ def test_enabled_follows_the_option_then_the_default_then_the_environment(monkey
         ({"a": 1}, {"a": 1, "b": 2}, "b"),
         ({"a": 1, "b": 2}, {"a": 1}, "b"),
         ({"a": 1}, {"a": "1"}, "a"),
-        ({"spec": {"containers": [{"image": "x"}]}}, {"spec": {"containers": [{"image": "y"}]}}, "spec.containers[0].image"),
+        (
+            {"spec": {"containers": [{"image": "x"}]}},
+            {"spec": {"containers": [{"image": "y"}]}},
+            "spec.containers[0].image",
+        ),
     ],
 )
 def test_first_difference_names_the_first_path_that_differs(before, after, path):
@@ -193,7 +210,9 @@ def test_first_difference_names_the_first_path_that_differs(before, after, path)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=15,
 )
 

@@ -19,10 +19,22 @@ pytestmark = pytest.mark.timeout(60)
 def sharded(api_client):
     client = ResourceClient(api_client, CONFIGMAPS)
     for i in range(8):
-        client.create({"metadata": {"name": f"cm-{i}", "namespace": "default", "labels": {SHARD_LABEL: str(i % 4)}}})
+        client.create(
+            {
+                "metadata": {
+                    "name": f"cm-{i}",
+                    "namespace": "default",
+                    "labels": {SHARD_LABEL: str(i % 4)},
+                }
+            }
+        )
 
     def make(shard: int) -> SharedIndexInformer:
-        lw = ListWatch(ResourceClient(api_client, CONFIGMAPS), namespace="default", label_selector=shard_selector(shard))
+        lw = ListWatch(
+            ResourceClient(api_client, CONFIGMAPS),
+            namespace="default",
+            label_selector=shard_selector(shard),
+        )
         return SharedIndexInformer(lw, name=f"v1/configmaps#shard-{shard}", metrics_registry=False)
 
     informer = ShardedInformer(make, name="v1/configmaps#sharded", resource=CONFIGMAPS)
@@ -68,8 +80,12 @@ def test_a_handler_hears_of_a_gained_shards_objects_as_adds_and_of_nothing_else(
     informer.set_shards({2, 0})
     eventually(lambda: sorted(seen) == ["cm-0", "cm-2", "cm-4", "cm-6"], timeout=10)
     eventually(registration.has_synced, timeout=10)
-    client.create({"metadata": {"name": "late", "namespace": "default", "labels": {SHARD_LABEL: "1"}}})
-    client.create({"metadata": {"name": "late-0", "namespace": "default", "labels": {SHARD_LABEL: "0"}}})
+    client.create(
+        {"metadata": {"name": "late", "namespace": "default", "labels": {SHARD_LABEL: "1"}}}
+    )
+    client.create(
+        {"metadata": {"name": "late-0", "namespace": "default", "labels": {SHARD_LABEL: "0"}}}
+    )
     eventually(lambda: "late-0" in seen, timeout=10)
     assert "late" not in seen
     assert registration.remove(timeout=5)

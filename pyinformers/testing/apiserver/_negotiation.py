@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any
 
 import orjson
 
@@ -107,7 +108,7 @@ def _entries(accept: str) -> Iterable[tuple[str, dict[str, str]]]:
         yield media, values
 
 
-def negotiate(accept: Optional[str]) -> Form:
+def negotiate(accept: str | None) -> Form:
     """The form the first servable entry of ``accept`` asks for (:data:`FULL` without a header).
 
     Raises :class:`NotAcceptable` when no entry can be served.
@@ -144,11 +145,19 @@ def _meta_api_version(form: Form) -> str:
 
 def partial_object(obj: dict, form: Form = PARTIAL) -> dict:
     """``obj`` as PartialObjectMetadata (its metadata shared, not copied)."""
-    return {"kind": "PartialObjectMetadata", "apiVersion": _meta_api_version(form), "metadata": obj.get("metadata") or {}}
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": _meta_api_version(form),
+        "metadata": obj.get("metadata") or {},
+    }
 
 
 def _is_list(answer: Any) -> bool:
-    return isinstance(answer, dict) and isinstance(answer.get("items"), list) and str(answer.get("kind", "")).endswith("List")
+    return (
+        isinstance(answer, dict)
+        and isinstance(answer.get("items"), list)
+        and str(answer.get("kind", "")).endswith("List")
+    )
 
 
 def partial_list(answer: dict, form: Form = PARTIAL_LIST) -> dict:
@@ -165,38 +174,63 @@ def partial_list(answer: dict, form: Form = PARTIAL_LIST) -> dict:
 # -- Tables ---------------------------------------------------------------------------------------
 
 
-def printer_columns(crd: Optional[dict], version: str) -> list[dict]:
+def printer_columns(crd: dict | None, version: str) -> list[dict]:
     """The Table columns of a custom resource's ``version`` (``crd`` None: a built-in kind's defaults).
 
     Each column is the real server's column definition plus ``jsonPath``
     (taken off before the answer is sent).
     """
-    name = {"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0}
+    name = {
+        "name": "Name",
+        "type": "string",
+        "format": "name",
+        "description": NAME_DESCRIPTION,
+        "priority": 0,
+    }
     if crd is None:
-        created = {"name": "Created At", "type": "date", "format": "", "description": CREATED_DESCRIPTION, "priority": 0,
-                   "jsonPath": ".metadata.creationTimestamp", "rfc3339": True}
+        created = {
+            "name": "Created At",
+            "type": "date",
+            "format": "",
+            "description": CREATED_DESCRIPTION,
+            "priority": 0,
+            "jsonPath": ".metadata.creationTimestamp",
+            "rfc3339": True,
+        }
         return [name, created]
     columns: list[dict] = []
     for served in (crd.get("spec") or {}).get("versions") or ():
         if served.get("name") == version:
             columns = list(served.get("additionalPrinterColumns") or ())
     if not columns:
-        columns = [{"name": "Age", "type": "date", "description": CREATED_DESCRIPTION, "jsonPath": ".metadata.creationTimestamp"}]
+        columns = [
+            {
+                "name": "Age",
+                "type": "date",
+                "description": CREATED_DESCRIPTION,
+                "jsonPath": ".metadata.creationTimestamp",
+            }
+        ]
     out = [name]
     for column in columns:
         path = column.get("jsonPath", "")
-        out.append({
-            "name": column.get("name", ""),
-            "type": column.get("type", "string"),
-            "format": column.get("format", ""),
-            "description": column.get("description") or f"Custom resource definition column (in JSONPath format): {path}",
-            "priority": int(column.get("priority") or 0),
-            "jsonPath": path,
-        })
+        out.append(
+            {
+                "name": column.get("name", ""),
+                "type": column.get("type", "string"),
+                "format": column.get("format", ""),
+                "description": column.get("description")
+                or f"Custom resource definition column (in JSONPath format): {path}",
+                "priority": int(column.get("priority") or 0),
+                "jsonPath": path,
+            }
+        )
     return out
 
 
-_STEP = re.compile(r"""\.([^.\[]+)|\[(\d+|\*)\]|\[\?\(@\.([\w.-]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]""")
+_STEP = re.compile(
+    r"""\.([^.\[]+)|\[(\d+|\*)\]|\[\?\(@\.([\w.-]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]"""
+)
 
 
 def jsonpath_values(obj: Any, path: str) -> list[Any]:
@@ -269,9 +303,11 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _parse_time(text: str) -> Optional[datetime.datetime]:
+def _parse_time(text: str) -> datetime.datetime | None:
     try:
-        return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc
+        )
     except ValueError:
         return None
 
@@ -295,9 +331,15 @@ def _cell(column: dict, obj: dict, now: datetime.datetime) -> Any:
     if kind == "string":
         return ", ".join(_text(v) for v in values) if len(values) > 1 else _text(value)
     if kind == "integer":
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return (
+            int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        )
     if kind == "number":
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return (
+            float(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            else None
+        )
     if kind == "boolean":
         return value if isinstance(value, bool) else None
     if kind == "date":
@@ -320,15 +362,27 @@ def _row_object(obj: dict, include: str, form: Form) -> Any:
     return partial_object(obj, Form("PartialObjectMetadata", form.version))
 
 
-def table(answer: dict, columns: list[dict], *, include_object: str = "Metadata", form: Form = TABLE,
-          now: Optional[datetime.datetime] = None) -> dict:
+def table(
+    answer: dict,
+    columns: list[dict],
+    *,
+    include_object: str = "Metadata",
+    form: Form = TABLE,
+    now: datetime.datetime | None = None,
+) -> dict:
     """A get or list answer as a Table with ``columns`` (from :func:`printer_columns`)."""
     if include_object not in ("", "None", "Metadata", "Object"):
-        raise ValueError(f'includeObject must be one of "None", "Metadata" or "Object", got {include_object!r}')
+        raise ValueError(
+            f'includeObject must be one of "None", "Metadata" or "Object", got {include_object!r}'
+        )
     now = now or datetime.datetime.now(datetime.timezone.utc)
     objects = answer["items"] if _is_list(answer) else [answer]
     if _is_list(answer):
-        metadata = {k: v for k, v in (answer.get("metadata") or {}).items() if k in ("resourceVersion", "continue", "remainingItemCount")}
+        metadata = {
+            k: v
+            for k, v in (answer.get("metadata") or {}).items()
+            if k in ("resourceVersion", "continue", "remainingItemCount")
+        }
     else:
         rv = (answer.get("metadata") or {}).get("resourceVersion")
         metadata = {"resourceVersion": rv} if rv else {}
@@ -336,21 +390,38 @@ def table(answer: dict, columns: list[dict], *, include_object: str = "Metadata"
     for obj in objects:
         cells = [(obj.get("metadata") or {}).get("name", "")]
         cells.extend(_cell(column, obj, now) for column in columns[1:])
-        rows.append({"cells": cells, "object": _row_object(obj, include_object or "Metadata", form)})
-    definitions = [{k: v for k, v in column.items() if k not in ("jsonPath", "rfc3339")} for column in columns]
-    return {"kind": "Table", "apiVersion": _meta_api_version(form), "metadata": metadata,
-            "columnDefinitions": definitions, "rows": rows}
+        rows.append(
+            {"cells": cells, "object": _row_object(obj, include_object or "Metadata", form)}
+        )
+    definitions = [
+        {k: v for k, v in column.items() if k not in ("jsonPath", "rfc3339")} for column in columns
+    ]
+    return {
+        "kind": "Table",
+        "apiVersion": _meta_api_version(form),
+        "metadata": metadata,
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }
 
 
-def transform_answer(answer: Any, form: Form, *, columns: Optional[list[dict]] = None,
-                     include_object: str = "Metadata", now: Optional[datetime.datetime] = None) -> Any:
+def transform_answer(
+    answer: Any,
+    form: Form,
+    *,
+    columns: list[dict] | None = None,
+    include_object: str = "Metadata",
+    now: datetime.datetime | None = None,
+) -> Any:
     """A get or list ``answer`` in ``form``; :class:`NotAcceptable` for a form that does not fit it."""
     if not form.transformed or not isinstance(answer, dict) or answer.get("kind") == "Status":
         return answer
     is_list = _is_list(answer)
     if form.kind == "PartialObjectMetadata":
         if is_list:
-            raise NotAcceptable(f"you requested PartialObjectMetadata, but the requested object is a list ({answer.get('kind')})")
+            raise NotAcceptable(
+                f"you requested PartialObjectMetadata, but the requested object is a list ({answer.get('kind')})"
+            )
         return partial_object(answer, form)
     if form.kind == "PartialObjectMetadataList":
         if not is_list:
@@ -358,4 +429,10 @@ def transform_answer(answer: Any, form: Form, *, columns: Optional[list[dict]] =
                 f"you requested PartialObjectMetadataList, but the requested object is not a list ({answer.get('kind')})"
             )
         return partial_list(answer, form)
-    return table(answer, columns or printer_columns(None, ""), include_object=include_object, form=form, now=now)
+    return table(
+        answer,
+        columns or printer_columns(None, ""),
+        include_object=include_object,
+        form=form,
+        now=now,
+    )

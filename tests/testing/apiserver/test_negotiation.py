@@ -26,26 +26,56 @@ NOW = datetime.datetime(2026, 1, 1, 1, 0, 0, tzinfo=datetime.timezone.utc)
 
 
 def obj(name: str, **spec) -> dict:
-    return {"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": name, "namespace": "ns", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": spec, "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Other", "status": "False"}]}}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": "7",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": spec,
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "Other", "status": "False"},
+            ]
+        },
+    }
 
 
 def a_list(*items) -> dict:
-    return {"apiVersion": "example.com/v1", "kind": "WidgetList", "metadata": {"resourceVersion": "9", "continue": "c"},
-            "items": list(items)}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "WidgetList",
+        "metadata": {"resourceVersion": "9", "continue": "c"},
+        "items": list(items),
+    }
 
 
-@pytest.mark.parametrize("accept, form", [
-    (None, FULL), ("", FULL), ("application/json", FULL), ("*/*", FULL),
-    ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", PARTIAL),
-    ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", PARTIAL_LIST),
-    ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", TABLE),
-    ("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
-     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json", PARTIAL_LIST),
-    ("application/json;as=Table;g=meta.k8s.io;v=v1beta1", Form("Table", "v1beta1")),
-    ("application/json;as=Foo;g=meta.k8s.io;v=v1, application/json", FULL),
-])
+@pytest.mark.parametrize(
+    "accept, form",
+    [
+        (None, FULL),
+        ("", FULL),
+        ("application/json", FULL),
+        ("*/*", FULL),
+        ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", PARTIAL),
+        ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", PARTIAL_LIST),
+        (
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+            TABLE,
+        ),
+        (
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+            PARTIAL_LIST,
+        ),
+        ("application/json;as=Table;g=meta.k8s.io;v=v1beta1", Form("Table", "v1beta1")),
+        ("application/json;as=Foo;g=meta.k8s.io;v=v1, application/json", FULL),
+    ],
+)
 def test_the_first_servable_entry_of_accept_decides_the_form(accept, form):
     assert negotiate(accept) == form
 
@@ -64,10 +94,15 @@ def test_a_transformed_answer_names_its_form_in_the_content_type():
 
 def test_a_list_as_partial_object_metadata_keeps_the_list_metadata_and_only_each_items_metadata():
     answer = transform_answer(a_list(obj("a"), obj("b")), PARTIAL_LIST)
-    assert answer["kind"] == "PartialObjectMetadataList" and answer["apiVersion"] == "meta.k8s.io/v1"
+    assert (
+        answer["kind"] == "PartialObjectMetadataList" and answer["apiVersion"] == "meta.k8s.io/v1"
+    )
     assert answer["metadata"] == {"resourceVersion": "9", "continue": "c"}
     assert [i["metadata"]["name"] for i in answer["items"]] == ["a", "b"]
-    assert all(set(i) == {"kind", "apiVersion", "metadata"} and i["kind"] == "PartialObjectMetadata" for i in answer["items"])
+    assert all(
+        set(i) == {"kind", "apiVersion", "metadata"} and i["kind"] == "PartialObjectMetadata"
+        for i in answer["items"]
+    )
 
 
 def test_the_object_form_of_a_list_and_the_list_form_of_an_object_are_not_acceptable():
@@ -83,18 +118,55 @@ def test_a_status_answer_is_never_transformed():
 
 
 def test_a_crds_printer_columns_come_after_name_with_their_cells_typed():
-    crd = {"spec": {"versions": [{"name": "v1", "additionalPrinterColumns": [
-        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-        {"name": "Color", "type": "string", "jsonPath": ".spec.color", "priority": 1, "description": "the color"},
-        {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]}]}}
+    crd = {
+        "spec": {
+            "versions": [
+                {
+                    "name": "v1",
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                        {
+                            "name": "Color",
+                            "type": "string",
+                            "jsonPath": ".spec.color",
+                            "priority": 1,
+                            "description": "the color",
+                        },
+                        {
+                            "name": "Ready",
+                            "type": "string",
+                            "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+                        },
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                }
+            ]
+        }
+    }
     columns = printer_columns(crd, "v1")
     answer = table(a_list(obj("a", size=3, color="red"), obj("b")), columns, now=NOW)
-    assert [c["name"] for c in answer["columnDefinitions"]] == ["Name", "Size", "Color", "Ready", "Age"]
-    assert answer["columnDefinitions"][2] == {"name": "Color", "type": "string", "format": "", "description": "the color", "priority": 1}
-    assert answer["columnDefinitions"][1]["description"] == "Custom resource definition column (in JSONPath format): .spec.size"
-    assert [r["cells"] for r in answer["rows"]] == [["a", 3, "red", "True", "60m"], ["b", None, None, "True", "60m"]]
+    assert [c["name"] for c in answer["columnDefinitions"]] == [
+        "Name",
+        "Size",
+        "Color",
+        "Ready",
+        "Age",
+    ]
+    assert answer["columnDefinitions"][2] == {
+        "name": "Color",
+        "type": "string",
+        "format": "",
+        "description": "the color",
+        "priority": 1,
+    }
+    assert (
+        answer["columnDefinitions"][1]["description"]
+        == "Custom resource definition column (in JSONPath format): .spec.size"
+    )
+    assert [r["cells"] for r in answer["rows"]] == [
+        ["a", 3, "red", "True", "60m"],
+        ["b", None, None, "True", "60m"],
+    ]
     assert answer["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
     assert answer["metadata"] == {"resourceVersion": "9", "continue": "c"}
 
@@ -113,22 +185,49 @@ def test_other_kinds_show_name_and_created_at_as_rfc3339():
 
 def test_include_object_object_puts_the_whole_object_in_the_row():
     whole = obj("a")
-    assert table(whole, printer_columns(None, ""), include_object="Object", now=NOW)["rows"][0]["object"] is whole
+    assert (
+        table(whole, printer_columns(None, ""), include_object="Object", now=NOW)["rows"][0][
+            "object"
+        ]
+        is whole
+    )
     with pytest.raises(ValueError, match="includeObject"):
         table(whole, printer_columns(None, ""), include_object="All")
 
 
-@pytest.mark.parametrize("path, values", [
-    (".spec.size", [3]), (".spec.missing", []), ("{.spec.size}", [3]),
-    (".status.conditions[1].type", ["Other"]), (".status.conditions[*].type", ["Ready", "Other"]),
-    (".status.conditions[?(@.type=='Other')].status", ["False"]), (".metadata.name", ["a"]), (".spec.size.x", []),
-])
+@pytest.mark.parametrize(
+    "path, values",
+    [
+        (".spec.size", [3]),
+        (".spec.missing", []),
+        ("{.spec.size}", [3]),
+        (".status.conditions[1].type", ["Other"]),
+        (".status.conditions[*].type", ["Ready", "Other"]),
+        (".status.conditions[?(@.type=='Other')].status", ["False"]),
+        (".metadata.name", ["a"]),
+        (".spec.size.x", []),
+    ],
+)
 def test_jsonpath_values(path, values):
     assert jsonpath_values(obj("a", size=3), path) == values
 
 
-@pytest.mark.parametrize("seconds, text", [(-5, "<invalid>"), (-1, "0s"), (0, "0s"), (119, "119s"), (125, "2m5s"),
-                                           (600, "10m"), (3 * 3600, "3h"), (5 * 3600 + 60, "5h1m"), (30 * 3600, "30h"),
-                                           (3 * 86400 + 3600, "3d1h"), (100 * 86400, "100d"), (3 * 365 * 86400, "3y")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (-5, "<invalid>"),
+        (-1, "0s"),
+        (0, "0s"),
+        (119, "119s"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600, "3h"),
+        (5 * 3600 + 60, "5h1m"),
+        (30 * 3600, "30h"),
+        (3 * 86400 + 3600, "3d1h"),
+        (100 * 86400, "100d"),
+        (3 * 365 * 86400, "3y"),
+    ],
+)
 def test_human_duration_reads_as_kubectl_shows_ages(seconds, text):
     assert human_duration(seconds) == text
