@@ -133,10 +133,8 @@ def negotiate(accept: str | None) -> Form:
 
 
 def content_type(form: Form) -> str:
-    """The answer's Content-Type for ``form`` (the parameters in the real server's order)."""
-    if not form.transformed:
-        return "application/json"
-    return f"application/json;as={form.kind};v={form.version};g={META_GROUP}"
+    """The answer's Content-Type: ``application/json`` whatever the form (kube-apiserver names no form in it)."""
+    return "application/json"
 
 
 def _meta_api_version(form: Form) -> str:
