@@ -17,6 +17,8 @@
   predicates (:class:`pyinformers.controller.Change`);
 * :class:`MultiNamespaceInformer`, :class:`MultiNamespaceLister` -- several
   namespaces cached as one informer (``factory.informer(..., namespaces=[...])``);
+* :class:`Selection` -- what one informer of a factory caches (namespaces,
+  selectors, metadata only): the second half of the factory's informer keys;
 * :class:`CacheMemory` -- an informer's sampled memory estimate;
 * :class:`MutationDetector`, :class:`Mutation`, :func:`mutations`,
   :func:`clear_mutations`, :func:`mutation_scope`, :func:`detector_enabled`
@@ -47,11 +49,11 @@ if TYPE_CHECKING:
     from pyinformers.cache._delta_fifo import (
         FIFOClosedError as FIFOClosedError,
     )
+    from pyinformers.cache._factory import Selection as Selection
     from pyinformers.cache._factory import SharedInformerFactory as SharedInformerFactory
     from pyinformers.cache._informer import SharedIndexInformer as SharedIndexInformer
     from pyinformers.cache._lister import Lister as Lister
     from pyinformers.cache._lister import NamespaceLister as NamespaceLister
-    from pyinformers.cache._notification import ChangeKind as ChangeKind
     from pyinformers.cache._memory import CacheMemory as CacheMemory
     from pyinformers.cache._multi import (
         MultiNamespaceInformer as MultiNamespaceInformer,
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
     from pyinformers.cache._mutation import (
         mutations as mutations,
     )
+    from pyinformers.cache._notification import ChangeKind as ChangeKind
     from pyinformers.cache._processor import (
         HandlerRegistration as HandlerRegistration,
     )
@@ -141,6 +144,7 @@ _EXPORTS = {
     "drop_managed_fields": "pyinformers.cache._transforms",
     "chain": "pyinformers.cache._transforms",
     "CacheMemory": "pyinformers.cache._memory",
+    "Selection": "pyinformers.cache._factory",
     "MultiNamespaceInformer": "pyinformers.cache._multi",
     "MultiNamespaceLister": "pyinformers.cache._multi",
     "Mutation": "pyinformers.cache._mutation",

@@ -239,11 +239,11 @@ class MultiNamespaceInformer:
     def has_synced(self) -> bool:
         return all(i.has_synced() for i in self._informers.values())
 
-    def wait_for_sync(self, timeout: float | None = None) -> bool:
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         for informer in self._informers.values():
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not informer.wait_for_sync(remaining):
+            if not informer.wait_for_cache_sync(remaining):
                 return False
         return True
 

@@ -223,13 +223,13 @@ class ShardedInformer:
         """True once the held shards are known and every one of their caches synced."""
         return self._shards_known and all(i.has_synced() for i in self.informers().values())
 
-    def wait_for_sync(self, timeout: float | None = None) -> bool:
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             informers = self.informers()
             for informer in informers.values():
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not informer.wait_for_sync(remaining):
+                if not informer.wait_for_cache_sync(remaining):
                     return False
             if self.has_synced():
                 return True

@@ -8,26 +8,11 @@ import pytest
 
 from pyinformers.api import ResourceClient
 from pyinformers.api._metadata import is_partial_object_metadata
-from pyinformers.cache import SharedInformerFactory
 from pyinformers.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS
 from pyinformers.testing import eventually
+from tests.cache.test_factory import factory  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def factory(api_client):
-    made = []
-
-    def make(**kwargs):
-        kwargs.setdefault("metrics_registry", False)
-        f = SharedInformerFactory(api_client, **kwargs)
-        made.append(f)
-        return f
-
-    yield make
-    for f in made:
-        assert f.shutdown(timeout=5.0)
 
 
 @pytest.fixture
@@ -63,7 +48,7 @@ def names(lister, **kwargs):
 
 def synced(f):
     f.start()
-    assert all(f.wait_for_cache_sync(timeout=30).values())
+    assert f.wait_for_cache_sync(timeout=30)
 
 
 def test_a_selection_given_per_informer_overrides_the_factory_default(factory, objects):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pyinformers.api import ListWatch, ResourceClient
-from pyinformers.cache import EventHandlerFuncs, SharedIndexInformer, default_indexers
+from pyinformers.cache import ResourceEventHandlerFuncs, SharedIndexInformer, default_indexers
 from pyinformers.cache._multi import MultiNamespaceInformer
 from pyinformers.resources import CONFIGMAPS, NAMESPACES
 from pyinformers.testing import eventually
@@ -43,7 +43,7 @@ def multi(api_client, cluster):
 
 def test_the_lister_reads_each_cached_namespace_and_lists_them_together(multi):
     multi.start()
-    assert multi.wait_for_sync(10)
+    assert multi.wait_for_cache_sync(10)
     assert multi.lister.get("cm", namespace="a")["data"] == {"ns": "a"}
     assert multi.lister.namespace("b").get("cm")["data"] == {"ns": "b"}
     assert sorted(
@@ -61,7 +61,7 @@ def test_the_lister_reads_each_cached_namespace_and_lists_them_together(multi):
 
 def test_reading_a_namespace_that_is_not_cached_is_an_error_not_an_absence(multi):
     multi.start()
-    assert multi.wait_for_sync(10)
+    assert multi.wait_for_cache_sync(10)
     with pytest.raises(ValueError, match="namespace 'c' is not cached"):
         multi.lister.get("cm", namespace="c")
     with pytest.raises(ValueError, match="not cached"):
@@ -73,7 +73,7 @@ def test_reading_a_namespace_that_is_not_cached_is_an_error_not_an_absence(multi
 def test_a_handler_hears_of_every_cached_namespace_and_of_no_other(multi, cluster):
     seen = []
     registration = multi.add_event_handler(
-        EventHandlerFuncs(
+        ResourceEventHandlerFuncs(
             on_add=lambda obj, initial: seen.append(
                 ("add", obj["metadata"]["namespace"], obj["metadata"]["name"])
             ),
@@ -83,7 +83,7 @@ def test_a_handler_hears_of_every_cached_namespace_and_of_no_other(multi, cluste
         )
     )
     multi.start()
-    assert multi.wait_for_sync(10) and registration.has_synced()
+    assert multi.wait_for_cache_sync(10) and registration.has_synced()
     for ns in ("a", "b", "c"):
         cluster.patch("cm", {"data": {"changed": "yes"}}, namespace=ns)
     eventually(lambda: {("update", "a", "cm"), ("update", "b", "cm")} <= set(seen), timeout=10)
@@ -96,7 +96,7 @@ def test_it_is_synced_and_healthy_only_when_every_namespace_is(multi):
     assert not multi.has_synced()
     assert multi.health_problem().startswith("namespace a: ")
     multi.start()
-    assert multi.wait_for_sync(10)
+    assert multi.wait_for_cache_sync(10)
     assert multi.has_synced() and multi.healthy() and multi.sync_problem() == ""
     assert "a=" in multi.last_sync_resource_version() and "b=" in multi.last_sync_resource_version()
     assert "namespaces=['a', 'b']" in repr(multi)

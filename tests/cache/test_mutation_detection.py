@@ -7,7 +7,12 @@ import threading
 import pytest
 
 from pyinformers.api import ResourceClient, meta
-from pyinformers.cache import EventHandlerFuncs, SharedInformerFactory, clear_mutations, mutations
+from pyinformers.cache import (
+    ResourceEventHandlerFuncs,
+    SharedInformerFactory,
+    clear_mutations,
+    mutations,
+)
 from pyinformers.controller import Controller
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
@@ -31,7 +36,7 @@ def seeded(api_client):
 def factory(api_client):
     f = SharedInformerFactory(api_client, metrics_registry=False)
     yield f
-    assert f.shutdown(timeout=5.0)
+    assert f.stop(timeout=5.0)
 
 
 def test_a_handler_that_changes_a_cached_object_is_reported_with_the_key_and_path(
@@ -44,9 +49,9 @@ def test_a_handler_that_changes_a_cached_object_is_reported_with_the_key_and_pat
         obj["data"]["color"] = "red"  # the bug
         done.set()
 
-    informer.add_event_handler(EventHandlerFuncs(on_add=on_add))
+    informer.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
     factory.start()
-    assert informer.wait_for_sync(10) and done.wait(10)
+    assert informer.wait_for_cache_sync(10) and done.wait(10)
     eventually(lambda: cache_mutations(), timeout=10)
     [found] = cache_mutations()
     assert (found.informer, found.key, found.path) == (informer.name, "default/web", "data.color")
@@ -87,10 +92,10 @@ def test_an_unchanged_cache_reports_nothing_and_a_deep_copy_is_free_to_change(
 ):
     informer = factory.informer(CONFIGMAPS, namespace="default", mutation_detector=True)
     informer.add_event_handler(
-        EventHandlerFuncs(on_add=lambda obj, initial: meta.deep_copy(obj)["data"].clear())
+        ResourceEventHandlerFuncs(on_add=lambda obj, initial: meta.deep_copy(obj)["data"].clear())
     )
     factory.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     copy = meta.deep_copy(informer.lister.get("web", namespace="default"))
     copy["data"]["color"] = "green"
     seeded.replace(copy)
@@ -107,7 +112,7 @@ def test_a_change_no_scope_saw_is_found_when_the_object_is_replaced(
 ):
     informer = factory.informer(CONFIGMAPS, namespace="default", mutation_detector=True)
     factory.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     informer.indexer.get_by_key("default/web")["data"]["sneaky"] = "1"  # no lister, no handler
     seeded.patch("web", {"data": {"color": "green"}}, namespace="default")
     eventually(lambda: cache_mutations(), timeout=10)
@@ -118,7 +123,7 @@ def test_a_change_no_scope_saw_is_found_when_the_object_is_replaced(
 def test_without_the_detector_nothing_is_fingerprinted(factory, seeded):
     informer = factory.informer(CONFIGMAPS, namespace="default", mutation_detector=False)
     factory.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert informer.mutation_detector is None
     clear_mutations()
     informer.lister.get("web", namespace="default")["data"]["x"] = "1"

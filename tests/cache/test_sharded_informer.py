@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from pyinformers.api import ListWatch, ResourceClient
-from pyinformers.cache import EventHandlerFuncs, SharedIndexInformer
+from pyinformers.cache import ResourceEventHandlerFuncs, SharedIndexInformer
 from pyinformers.cache._sharded import SHARD_LABEL, ShardedInformer, shard_selector
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
@@ -52,13 +52,13 @@ def test_only_the_objects_of_the_held_shards_are_cached(sharded):
     informer.start()
     assert not informer.has_synced()  # the held shards are not known yet
     assert informer.set_shards({1, 3}) == ({1, 3}, set())
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert cached(informer) == ["cm-1", "cm-3", "cm-5", "cm-7"]
     assert lister.get("cm-5", namespace="default") is not None
     assert lister.get("cm-0", namespace="default") is None
     gained, lost = informer.set_shards({0, 1})
     assert (gained, lost) == ({0}, {3})
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert cached(informer) == ["cm-0", "cm-1", "cm-4", "cm-5"]
     assert informer.lister is lister  # a lister taken once keeps reading the held shards
     assert informer.moves == 4
@@ -72,10 +72,10 @@ def test_a_handler_hears_of_a_gained_shards_objects_as_adds_and_of_nothing_else(
         with lock:
             seen.append(obj["metadata"]["name"])
 
-    registration = informer.add_event_handler(EventHandlerFuncs(on_add=on_add))
+    registration = informer.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
     informer.set_shards({2})
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     eventually(lambda: sorted(seen) == ["cm-2", "cm-6"], timeout=10)
     informer.set_shards({2, 0})
     eventually(lambda: sorted(seen) == ["cm-0", "cm-2", "cm-4", "cm-6"], timeout=10)
@@ -97,6 +97,6 @@ def test_it_is_unhealthy_before_start_and_names_the_failing_shard(sharded):
     assert "not known yet" in informer.sync_problem()
     informer.set_shards({0})
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_cache_sync(10)
     assert informer.healthy() and informer.sync_problem() == ""
     assert "shards=[0]" in repr(informer)

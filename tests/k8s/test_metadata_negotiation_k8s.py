@@ -78,10 +78,7 @@ def test_one_object_as_partial_object_metadata(k8s):
     status, content_type, body = _get(
         k8s, f"/api/v1/namespaces/{k8s.namespace}/secrets/s1", ACCEPT_PARTIAL_OBJECT_METADATA
     )
-    assert (
-        status == 200
-        and content_type == "application/json"
-    )
+    assert status == 200 and content_type == "application/json"
     assert set(body) == {"kind", "apiVersion", "metadata"} and body["metadata"]["labels"] == {
         "i": "1"
     }
@@ -166,7 +163,7 @@ def test_a_metadata_only_informer_follows_the_server_on_both_list_paths(k8s):
         try:
             informer = factory.informer(SECRETS, namespace=k8s.namespace, metadata_only=True)
             factory.start()
-            assert informer.wait_for_sync(WAIT)
+            assert informer.wait_for_cache_sync(WAIT)
             assert sorted(o["metadata"]["name"] for o in informer.lister.list()) == [
                 "s0",
                 "s1",
@@ -183,7 +180,7 @@ def test_a_metadata_only_informer_follows_the_server_on_both_list_paths(k8s):
             )
             eventually(lambda: informer.lister.get("s2", namespace=k8s.namespace) is not None, WAIT)
         finally:
-            assert factory.shutdown(timeout=10)
+            assert factory.stop(timeout=10)
 
 
 def _crd(group: str) -> dict:

@@ -14,59 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyinformers.api._fields import OBJECT_FIELDS, SELECTABLE_FIELDS
 from pyinformers.testing.apiserver._status import bad_request
 
 __all__ = ["check_field_selector", "selectable"]
 
-_OBJECT_FIELDS = ("metadata.name", "metadata.namespace")
-#: the fields each built-in resource can be selected by, where they are more than its name and
-#: namespace (cluster-scoped namespaces and nodes do not take metadata.namespace at all)
-_SELECTABLE_FIELDS = {
-    "/secrets": _OBJECT_FIELDS + ("type",),
-    "/pods": _OBJECT_FIELDS
-    + (
-        "spec.nodeName",
-        "spec.restartPolicy",
-        "spec.schedulerName",
-        "spec.serviceAccountName",
-        "spec.hostNetwork",
-        "status.phase",
-        "status.podIP",
-        "status.podIPs",
-        "status.nominatedNodeName",
-    ),
-    "/services": _OBJECT_FIELDS + ("spec.clusterIP", "spec.type"),
-    "/namespaces": ("metadata.name", "status.phase"),
-    "/nodes": ("metadata.name", "spec.unschedulable"),
-    "/events": _OBJECT_FIELDS
-    + (
-        "involvedObject.kind",
-        "involvedObject.namespace",
-        "involvedObject.name",
-        "involvedObject.uid",
-        "involvedObject.apiVersion",
-        "involvedObject.resourceVersion",
-        "involvedObject.fieldPath",
-        "reason",
-        "reportingComponent",
-        "source",
-        "type",
-    ),
-    "events.k8s.io/events": _OBJECT_FIELDS
-    + (
-        "regarding.kind",
-        "regarding.name",
-        "regarding.namespace",
-        "regarding.uid",
-        "regarding.apiVersion",
-        "regarding.resourceVersion",
-        "regarding.fieldPath",
-        "reason",
-        "type",
-        "reportingController",
-    ),
-    "batch/jobs": _OBJECT_FIELDS + ("status.successful",),
-}
+# The table is the client's (an informer is refused the selectors this server would refuse).
+_OBJECT_FIELDS = OBJECT_FIELDS
+_SELECTABLE_FIELDS = SELECTABLE_FIELDS
 #: how each resource words an unsupported field (the others list what they support)
 _FIELD_ERRORS = {
     **dict.fromkeys(
