@@ -21,6 +21,12 @@ header up to three times, sleeping that long in the request, before the typed
 error reaches the caller; set ``configuration.retries = False`` to see every
 answer at once (the reflector backs off on its own clock either way).
 
+Writes are reported. Every write the server accepts is told, with the
+answer, to the listener of the calling thread's context, if any
+(:mod:`pyinformers.api._observe`): that is how a controller learns what
+its reconcile wrote, to read its own writes (one ``ContextVar`` lookup per
+write when nobody listens).
+
 Thread-safety: a :class:`ResourceClient` holds no mutable state and may be
 shared by any number of threads (the underlying urllib3 pool is thread-safe).
 A :class:`WatchStream` is iterated by one thread; ``close()`` is safe from any.
@@ -38,6 +44,7 @@ from pyinformers.api._metadata import (
     ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
     MetadataNotServed,
 )
+from pyinformers.api._observe import notify_write
 from pyinformers.api._resource import Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.api._transport import (
@@ -59,6 +66,9 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "strategic": "application/strategic-merge-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+
+#: HTTP method of a write -> the verb :func:`~pyinformers.api._observe.notify_write` reports.
+_WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 #: Extra read slack on a watch beyond its server-side ``timeoutSeconds``.
 WATCH_READ_SLACK = 60.0
@@ -219,7 +229,11 @@ class ResourceClient:
         response = send(
             self._api_client, method, path, query, timeout=self._timeout(None), **kwargs
         )
-        return read_json(response)
+        answer = read_json(response)
+        verb = _WRITE_VERBS.get(method)
+        if verb is not None:  # an accepted write: the reconcile on this thread may want to know
+            notify_write(self._resource, verb, answer)
+        return answer
 
     # -- reads -------------------------------------------------------------------------
     def list(

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["WriteListener", "notify_write", "observing_writes"]
+__all__ = ["WriteListener", "end_observing", "notify_write", "observe_writes", "observing_writes"]
 
 #: ``listener(resource, verb, answer)``: ``verb`` is ``create``, ``update``, ``patch`` or ``delete``;
 #: ``answer`` what the server returned (the stored object, or a Status for some deletes).
@@ -36,6 +36,16 @@ _LISTENER: contextvars.ContextVar[WriteListener | None] = contextvars.ContextVar
     "pyinformers_write_listener", default=None
 )
 _log = logging.getLogger("pyinformers.api")
+
+
+def observe_writes(listener: WriteListener | None) -> contextvars.Token:
+    """Start telling ``listener`` of this context's writes; pass the result to :func:`end_observing`."""
+    return _LISTENER.set(listener)
+
+
+def end_observing(token: contextvars.Token) -> None:
+    """Undo the :func:`observe_writes` that returned ``token``."""
+    _LISTENER.reset(token)
 
 
 @contextmanager

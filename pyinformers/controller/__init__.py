@@ -3,7 +3,11 @@
 * :class:`Controller` -- the base class: ``watch()`` informers in the
   constructor, implement ``reconcile(key) -> Result | None``, ``run()``.
 * :class:`Result` -- what a reconcile asks for next (done, requeue with
-  backoff, look again after a delay).
+  backoff, look again after a delay); :class:`TerminalError` -- raised when
+  retrying cannot help (logged once, counted, not retried).
+* Reading your own writes: a key whose last reconcile wrote an object is
+  held back until the cache shows that version (``read_your_writes``, on by
+  default; ``consistency_timeout`` bounds the wait).
 * Handlers (events -> keys): :class:`EnqueueForObject`,
   :class:`EnqueueForOwner`, :class:`EnqueueMapped`.
 * Predicates (``Change -> bool``): :func:`generation_changed`,
@@ -66,6 +70,7 @@ from pyinformers.controller._predicates import (
     resource_version_changed,
 )
 from pyinformers.controller._result import Result
+from pyinformers.controller._terminal import TerminalError
 
 __all__ = [
     "BoundHandler",
@@ -82,6 +87,7 @@ __all__ = [
     "OperationResult",
     "Predicate",
     "Result",
+    "TerminalError",
     "Watch",
     "Watchable",
     "all_of",

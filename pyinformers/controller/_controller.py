@@ -59,18 +59,22 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pyinformers.api._errors import Forbidden
+from pyinformers.api._observe import end_observing, observe_writes
 from pyinformers.api._permissions import UndeclaredVerb
 from pyinformers.cache import detector_enabled, mutation_scope
 from pyinformers.clock import REAL_CLOCK, Clock
+from pyinformers.controller._consistency import DEFAULT_CONSISTENCY_TIMEOUT, ConsistencyGuard
 from pyinformers.controller._handlers import EnqueueForObject, EventHandler
 from pyinformers.controller._logcontext import enter as enter_log_context
 from pyinformers.controller._logcontext import leave as leave_log_context
 from pyinformers.controller._metrics import ControllerMetrics
 from pyinformers.controller._predicates import Predicate
 from pyinformers.controller._result import Result
+from pyinformers.controller._terminal import TerminalError, brief, expected_reason
 from pyinformers.workqueue import RateLimiter, RateLimitingQueue, default_controller_rate_limiter
 
 __all__ = [
@@ -89,6 +93,10 @@ _POLL = 0.05
 #: grace period (30 s), so a stuck reconcile is abandoned with time left for the informers, the HTTP
 #: servers and the event recorder to stop before SIGKILL (docs/operations.rst, docs/deploying.rst).
 DEFAULT_SHUTDOWN_TIMEOUT = 15.0
+
+#: Default soft bound (seconds) on one reconcile: past it, a warning names the key and
+#: ``pyinformers_controller_reconcile_deadline_exceeded_total`` counts it.
+DEFAULT_RECONCILE_DEADLINE = 60.0
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -228,7 +236,16 @@ class Controller:
     many keys are reconciled concurrently. ``rate_limiter`` paces retries
     (``default_controller_rate_limiter()``: per-key exponential backoff from
     5 ms to 1000 s, under an overall 10 qps / burst 100 bucket). ``clock``
-    drives the queue and the rate limiter (tests pass a ``FakeClock``).
+    drives the queue and the rate limiter (tests pass a ``FakeClock``);
+    ``wall_clock`` (default: ``clock``) is what :meth:`now` reads, the
+    reconcile's wall-clock "now" (Go's ``r.Now()``), so a test can fake the
+    date a reconcile sees while retries back off in real time.
+    ``read_your_writes`` (on by default) holds a key back until the cache
+    shows what its last reconcile wrote, at most ``consistency_timeout``
+    seconds (see :mod:`pyinformers.controller` and docs/controllers.rst).
+    ``reconcile_deadline`` is a soft bound in seconds on one reconcile (None:
+    none): an overdue one is logged with its key and counted on ``/metrics``
+    (a thread cannot be killed: it runs on).
     ``metrics_registry`` is the Prometheus registry (the default one when
     None; ``False`` records nothing, for the queue as for the controller). ``sync_timeout`` bounds the wait for caches in :meth:`start`,
     ``shutdown_timeout`` the drain in :meth:`run`.
@@ -282,6 +299,10 @@ class Controller:
         metrics_registry: Any = None,
         sync_timeout: float = 60.0,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        wall_clock: Clock | None = None,
+        read_your_writes: bool = True,
+        consistency_timeout: float = DEFAULT_CONSISTENCY_TIMEOUT,
+        reconcile_deadline: float | None = DEFAULT_RECONCILE_DEADLINE,
     ) -> None:
         resolved = name or type(self).name or type(self).__name__.lower()
         if not isinstance(resolved, str) or not _VALID_NAME.match(resolved):
@@ -293,12 +314,19 @@ class Controller:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
         if sync_timeout <= 0 or shutdown_timeout < 0:
             raise ValueError("sync_timeout must be > 0 and shutdown_timeout >= 0")
+        if reconcile_deadline is not None and not reconcile_deadline > 0:
+            raise ValueError(
+                f"reconcile_deadline must be > 0 seconds or None, got {reconcile_deadline!r}"
+            )
         self.name = resolved
         # Under the mutation detector (tests, or PYINFORMERS_CACHE_MUTATION_DETECTOR=1), each reconcile
         # runs in a scope that blames it for cached objects it read and changed; otherwise nothing.
         self._mutation_scope = mutation_scope if detector_enabled() else None
         self.workers = workers
         self.clock: Clock = REAL_CLOCK if clock is None else clock
+        #: What :meth:`now` reads (Go's injected ``Clock``); defaults to ``clock``.
+        self.wall_clock: Clock = self.clock if wall_clock is None else wall_clock
+        self.reconcile_deadline = None if reconcile_deadline is None else float(reconcile_deadline)
         self.sync_timeout = float(sync_timeout)
         self.shutdown_timeout = float(shutdown_timeout)
         self.log = logging.getLogger(f"pyinformers.controller.{resolved}")
@@ -311,6 +339,14 @@ class Controller:
         self.metrics = ControllerMetrics(resolved, metrics_registry)
         self.metrics_registry = self.metrics.registry
         self.metrics.set_max_concurrent(workers)
+        #: The stale-read guard (None when ``read_your_writes`` is False).
+        self.consistency: ConsistencyGuard | None = (
+            ConsistencyGuard(clock=REAL_CLOCK, timeout=consistency_timeout, log=self.log)
+            if read_your_writes
+            else None
+        )
+        self.metrics.track_guard(self.consistency)
+        self.metrics.track_overdue(self._overdue_now)
         # All below guarded by _lock (reentrant: error messages call __repr__, which takes it).
         self._lock = threading.RLock()
         self._state = _State.NEW
@@ -320,6 +356,8 @@ class Controller:
         # Not under _lock: each worker writes only its own entry, and single dict
         # operations (set, pop, copy) are atomic in CPython.
         self._in_flight: dict[str, Any] = {}
+        # worker thread name -> (key, perf_counter at start, warned) of its reconcile (same rules).
+        self._started_at: dict[str, list] = {}
         # Set by stop(): workers stop taking keys, run() and start() stop waiting.
         self._stopping = threading.Event()
         # Handlers enqueue through the intake; the admission gates each reconcile (both set by the Manager).
@@ -362,6 +400,8 @@ class Controller:
                 registration = informer.add_event_handler(bound, resync_period=resync_period)
             w = Watch(informer, handler, preds, registration)
             self._watches.append(w)
+            if self.consistency is not None:
+                self.consistency.add_informer(informer)
         return w
 
     def check_watches(self) -> None:
@@ -599,11 +639,21 @@ class Controller:
         """
         queue = self.queue
         admission = self._admission
+        guard = self.consistency
         if admission is not None and not admission.enter(key):
             queue.forget(key)  # not ours (another replica's shard, or we stopped leading): drop it
             queue.done(key)
+            if guard is not None:
+                guard.forget(key)  # what we wrote for it says nothing to its next owner
             return "dropped"
         try:
+            if guard is not None:
+                delay = guard.check(key)
+                if delay is not None:  # the cache has not seen our last write yet: look again soon
+                    # In real time even under a fake clock: it waits for an informer, not for a backoff.
+                    REAL_CLOCK.call_later(delay, functools.partial(queue.add, key))
+                    queue.done(key)
+                    return "deferred"
             return self._process(key, worker)
         finally:
             if admission is not None:
@@ -617,10 +667,18 @@ class Controller:
         in_flight[worker] = key
         metrics.reconcile_started()
         started = time.perf_counter()
+        deadline = self.reconcile_deadline
+        if deadline is not None:
+            self._started_at[worker] = [key, started, False]
+            self._warn_overdue(started)
+        guard = self.consistency
         outcome = "error"
         try:
             try:
                 token = enter_log_context(self.name, key)
+                listening = observe_writes(
+                    None if guard is None else functools.partial(guard.record, key)
+                )
                 try:
                     scope = self._mutation_scope
                     if scope is None:
@@ -629,8 +687,18 @@ class Controller:
                         with scope(f"reconcile of {self.name} ({key})"):
                             result = self.reconcile(key)
                 finally:
+                    end_observing(listening)
                     leave_log_context(token)
                 outcome = self._apply(key, result)
+            except TerminalError as err:
+                # Retrying cannot fix it: say so once, count it, and wait for the next change.
+                queue.forget(key)
+                metrics.terminal_error()
+                self.log.error(
+                    "reconcile %r failed for good (not retried until the object changes): %s",
+                    key,
+                    brief(err) + (f" (caused by {brief(err.__cause__)})" if err.__cause__ else ""),
+                )
             except (Forbidden, UndeclaredVerb) as err:
                 # Retrying cannot grant a permission: say which one is missing, without a traceback.
                 queue.add_rate_limited(key)
@@ -641,19 +709,70 @@ class Controller:
                     queue.num_requeues(key),
                     " ".join(str(err).split()),
                 )
-            except Exception:
+            except Exception as err:
                 queue.add_rate_limited(key)
-                self.log.error(
-                    "reconcile %r failed (retry %d, with backoff)",
-                    key,
-                    queue.num_requeues(key),
-                    exc_info=True,
-                )
+                reason = expected_reason(err)
+                if reason is None:
+                    self.log.error(
+                        "reconcile %r failed (retry %d, with backoff)",
+                        key,
+                        queue.num_requeues(key),
+                        exc_info=True,
+                    )
+                else:  # a race every controller meets: one line, as logr prints it
+                    self.log.info(
+                        "reconcile %r: %s, retry %d with backoff: %s",
+                        key,
+                        reason,
+                        queue.num_requeues(key),
+                        brief(err),
+                    )
+                    self.log.debug("reconcile %r: %s", key, reason, exc_info=True)
         finally:
             queue.done(key)
-            metrics.reconcile_finished(outcome, time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            metrics.reconcile_finished(outcome, elapsed)
             in_flight.pop(worker, None)
+            if deadline is not None:
+                entry = self._started_at.pop(worker, None)
+                if elapsed > deadline and entry is not None and not entry[2]:
+                    self._overdue(key, elapsed)
         return outcome
+
+    # -- the soft deadline ------------------------------------------------------------
+    def _overdue(self, key: Any, elapsed: float) -> None:
+        self.metrics.deadline_exceeded()
+        self.log.warning(
+            "reconcile %r has run %.1f s, past its deadline of %g s (reconcile_deadline; "
+            "a thread cannot be stopped: it runs on)",
+            key,
+            elapsed,
+            self.reconcile_deadline,
+        )
+
+    def _warn_overdue(self, now: float) -> None:
+        """Warn once about each running reconcile past the deadline (at a reconcile's start, at a scrape)."""
+        deadline = self.reconcile_deadline
+        if deadline is None:
+            return
+        for entry in list(self._started_at.values()):
+            if not entry[2] and now - entry[1] > deadline:
+                entry[2] = True
+                self._overdue(entry[0], now - entry[1])
+
+    def _overdue_now(self) -> int:
+        """How many reconciles run past the deadline right now (warning about new ones)."""
+        deadline = self.reconcile_deadline
+        if deadline is None:
+            return 0
+        now = time.perf_counter()
+        self._warn_overdue(now)
+        return sum(1 for entry in list(self._started_at.values()) if now - entry[1] > deadline)
+
+    # -- the reconcile's clock --------------------------------------------------------
+    def now(self) -> datetime:
+        """The reconcile's wall-clock time, an aware UTC ``datetime`` (Go's ``r.Now()``), from ``wall_clock``."""
+        return datetime.fromtimestamp(self.wall_clock.time(), tz=timezone.utc)
 
     def _apply(self, key: Any, result: Any) -> str:
         queue = self.queue

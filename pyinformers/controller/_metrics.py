@@ -11,6 +11,18 @@ metric                                           type       meaning
 ``controller_runtime_reconcile_time_seconds``    histogram  how long each reconcile took (any result)
 ``controller_runtime_active_workers``            gauge      workers inside a reconcile right now
 ``controller_runtime_max_concurrent_reconciles`` gauge      the controller's worker count
+``controller_runtime_terminal_reconcile_errors`` counter    reconciles that raised ``TerminalError``
+``_total``                                                  (not retried; also counted as errors)
+``pyinformers_controller_reconcile_deadline_``   counter    reconciles that ran past
+``exceeded_total``                                          ``reconcile_deadline`` (each counted once)
+``pyinformers_controller_reconciles_over_``      gauge      reconciles running past it right now
+``deadline``
+``pyinformers_controller_stale_read_``           counter    reconciles held back because the cache had
+``deferrals_total``                                         not yet seen the key's own last write
+``pyinformers_controller_stale_read_``           counter    keys reconciled after ``consistency_timeout``
+``timeouts_total``                                          although the cache had not caught up
+``pyinformers_controller_stale_read_``           gauge      keys with writes the cache has not shown yet
+``tracked_keys``
 ===============================================  =========  =============================================
 
 The controller's work queue reports the client-go work-queue metrics
@@ -31,7 +43,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -73,6 +85,39 @@ RECONCILE_TIME_BUCKETS: tuple[float, ...] = (
     45.0,
     60.0,
 )
+#: The metrics beyond controller-runtime's five, in the order of :meth:`ControllerMetrics.extras`.
+_EXTRAS: tuple[tuple[Any, str, str], ...] = (
+    (
+        CounterMetricFamily,
+        "controller_runtime_terminal_reconcile_errors_total",
+        "Total number of terminal reconciliation errors per controller",
+    ),
+    (
+        CounterMetricFamily,
+        "pyinformers_controller_reconcile_deadline_exceeded_total",
+        "Reconciles that ran past the controller's reconcile_deadline",
+    ),
+    (
+        GaugeMetricFamily,
+        "pyinformers_controller_reconciles_over_deadline",
+        "Reconciles running past the controller's reconcile_deadline now",
+    ),
+    (
+        CounterMetricFamily,
+        "pyinformers_controller_stale_read_deferrals_total",
+        "Reconciles held back until the cache showed the key's own last write",
+    ),
+    (
+        CounterMetricFamily,
+        "pyinformers_controller_stale_read_timeouts_total",
+        "Keys reconciled after consistency_timeout although the cache had not caught up",
+    ),
+    (
+        GaugeMetricFamily,
+        "pyinformers_controller_stale_read_tracked_keys",
+        "Keys with writes the cache has not shown yet",
+    ),
+)
 _BUCKET_LABELS = tuple(repr(float(b)) for b in RECONCILE_TIME_BUCKETS) + ("+Inf",)
 
 
@@ -95,6 +140,10 @@ class ControllerMetrics:
         "_sum",
         "_active",
         "_max",
+        "_terminal",
+        "_overdue",
+        "_guard",
+        "_overdue_now",
         "__weakref__",
     )
 
@@ -108,6 +157,10 @@ class ControllerMetrics:
         self._sum = 0.0
         self._active = 0
         self._max = 0
+        self._terminal = 0
+        self._overdue = 0
+        self._guard: Any = None  # a ConsistencyGuard, read at scrape time
+        self._overdue_now: Callable[[], int] | None = None
         if self.registry is not None:
             collector_for(self.registry, _Collector).track(self)
 
@@ -125,6 +178,38 @@ class ControllerMetrics:
             self._results[index] += 1
             self._buckets[bucket] += 1
             self._sum += seconds
+
+    def terminal_error(self) -> None:
+        """A reconcile raised ``TerminalError`` (its ``error`` result is counted by :meth:`reconcile_finished`)."""
+        with self._lock:
+            self._terminal += 1
+
+    def deadline_exceeded(self) -> None:
+        """A reconcile ran past the controller's ``reconcile_deadline``."""
+        with self._lock:
+            self._overdue += 1
+
+    def track_guard(self, guard: Any) -> None:
+        """Report ``guard``'s counts (a ConsistencyGuard, or None) at each scrape."""
+        self._guard = guard
+
+    def track_overdue(self, count: Callable[[], int]) -> None:
+        """``count()`` says, at each scrape, how many reconciles run past the deadline now."""
+        self._overdue_now = count
+
+    def extras(self) -> list[float]:
+        """``[terminal, deadline exceeded, over deadline now, deferrals, timeouts, tracked keys]``."""
+        with self._lock:
+            out: list[float] = [self._terminal, self._overdue]
+        count = self._overdue_now
+        out.append(count() if count is not None else 0)
+        guard = self._guard
+        if guard is None:
+            out += [0, 0, 0]
+        else:
+            stats = guard.stats()
+            out += [stats.deferred, stats.timeouts, stats.tracked]
+        return out
 
     def set_max_concurrent(self, workers: int) -> None:
         with self._lock:
@@ -176,7 +261,7 @@ class _Collector:
                 "Maximum number of concurrent reconciles per controller",
                 labels=("controller",),
             ),
-        )
+        ) + tuple(family(name, text, labels=("controller",)) for family, name, text in _EXTRAS)
 
     def describe(self) -> Iterator[Any]:
         return iter(self._families())
@@ -186,18 +271,23 @@ class _Collector:
         merged: dict[str, list] = {}
         for metrics in controllers:
             results, buckets, total, active, maximum = metrics.snapshot()
+            extras = metrics.extras()
             acc = merged.get(metrics.name)
             if acc is None:
-                merged[metrics.name] = [results, buckets, total, active, maximum]
+                merged[metrics.name] = [results, buckets, total, active, maximum, extras]
                 continue
+            acc[5] = [a + b for a, b in zip(acc[5], extras)]
             acc[0] = [a + b for a, b in zip(acc[0], results)]
             acc[1] = [a + b for a, b in zip(acc[1], buckets)]
             acc[2] += total
             acc[3] += active
             acc[4] += maximum
-        total_f, errors_f, time_f, active_f, max_f = self._families()
+        families = self._families()
+        total_f, errors_f, time_f, active_f, max_f = families[:5]
         for name in sorted(merged):
-            results, buckets, seconds, active, maximum = merged[name]
+            results, buckets, seconds, active, maximum, extras = merged[name]
+            for family, value in zip(families[5:], extras):
+                family.add_metric([name], value)
             for result, count in zip(RESULTS, results):
                 total_f.add_metric([name, result], count)
             errors_f.add_metric([name], results[_RESULT_INDEX["error"]])
@@ -208,4 +298,4 @@ class _Collector:
             time_f.add_metric([name], buckets=cumulative, sum_value=seconds)
             active_f.add_metric([name], active)
             max_f.add_metric([name], maximum)
-        return iter((total_f, errors_f, time_f, active_f, max_f))
+        return iter(families)

@@ -472,7 +472,9 @@ class Operator:
         with ``--leader-elect``, Leases (also list, watch and delete: replicas
         watch each other's membership and collect departed members' Leases)
         in the shards' namespace with ``--shards``, TokenReviews and SubjectAccessReviews with
-        ``--metrics-secure`` and metrics on. Raises ``ValueError`` when a
+        ``--metrics-secure`` and metrics on, and ``update`` on an owner's ``finalizers``
+        subresource where the controller writes children it owns
+        (:func:`owner_finalizer_grants`). Raises ``ValueError`` when a
         controller made a client without declaring its verbs.
         """
         from kubernetes import client as k8s_client
@@ -486,7 +488,8 @@ class Operator:
             offline, namespace=options.namespace, metrics_registry=False
         )
         recorder = _OfflineRecorder() if self.event_component else None
-        self.build(factory, recorder, options)
+        built = self.build(factory, recorder, options)
+        controllers: list[Any] = list(built) if isinstance(built, (list, tuple)) else [built]
         undeclared = factory.permissions().undeclared()
         if undeclared:
             raise ValueError(
@@ -512,7 +515,9 @@ class Operator:
                     Grant("authorization.k8s.io", "subjectaccessreviews", "create"),
                 ]
             )
-        return sorted(set(factory.permissions().grants()) | set(extra.grants()))
+        declared = set(factory.permissions().grants())
+        extra.grant_all(owner_finalizer_grants(controllers, factory, declared))
+        return sorted(declared | set(extra.grants()))
 
     # -- running --------------------------------------------------------------------------
     def manager_options(self, options: argparse.Namespace) -> dict:
@@ -601,6 +606,49 @@ class Operator:
 
     def __repr__(self) -> str:
         return f"<Operator {self.name!r}>"
+
+
+def owner_finalizer_grants(controllers: Any, factory: Any, declared: set[Grant]) -> list[Grant]:
+    """``update`` on ``<owner>/finalizers`` for each owner whose children the controllers write.
+
+    :func:`~pyinformers.api.meta.set_controller_reference` sets
+    ``blockOwnerDeletion: true``, and a cluster enforcing owner-reference
+    permissions (the OwnerReferencesPermissionEnforcement admission plugin,
+    on in OpenShift and many hardened clusters) lets only who may update the
+    owner's ``finalizers`` subresource set it: without this grant the child's
+    create is refused with a 403 there. An owner is found from a watch with
+    :class:`~pyinformers.controller.EnqueueForOwner` (controller references
+    only), its resource among the factory's informers, and its children's
+    resource must be one the controller declared ``create``, ``update`` or
+    ``patch`` on.
+    """
+    from pyinformers.controller import EnqueueForOwner
+
+    writes = {
+        (g.group, g.resource, g.namespace)
+        for g in declared
+        if g.verb in ("create", "update", "patch")
+    }
+    informed = [resource for resource, _ns in factory.informers()]
+    out: list[Grant] = []
+    for controller in controllers:
+        for watch in getattr(controller, "watches", ()):
+            handler = watch.handler
+            if not isinstance(handler, EnqueueForOwner) or not handler.controller_only:
+                continue
+            child = getattr(getattr(watch.informer, "lister", None), "resource", None)
+            if child is None:
+                continue
+            for resource in informed:
+                if resource.kind != handler.owner_kind or resource.group != handler.owner_group:
+                    continue
+                for group, plural, namespace in writes:
+                    if (group, plural) == (child.group, child.plural):
+                        scope = namespace if resource.namespaced else None
+                        out.append(
+                            Grant(resource.group, f"{resource.plural}/finalizers", "update", scope)
+                        )
+    return out
 
 
 class _OfflineRecorder:

@@ -10,46 +10,17 @@ timeout and re-opened, again without a relist.
 
 from __future__ import annotations
 
-import copy
-from urllib.parse import urlsplit
-
 import pytest
 
 from pyinformers.api._client import ResourceClient
 from pyinformers.resources import CONFIGMAPS
 from pyinformers.testing import eventually
 from tests.support.informers import FAST_REFLECTOR, configmap, make_informer, versions
-from tests.support.tcp_fault_proxy import TcpFaultProxy
+from tests.support.tcp_fault_proxy import client_through
 
 pytestmark = pytest.mark.timeout(180)
 
 WAIT = 60.0  # a real control plane shares two cores with everything else
-
-
-def _through(k8s, proxy_factory):
-    """An ApiClient for ``k8s`` whose connections go through a new TcpFaultProxy; returns (client, proxy)."""
-    from kubernetes import config
-
-    kubeconfig = copy.deepcopy(k8s.kubeconfig())
-    cluster = kubeconfig["clusters"][0]["cluster"]
-    target = urlsplit(cluster["server"])
-    proxy = proxy_factory(target.hostname, target.port)
-    cluster["server"] = proxy.url(target.scheme)
-    return config.new_client_from_config_dict(kubeconfig), proxy
-
-
-@pytest.fixture
-def proxies():
-    made = []
-
-    def factory(host, port):
-        proxy = TcpFaultProxy(host, port)
-        made.append(proxy)
-        return proxy
-
-    yield factory
-    for proxy in made:
-        proxy.close()
 
 
 def _server_state(client: ResourceClient, namespace: str) -> dict[str, str]:
@@ -62,7 +33,7 @@ def test_connections_cut_with_a_reset_mid_stream_resume_the_watch_without_a_reli
     direct = ResourceClient(k8s.api_client(), CONFIGMAPS)
     for i in range(20):
         direct.create(configmap(f"cm-{i:02d}", k8s.namespace))
-    api, proxy = _through(k8s, proxies)
+    api, proxy = client_through(k8s, proxies)
     informer = make_informer(
         api, CONFIGMAPS, namespace=k8s.namespace, reflector_options=dict(FAST_REFLECTOR)
     )
@@ -97,7 +68,7 @@ def test_a_stalled_connection_is_caught_by_the_stall_timeout_and_reopened_withou
 ):
     direct = ResourceClient(k8s.api_client(), CONFIGMAPS)
     direct.create(configmap("before", k8s.namespace))
-    api, proxy = _through(k8s, proxies)
+    api, proxy = client_through(k8s, proxies)
     informer = make_informer(
         api,
         CONFIGMAPS,
@@ -139,7 +110,7 @@ def test_a_watch_request_sent_into_a_stalled_connection_gives_up_after_the_heade
     )  # a TLS handshake into the stall
     direct = ResourceClient(k8s.api_client(), CONFIGMAPS)
     direct.create(configmap("before", k8s.namespace))
-    api, proxy = _through(k8s, proxies)
+    api, proxy = client_through(k8s, proxies)
     informer = make_informer(
         api, CONFIGMAPS, namespace=k8s.namespace, reflector_options=dict(FAST_REFLECTOR)
     )

@@ -73,7 +73,8 @@ def test_the_sample_controller_needs_exactly_its_reads_writes_events_leases_and_
         },
         {
             "apiGroups": ["samplecontroller.k8s.io"],
-            "resources": ["foos/status"],
+            # blockOwnerDeletion on the Deployments it creates needs update on foos/finalizers
+            "resources": ["foos/finalizers", "foos/status"],
             "verbs": ["update"],
         },
     ]
@@ -118,6 +119,7 @@ def test_a_namespaced_manager_gets_a_role_and_no_cluster_role():
         "deployments",
         "services",
         "mydeployments",
+        "mydeployments/finalizers",
         "mydeployments/status",
         "leases",
     }

@@ -8,7 +8,13 @@ the same address). Faults act on every open connection at once:
 * :meth:`reset` closes both sides with ``SO_LINGER`` 0, so each peer gets a
   TCP RST mid-stream (a crashed node or load balancer, not a clean close);
 * :meth:`stall` stops forwarding in both directions while keeping the
-  connections open (a half-dead proxy); :meth:`resume` forwards again.
+  connections open (a half-dead proxy); :meth:`resume` forwards again;
+* :attr:`delay` (seconds, default 0) holds every byte from the server back
+  that long before the client gets it (a slow watch: an informer that
+  trails the server), requests still go out at once.
+
+:func:`client_through` builds an ``ApiClient`` for a ``k8s`` fixture whose
+connections go through a new proxy.
 
 Threading: one acceptor thread, one pump thread per direction of each
 connection; the fault methods may be called from any thread.
@@ -20,6 +26,10 @@ import select
 import socket
 import struct
 import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
 
 _CHUNK = 65536
 _POLL = 0.05
@@ -34,6 +44,8 @@ class TcpFaultProxy:
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._flowing = threading.Event()
         self._flowing.set()
+        #: Seconds each byte from the server waits before it is forwarded to the client.
+        self.delay = 0.0
         self._closed = threading.Event()
         #: Connections accepted so far (a client that reconnects adds one).
         self.accepted = 0
@@ -101,12 +113,15 @@ class TcpFaultProxy:
             with self._lock:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
-            for source, sink in ((client, upstream), (upstream, client)):
+            for source, sink, downstream in ((client, upstream, False), (upstream, client, True)):
                 threading.Thread(
-                    target=self._pump, args=(source, sink), daemon=True, name="tcp-fault-proxy-pump"
+                    target=self._pump,
+                    args=(source, sink, downstream),
+                    daemon=True,
+                    name="tcp-fault-proxy-pump",
                 ).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, downstream: bool = False) -> None:
         try:
             while not self._closed.is_set():
                 if not self._flowing.is_set():
@@ -116,9 +131,14 @@ class TcpFaultProxy:
                 if not ready:
                     continue
                 data: bytes | None = source.recv(_CHUNK)
+                received = time.monotonic()
                 if not data:
                     sink.shutdown(socket.SHUT_WR)
                     return
+                if (
+                    downstream and self.delay > 0
+                ):  # a byte is late by the delay, never by more than twice it
+                    self._closed.wait(max(0.0, received + self.delay - time.monotonic()))
                 sink.sendall(data)
         except (OSError, ValueError):  # cut by reset(), or the peer went away
             return
@@ -133,3 +153,19 @@ def _abort(sock: socket.socket) -> None:
         sock.close()
     except OSError:
         pass
+
+
+def client_through(
+    k8s: Any, proxy_factory: Callable[[str, int], TcpFaultProxy]
+) -> tuple[Any, TcpFaultProxy]:
+    """An ApiClient for ``k8s`` whose connections go through a new TcpFaultProxy; returns (client, proxy)."""
+    import copy
+
+    from kubernetes import config
+
+    kubeconfig = copy.deepcopy(k8s.kubeconfig())
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    target = urlsplit(cluster["server"])
+    proxy = proxy_factory(target.hostname, target.port)
+    cluster["server"] = proxy.url(target.scheme)
+    return config.new_client_from_config_dict(kubeconfig), proxy
