@@ -12,7 +12,6 @@ removes the ConfigMap.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from pyinformers import (
     set_controller_reference,
     split_key,
 )
+from pyinformers.manager import Operator
 from pyinformers.resources import CONFIGMAPS
 
 CRD = Path(__file__).with_name("crd.yaml")
@@ -135,22 +135,22 @@ def _get(client: Any, name: str) -> Any:
         return None
 
 
+#: The program: the operator's flags (``--kubeconfig``, ``--leader-elect``,
+#: probes and metrics; ``--help`` lists them), a Manager, SIGTERM handling.
+OPERATOR = Operator(
+    "greeter",
+    build=lambda factory, recorder, options: Greeter(factory),
+    prog="greeter.py",
+    description="Your first controller (--demo: run it on the in-process API server, show it heal).",
+    setup=lambda manager, options: install_crd(manager.api_client, CRD),
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="greeter.py", description="Your first controller.")
-    parser.add_argument(
-        "--kubeconfig", help="the cluster to run against (default: in-cluster, then ~/.kube/config)"
-    )
-    parser.add_argument(
-        "--demo", action="store_true", help="run on the in-process API server, show it heal, exit"
-    )
-    args = parser.parse_args(argv)
-    if args.demo:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--demo"]:
         return demo()
-    manager = Manager(args.kubeconfig)
-    install_crd(manager.api_client, CRD)
-    manager.add(Greeter(manager.factory))
-    manager.run()  # until Ctrl-C / SIGTERM
-    return 0
+    return OPERATOR.main(args)  # until Ctrl-C / SIGTERM
 
 
 if __name__ == "__main__":

@@ -993,10 +993,18 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def setup(self) -> None:
-        # A connection that sends nothing (a half-open one, an idle keep-alive, a client
-        # that stops mid-request) is closed after the server's idle timeout.
-        self.request.settimeout(self.server.idle_timeout)
+        # A new connection has the header timeout to send its first request's line and
+        # headers (a half-open connection that sends nothing is closed then, as the
+        # Manager's servers do); after a response, an idle keep-alive may wait for the
+        # next request up to the idle timeout (see parse_request and _dispatch).
+        self.request.settimeout(self.server.header_timeout)
         super().setup()
+
+    def _dispatch(self, method: str) -> None:
+        # Headers are in: the body, the work and the response get the idle timeout,
+        # which is also how long this connection may then wait for its next request.
+        self.request.settimeout(self.server.idle_timeout)
+        self.server.dispatcher.handle(self, method)
 
     def parse_request(self) -> bool:
         """Parse the request line and headers (HTTP/1.x only) without the email parser.
@@ -1004,6 +1012,8 @@ class _Handler(BaseHTTPRequestHandler):
         The standard library's header parsing costs more than serving most
         requests; clients of this server send plain HTTP/1.1 headers.
         """
+        # The request line arrived: the rest of the headers within the header timeout.
+        self.request.settimeout(self.server.header_timeout)
         self.command = None  # type: ignore[assignment]  # the base class's own "not parsed yet"
         self.request_version = "HTTP/1.0"
         self.close_connection = True
@@ -1049,19 +1059,19 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def do_GET(self) -> None:
-        self.server.dispatcher.handle(self, "GET")
+        self._dispatch("GET")
 
     def do_POST(self) -> None:
-        self.server.dispatcher.handle(self, "POST")
+        self._dispatch("POST")
 
     def do_PUT(self) -> None:
-        self.server.dispatcher.handle(self, "PUT")
+        self._dispatch("PUT")
 
     def do_PATCH(self) -> None:
-        self.server.dispatcher.handle(self, "PATCH")
+        self._dispatch("PATCH")
 
     def do_DELETE(self) -> None:
-        self.server.dispatcher.handle(self, "DELETE")
+        self._dispatch("DELETE")
 
 
 class HttpServer(ThreadingHTTPServer):
@@ -1078,10 +1088,17 @@ class HttpServer(ThreadingHTTPServer):
         dispatcher: Dispatcher,
         *,
         idle_timeout: float | None = 60.0,
+        header_timeout: float | None = 10.0,
         tls: tuple[str, str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.idle_timeout = idle_timeout
+        # Never longer than the idle timeout: a shorter idle bound also bounds the headers.
+        self.header_timeout = (
+            idle_timeout
+            if header_timeout is None or (idle_timeout is not None and idle_timeout < header_timeout)
+            else header_timeout
+        )
         self._ssl: ssl.SSLContext | None = None
         if tls is not None:
             self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -1110,8 +1127,8 @@ class HttpServer(ThreadingHTTPServer):
         try:
             request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._ssl is not None:
-                # The handshake happens here, on the connection's thread, within the idle timeout.
-                request.settimeout(self.idle_timeout)
+                # The handshake happens here, on the connection's thread, within the header timeout.
+                request.settimeout(self.header_timeout)
                 request = self._ssl.wrap_socket(request, server_side=True)
                 with self._conn_lock:
                     self._connections[threading.current_thread()] = request

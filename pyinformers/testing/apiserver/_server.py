@@ -57,9 +57,11 @@ class ApiServer:
     namespace holds the ``kube-root-ca.crt`` ConfigMap and the ``default``
     ServiceAccount from its creation on, as on a real cluster (off by default
     so that suites counting the objects of a namespace keep their counts).
-    ``idle_timeout`` (seconds) closes a connection that sends nothing that
-    long (half-open connections, idle keep-alives, a stalled request) and
-    cuts a watch whose client stops reading. ``tls=(certfile, keyfile)``
+    ``header_timeout`` (seconds, 10 by default, as the Manager's servers)
+    bounds how long a new connection may take to send a request's headers (a
+    TLS handshake included), so half-open connections cannot pile up;
+    ``idle_timeout`` closes a keep-alive connection idle that long between
+    requests, or a stalled request, and cuts a watch whose client stops reading. ``tls=(certfile, keyfile)``
     serves HTTPS with that certificate (the kubeconfig then trusts it; see
     :func:`pyinformers.testing.apiserver._tls.self_signed_certificate`): ``kubectl``
     sends a bearer token only over TLS.
@@ -81,6 +83,7 @@ class ApiServer:
         seed: int | None = None,
         namespace_defaults: bool = False,
         idle_timeout: float | None = 60.0,
+        header_timeout: float | None = 10.0,
         tls: tuple[str, str] | None = None,
     ) -> None:
         if bookmark_interval <= 0:
@@ -89,6 +92,9 @@ class ApiServer:
             raise ValueError("max_watch_queue must be at least 1")
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError("idle_timeout must be positive or None")
+        if header_timeout is not None and header_timeout <= 0:
+            raise ValueError("header_timeout must be positive or None")
+        self._header_timeout = header_timeout
         self._host = host
         self._requested_port = port
         self._idle_timeout = idle_timeout
@@ -144,6 +150,7 @@ class ApiServer:
                 (self._host, self._requested_port),
                 self._dispatcher,
                 idle_timeout=self._idle_timeout,
+                header_timeout=self._header_timeout,
                 tls=self._tls,
             )
             self._gc.start()

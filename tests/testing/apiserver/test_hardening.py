@@ -210,6 +210,64 @@ def test_a_half_open_connection_is_closed_after_the_idle_timeout(server):
     assert server.running
 
 
+def test_hundreds_of_half_open_connections_are_closed_after_the_header_timeout_and_others_served():
+    from pyinformers.testing import eventually
+
+    with ApiServer(header_timeout=0.5, idle_timeout=30.0) as s:
+        sockets = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(300)]
+        try:
+            # Everyone else is still served while they hang on.
+            code, _, _ = exchange(s, request("GET", "/api/v1/namespaces"))
+            assert code == 200
+            # Each is closed by the server once the header timeout passed, long before the idle one.
+            start = time.monotonic()
+            for sock in sockets:
+                assert sock.recv(1) == b""
+            assert time.monotonic() - start < 15
+            eventually(lambda: s._httpd.connection_count() == 0, timeout=20)
+        finally:
+            for sock in sockets:
+                sock.close()
+
+
+def test_an_idle_keep_alive_connection_waits_past_the_header_timeout_for_its_next_request():
+    with ApiServer(header_timeout=0.3, idle_timeout=30.0) as s:
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
+            sock.sendall(request("GET", "/api/v1/namespaces"))
+            assert _read_response(sock).startswith(b"HTTP/1.1 200")
+            _wait_without_sleeping_on_the_server(sock, 1.0)  # longer than the header timeout
+            sock.sendall(request("GET", "/api/v1/namespaces"))
+            assert _read_response(sock).startswith(b"HTTP/1.1 200")
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One whole response with a Content-Length body, read off a keep-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed mid-response"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed mid-body"
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def _wait_without_sleeping_on_the_server(sock: socket.socket, seconds: float) -> None:
+    """Let ``seconds`` pass on the wall clock while watching the socket: nothing may arrive or close."""
+    import select
+
+    readable, _, _ = select.select([sock], [], [], seconds)
+    assert not readable, "the server closed (or wrote to) an idle keep-alive connection"
+
+
 # -- every 500 leaves a traceback in the log ----------------------------------------------------------
 
 
