@@ -12,6 +12,11 @@ so that the output depends on the command line alone.
 the :class:`pyinformers.crd.CustomResource` objects in ``MODULE`` define;
 ``python -m pyinformers types FILE|-`` prints a Python module of TypedDicts for
 the CRD in ``FILE`` (see docs/custom-resources.rst).
+
+``python -m pyinformers webhooks MODULE [--url https://HOST:PORT | --service
+NS/NAME[:PORT]] [--ca-bundle FILE]`` prints the Mutating- and
+ValidatingWebhookConfiguration and the CRD conversion stanzas for the
+webhooks ``MODULE`` registers (:mod:`pyinformers.webhook`, docs/webhooks.rst).
 """
 
 from __future__ import annotations
@@ -20,25 +25,46 @@ import argparse
 import importlib
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
 
-from pyinformers.manager._operator import Operator
+from pyinformers.manager import Operator
+from pyinformers.webhook import ClientConfig, Webhooks, configurations, conversion_stanza
 
 
-def find_operator(module_name: str) -> Operator:
-    """The :class:`~pyinformers.manager._operator.Operator` named ``OPERATOR`` in ``module_name`` or its ``__main__``."""
-    candidates = [module_name, f"{module_name}.__main__"]
-    for name in candidates:
+def _candidates(module_name: str) -> Iterator[ModuleType]:
+    """``module_name``, then its ``__main__``, each that exists, imported."""
+    for name in (module_name, f"{module_name}.__main__"):
         try:
-            module = importlib.import_module(name)
+            yield importlib.import_module(name)
         except ModuleNotFoundError as err:
             if err.name not in (name, module_name):
                 raise
-            continue
+
+
+def find_operator(module_name: str) -> Operator:
+    """The :class:`~pyinformers.manager.Operator` named ``OPERATOR`` in ``module_name`` or its ``__main__``."""
+    for module in _candidates(module_name):
         operator = getattr(module, "OPERATOR", None)
         if isinstance(operator, Operator):
             return operator
-    raise SystemExit(f"pyinformers: no Operator named OPERATOR in {' or '.join(candidates)}")
+    raise SystemExit(
+        f"pyinformers: no Operator named OPERATOR in {module_name} or {module_name}.__main__"
+    )
+
+
+def find_webhooks(module_name: str) -> Webhooks:
+    """The ``WEBHOOKS`` (or ``OPERATOR.webhooks``) of ``module_name`` or its ``__main__``."""
+    for module in _candidates(module_name):
+        operator = getattr(module, "OPERATOR", None)
+        for found in (getattr(module, "WEBHOOKS", None), getattr(operator, "webhooks", None)):
+            if isinstance(found, Webhooks):
+                return found
+    raise SystemExit(
+        "pyinformers: no Webhooks named WEBHOOKS (nor an OPERATOR with webhooks) in "
+        f"{module_name} or {module_name}.__main__"
+    )
 
 
 def rbac(argv: Sequence[str]) -> str:
@@ -100,13 +126,65 @@ def types(argv: Sequence[str]) -> str:
     return types_command(argv)
 
 
+def webhooks(argv: Sequence[str]) -> str:
+    """The YAML for ``MODULE [--url https://HOST:PORT | --service NS/NAME[:PORT]] [--ca-bundle FILE]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pyinformers webhooks",
+        description="Print the Mutating/ValidatingWebhookConfiguration and CRD conversion stanzas for the "
+        "webhooks MODULE registers (stable, for checking in).",
+    )
+    parser.add_argument(
+        "module", help="module (or package with __main__) defining WEBHOOKS or OPERATOR"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--url", metavar="https://HOST:PORT", help="reach the webhook server at this URL"
+    )
+    where.add_argument(
+        "--service",
+        metavar="NS/NAME[:PORT]",
+        help="reach it through this Service (the default: NAME is the registry's, namespace default)",
+    )
+    parser.add_argument(
+        "--ca-bundle",
+        metavar="FILE",
+        help="PEM file of the CA that signed the server's certificate",
+    )
+    args = parser.parse_args(list(argv))
+    registry = find_webhooks(args.module)
+    ca: bytes | None = None
+    if args.ca_bundle:
+        try:
+            ca = Path(args.ca_bundle).read_bytes()
+        except OSError as err:
+            parser.error(f"--ca-bundle: cannot read {args.ca_bundle}: {err.strerror or err}")
+        if b"-----BEGIN CERTIFICATE-----" not in ca:
+            parser.error(f"--ca-bundle: {args.ca_bundle} holds no PEM certificate")
+    try:
+        if args.url:
+            client = ClientConfig(url=args.url, ca_bundle=ca)
+        else:
+            client = ClientConfig.parse_service(args.service or f"default/{registry.name}", ca)
+    except ValueError as err:
+        parser.error(str(err))
+    command = " ".join(["python -m pyinformers webhooks", *map(shlex.quote, argv)])
+    from pyinformers import rbac as rbac_yaml  # its YAML dump serves both commands
+
+    documents = configurations(registry, client) + conversion_stanza(registry, client)
+    return rbac_yaml.dump(
+        documents, header=f"Generated by: {command}\nDo not edit: regenerate with that command."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"rbac": rbac, "crd": crd, "types": types}
+    commands = {"rbac": rbac, "crd": crd, "types": types, "webhooks": webhooks}
     usage = (
         "usage: python -m pyinformers rbac MODULE [--service-account NS:NAME] [operator flags]\n"
         "       python -m pyinformers crd MODULE[:NAME]\n"
-        "       python -m pyinformers types FILE|- [--kind KIND]"
+        "       python -m pyinformers types FILE|- [--kind KIND]\n"
+        "       python -m pyinformers webhooks MODULE [--url https://HOST:PORT | --service NS/NAME[:PORT]] "
+        "[--ca-bundle FILE]"
     )
     if argv[:1] in (["-h"], ["--help"]):
         print(
@@ -114,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n\nrbac: print the RBAC the operator in MODULE needs (python -m pyinformers rbac --help)"
             + "\ncrd: print the CRDs the CustomResources in MODULE define"
             + "\ntypes: print a module of TypedDicts for the CRD in FILE"
+            + "\nwebhooks: print the webhook configurations of MODULE's handlers"
         )
         return 0
     if not argv or argv[0] not in commands:

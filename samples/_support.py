@@ -26,6 +26,7 @@ def sample_operator(
     crd_path: str | os.PathLike[str],
     component: str,
     build: Callable[[Any, Any, Any], Any],
+    webhooks: Any = None,
 ) -> Any:
     """A sample's :class:`~pyinformers.manager.Operator`: the library's flags plus ``--install-crd``.
 
@@ -55,4 +56,5 @@ def sample_operator(
         prog=prog,
         add_arguments=add_arguments,
         setup=setup,
+        webhooks=webhooks,
     )

@@ -10,9 +10,12 @@
   (:class:`LeaderElectionConfig`) or key sharding (:class:`ShardingConfig`)
   across replicas (docs/ha.rst); :class:`TLSFiles` and
   :class:`ApiServerAuth` secure its ``/metrics``.
+* :class:`WebhookServer` -- admission and conversion webhooks
+  (:mod:`pyinformers.webhook`) over HTTPS; the Manager runs one with
+  ``webhooks=`` (docs/webhooks.rst).
 
 Layering: imports ``clock``, ``api``, ``cache``, ``workqueue``,
-``leaderelection``, ``record`` and ``controller``; never ``testing``. The
+``leaderelection``, ``record``, ``controller`` and ``webhook``; never ``testing``. The
 modules of this package are internal: import from ``pyinformers.manager``.
 """
 
@@ -34,6 +37,7 @@ from pyinformers.manager._operator import (
 )
 from pyinformers.manager._probes import TLSFiles
 from pyinformers.manager._sharding import ShardingConfig
+from pyinformers.manager._webhooks import WebhookServer
 
 __all__ = [
     "ANY_PORT",
@@ -51,6 +55,7 @@ __all__ = [
     "Operator",
     "ShardingConfig",
     "TLSFiles",
+    "WebhookServer",
     "configure_logging",
     "parse_bind_address",
 ]

@@ -101,6 +101,7 @@ from pyinformers.manager._probes import ANY_PORT, Guard, TLSFiles
 from pyinformers.manager._servers import EndpointServers, validate_port
 from pyinformers.manager._sharding import ShardAdmission, ShardingConfig, requeue_shards
 from pyinformers.manager._signals import install_shutdown_handlers
+from pyinformers.manager._webhooks import WebhookServer
 from pyinformers.resources import LEASES
 
 __all__ = ["ANY_PORT", "ConfigurationError", "Manager"]
@@ -127,6 +128,7 @@ _JOIN_SLACK = (
 )
 _INFORMERS_STOP = 5.0  # bound on stopping the informers in stop()
 _SERVER_STOP = 2.0  # bound on stopping one HTTP server in stop()
+_WEBHOOK_STOP = 5.0  # bound on the webhook server's stop: reviews in flight get to finish
 
 
 class Manager:
@@ -188,6 +190,13 @@ class Manager:
         the default, as controller-runtime's: the server's Priority and
         Fairness is the better guard (see :mod:`pyinformers.api._throttle`).
     :param kube_api_burst: the throttle's burst (default: 1.5 x the QPS, at least 1).
+    :param webhooks: a :class:`~pyinformers.webhook.Webhooks` (or several)
+        to serve with a :class:`~pyinformers.manager.WebhookServer` on every
+        replica, leader or not (docs/webhooks.rst).
+    :param webhook_port: its port (default a free one, as for the other servers;
+        the operator's ``--webhook-bind-address`` says ``:9443``; 0 turns it off).
+    :param webhook_host: its interface (default ``bind_address``).
+    :param webhook_tls: its certificate and key files (required with webhooks).
 
     Raises :class:`ConfigurationError` when no usable configuration is found.
     """
@@ -220,8 +229,26 @@ class Manager:
         sharding: ShardingConfig | None = None,
         kube_api_qps: float | None = None,
         kube_api_burst: int | None = None,
+        webhooks: Any = None,
+        webhook_port: int = ANY_PORT,
+        webhook_host: str | None = None,
+        webhook_tls: TLSFiles | None = None,
     ) -> None:
         validate_port("metrics_port", metrics_port)
+        validate_port("webhook_port", webhook_port)
+        #: The webhook server (None without webhooks or with webhook_port 0); started by start().
+        self.webhook_server: WebhookServer | None = None
+        if webhooks is not None and webhook_port:
+            if webhook_tls is None:
+                raise ValueError(
+                    "webhooks need webhook_tls (a certificate and key): the API server calls them over HTTPS"
+                )
+            self.webhook_server = WebhookServer(
+                webhooks,
+                bind_address if webhook_host is None else webhook_host,
+                webhook_port,
+                tls=webhook_tls,
+            )
         election = election_config(
             leader_election,
             lease_name=leader_election_id,
@@ -388,6 +415,10 @@ class Manager:
         checks = _ready_checks(
             self.factory.informers(), controllers, stopping=self._stop_requested.is_set()
         )
+        server = self.webhook_server
+        if server is not None:
+            detail = "" if server.serving else "the webhook server is not serving"
+            checks.append(("webhook", server.serving, detail))
         if standby:
             leader = elector.leader if elector is not None else ""
             checks.append(("leader election", True, f"standby (leader: {leader or 'none yet'})"))
@@ -404,6 +435,12 @@ class Manager:
         """Where ``/healthz`` and ``/readyz`` are served, or None when off or not started."""
         server = self._endpoints.health_server
         return server.address if server else None
+
+    @property
+    def webhook_address(self) -> tuple[str, int] | None:
+        """Where the webhook server serves (host, port), or None when off or not started."""
+        server = self.webhook_server
+        return server.address if server is not None else None
 
     @property
     def stop_budget(self) -> float:
@@ -424,7 +461,8 @@ class Manager:
         # With leader election the elector's stop (drain, then release the Lease) and the drain's own
         # join each get a slack second past the drain deadline.
         slack = _JOIN_SLACK * (2 if self.leader_election else 1)
-        return self.shutdown_timeout + slack + _INFORMERS_STOP + _SERVER_STOP * servers
+        webhook = _WEBHOOK_STOP if self.webhook_server is not None else 0.0
+        return self.shutdown_timeout + slack + _INFORMERS_STOP + _SERVER_STOP * servers + webhook
 
     # -- running --------------------------------------------------------------------------
     def start(self) -> None:
@@ -443,6 +481,7 @@ class Manager:
             controllers = list(self._controllers)
         try:
             self._endpoints.start()
+            self._start_webhooks()
             if self._check_server:
                 check_server(self.api_client)
             if self._tune_gc:
@@ -466,6 +505,17 @@ class Manager:
         except BaseException:
             self.stop(timeout=5.0)
             raise
+
+    def _start_webhooks(self) -> None:
+        server = self.webhook_server
+        if server is None or self._stop_requested.is_set():
+            return
+        try:
+            server.start()
+        except (OSError, ValueError) as err:
+            raise ConfigurationError(
+                f"cannot serve the webhooks on {server.host}:{server.port}: {one_line(err)}"
+            ) from None
 
     def _start_controllers(self, controllers: list[Controller]) -> None:
         for controller in controllers:
@@ -676,6 +726,8 @@ class Manager:
             log.exception("stopping the informers failed")
             clean = False
         clean = self._endpoints.stop(timeout=_SERVER_STOP) and clean
+        if self.webhook_server is not None:  # last: the API server calls it until the very end
+            clean = self.webhook_server.stop(timeout=_WEBHOOK_STOP) and clean
         if self._gc_threshold_before is not None:
             gc_policy.restore(self._gc_threshold_before)
             self._gc_threshold_before = None
@@ -757,6 +809,8 @@ class Manager:
             parts.append("metrics on http://{}:{}/metrics".format(*self.metrics_address[:2]))
         if self.health_address:
             parts.append("probes on http://{}:{}/healthz".format(*self.health_address[:2]))
+        if self.webhook_address:
+            parts.append("webhooks on https://{}:{}".format(*self.webhook_address[:2]))
         return ", ".join(parts)
 
     def __repr__(self) -> str:

@@ -162,6 +162,11 @@ class Flag:
         return self.name.replace("-", "_")
 
 
+#: controller-runtime's webhook port and certificate directory (where cert-manager's Secret is mounted).
+DEFAULT_WEBHOOK_BIND_ADDRESS = ":9443"
+DEFAULT_WEBHOOK_CERT_FILE = "/tmp/k8s-webhook-server/serving-certs/tls.crt"
+DEFAULT_WEBHOOK_KEY_FILE = "/tmp/k8s-webhook-server/serving-certs/tls.key"
+
 #: The flags of every operator, in ``--help`` order.
 FLAGS: tuple[Flag, ...] = (
     Flag(
@@ -221,6 +226,25 @@ FLAGS: tuple[Flag, ...] = (
         metavar="PATH",
     ),
     Flag("metrics-key-file", "PEM private key for --metrics-cert-file", metavar="PATH"),
+    Flag(
+        "webhook-bind-address",
+        "host:port of the webhook server (operators with webhooks; HTTPS); 0 turns it off",
+        DEFAULT_WEBHOOK_BIND_ADDRESS,
+        _bind_address,
+        metavar="ADDR",
+    ),
+    Flag(
+        "webhook-cert-file",
+        "PEM certificate of the webhook server (reloaded when it changes)",
+        DEFAULT_WEBHOOK_CERT_FILE,
+        metavar="PATH",
+    ),
+    Flag(
+        "webhook-key-file",
+        "PEM private key for --webhook-cert-file",
+        DEFAULT_WEBHOOK_KEY_FILE,
+        metavar="PATH",
+    ),
     Flag(
         "health-probe-bind-address",
         "host:port of /healthz and /readyz (plain HTTP for the kubelet); 0 turns them off",
@@ -409,6 +433,10 @@ class Operator:
     :param add_arguments: ``fn(parser)`` adds operator-specific flags.
     :param setup: ``fn(manager, options)`` runs after the Manager is made and
         before controllers are built (e.g. install a CRD).
+    :param webhooks: a :class:`~pyinformers.webhook.Webhooks` the Manager
+        serves (``--webhook-bind-address``, ``--webhook-cert-file``,
+        ``--webhook-key-file``); ``python -m pyinformers webhooks`` prints
+        its configurations.
     """
 
     def __init__(
@@ -421,8 +449,10 @@ class Operator:
         prog: str | None = None,
         add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
         setup: Callable[[Any, argparse.Namespace], None] | None = None,
+        webhooks: Any = None,
     ) -> None:
         self.name = name
+        self.webhooks = webhooks
         self.build = build
         self.event_component = event_component
         self.description = description
@@ -543,6 +573,14 @@ class Operator:
         }
         if options.metrics_cert_file:
             kwargs["metrics_tls"] = TLSFiles(options.metrics_cert_file, options.metrics_key_file)
+        webhook = options.webhook_bind_address
+        if self.webhooks is not None and webhook:
+            kwargs.update(
+                webhooks=self.webhooks,
+                webhook_host=webhook[0],
+                webhook_port=webhook[1],
+                webhook_tls=TLSFiles(options.webhook_cert_file, options.webhook_key_file),
+            )
         if options.shutdown_timeout is not None:
             kwargs["shutdown_timeout"] = options.shutdown_timeout
         if options.kube_api_qps:

@@ -24,6 +24,10 @@ The servers, each a package of its own, loaded only when used:
 Pytest fixtures live in :mod:`pyinformers.testing.pytest_plugin` (``api_server``,
 ``kubeconfig``, ``api_client``, ``k8s``). See docs/testing.rst. The library
 never imports this package.
+
+Webhooks: :func:`install_webhooks` serves a
+:class:`~pyinformers.webhook.Webhooks` from the test process and configures
+either server to call it (envtest's WebhookInstallOptions; docs/webhooks.rst).
 """
 
 from pyinformers._exports import lazy_face, publish
@@ -41,6 +45,8 @@ _LAZY = {
     "MissingBinaries": "pyinformers.testing.envtest",
     "Cluster": "pyinformers.testing._clusters",
     "DeploymentSimulator": "pyinformers.testing._simulator",
+    "InstalledWebhooks": "pyinformers.testing._webhook_install",
+    "install_webhooks": "pyinformers.testing._webhook_install",
 }
 
 __all__ = [
@@ -54,11 +60,13 @@ __all__ = [
     "FakeInformer",
     "FakeListerWatcher",
     "Faults",
+    "InstalledWebhooks",
     "MissingBinaries",
     "RequestRecord",
     "ScriptedListerWatcher",
     "ScriptedWatch",
     "eventually",
+    "install_webhooks",
 ]
 
 publish(globals(), __all__)

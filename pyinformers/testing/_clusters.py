@@ -73,6 +73,7 @@ class Cluster:
         self._workdir = workdir
         self._clients: list[Any] = []
         self._simulators: list[Any] = []
+        self._webhooks: list[Any] = []
 
     def __repr__(self) -> str:
         return f"<Cluster {self.kind} {self.url} namespace={self.namespace}>"
@@ -183,6 +184,37 @@ class Cluster:
         self._simulators.append(simulator)
         return simulator.start()
 
+    def install_webhooks(
+        self,
+        webhooks: Any,
+        *,
+        url: str | None = None,
+        ca_bundle: bytes | None = None,
+        ready_timeout: float = 30.0,
+    ) -> Any:
+        """Serve a :class:`~pyinformers.webhook.Webhooks` from this process and make the server call it.
+
+        See :func:`pyinformers.testing.install_webhooks` (envtest's
+        WebhookInstallOptions): a generated CA, a webhook server on a free
+        loopback port, the configurations restricted to this test's
+        namespace. Returns an :class:`~pyinformers.testing.InstalledWebhooks`
+        (a context manager); what is still installed when the test ends is
+        uninstalled then.
+        """
+        from pyinformers.testing._webhook_install import install_webhooks
+
+        installed = install_webhooks(
+            self.api_client(),
+            webhooks,
+            self._workdir,
+            namespace=self.namespace,
+            url=url,
+            ca_bundle=ca_bundle,
+            ready_timeout=ready_timeout,
+        )
+        self._webhooks.append(installed)
+        return installed
+
     # -- set-up and tear-down (the fixture's) -----------------------------------------------
 
     def create_namespace(self) -> None:
@@ -215,6 +247,8 @@ class Cluster:
         """Stop simulators, close clients; on a real server delete the namespace (without waiting)."""
         for simulator in self._simulators:
             simulator.stop()
+        for installed in self._webhooks:
+            installed.uninstall()
         for client in self._clients:
             client.close()
         if self.real:

@@ -4,7 +4,9 @@ The Go sample's ``main.go``: build a client from a kubeconfig (or the
 in-cluster config), start the informers, run the controller with two workers
 until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.manager`,
 ``--help`` lists them); ``OPERATOR`` is also what ``python -m pyinformers rbac
-samples.sample_controller`` reads to print the controller's RBAC.
+samples.sample_controller`` reads to print the controller's RBAC, and
+``python -m pyinformers webhooks samples.sample_controller`` its webhook
+configurations (the defaulting and validating webhooks of ``webhooks.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 
 from samples._support import sample_operator
 from samples.sample_controller.controller import ARTIFACTS, CONTROLLER_AGENT_NAME, FooController
+from samples.sample_controller.webhooks import WEBHOOKS
 
 OPERATOR = sample_operator(
     "sample-controller",
@@ -24,6 +27,7 @@ OPERATOR = sample_operator(
     build=lambda factory, recorder, options: FooController(
         factory, recorder, workers=options.workers
     ),
+    webhooks=WEBHOOKS,
 )
 
 

@@ -789,12 +789,15 @@ def test_the_operator_process_runs_with_the_deployments_own_args_under_its_servi
         check=True,
         capture_output=True,
     )
-    metrics_port, health_port = _free_port(), _free_port()
+    metrics_port, health_port, webhook_port = _free_port(), _free_port(), _free_port()
     local = {
         "--metrics-bind-address": f"127.0.0.1:{metrics_port}",
         "--health-probe-bind-address": f"127.0.0.1:{health_port}",
         "--metrics-cert-file": str(cert),
         "--metrics-key-file": str(key),
+        "--webhook-bind-address": f"127.0.0.1:{webhook_port}",
+        "--webhook-cert-file": str(cert),
+        "--webhook-key-file": str(key),
     }
     args = [
         f"{a.split('=')[0]}={local[a.split('=')[0]]}" if a.split("=")[0] in local else a

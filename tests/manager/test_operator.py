@@ -57,6 +57,9 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
         "PYINFORMERS_SHARDING_NAMESPACE": "shards",
         "PYINFORMERS_KUBE_API_QPS": "20",
         "PYINFORMERS_KUBE_API_BURST": "30",
+        "PYINFORMERS_WEBHOOK_BIND_ADDRESS": "127.0.0.1:9443",
+        "PYINFORMERS_WEBHOOK_CERT_FILE": "/w.crt",
+        "PYINFORMERS_WEBHOOK_KEY_FILE": "/w.key",
     }
     assert {f.env for f in FLAGS} == set(environ)
     o = _operator().parse([], environ=environ)
@@ -71,6 +74,8 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
     assert o.health_probe_bind_address is None and (o.shards, o.sharding_namespace) == (0, "shards")
     assert (o.workers, o.shutdown_timeout, o.log_level, o.log_format) == (4, 7.5, "debug", "json")
     assert (o.kube_api_qps, o.kube_api_burst) == (20.0, 30)
+    webhook = (o.webhook_bind_address, o.webhook_cert_file, o.webhook_key_file)
+    assert webhook == (("127.0.0.1", 9443), "/w.crt", "/w.key")
     o = _operator().parse(
         ["--namespace", "other", "--leader-elect=false", "--log-format", "text"], environ=environ
     )

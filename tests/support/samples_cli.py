@@ -49,6 +49,8 @@ def run_operator_until_it_acts(
             "0",
             "--health-probe-bind-address",
             "0",
+            "--webhook-bind-address",
+            "0",
         ],
         cwd=REPOSITORY,
         stdout=subprocess.PIPE,

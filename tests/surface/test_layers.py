@@ -60,6 +60,8 @@ ALLOWED: dict[str, set[str]] = {
     "crd": {"_exports", "api", "k8s"},
     # RBAC rendering of the operator's declarations.
     "rbac": {"_locking", "api"},
+    # Admission and conversion handlers, their reviews and configurations (served by manager).
+    "webhook": {"_exports", "_locking", "clock", "api", "resources"},
     # The process runtime: Manager, Operator (flags), probes, leader election and sharding admission.
     "manager": {
         "_exports",
@@ -75,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
         "record",
         "controller",
         "rbac",
+        "webhook",
     },
     "testing": {
         "_exports",
@@ -90,10 +93,11 @@ ALLOWED: dict[str, set[str]] = {
         "record",
         "leaderelection",
         "manager",
+        "webhook",
     },
     # Deprecated alias of pyinformers.manager's entry point (one release).
     "cli": {"_exports", "manager"},
-    "__main__": {"_locking", "api", "manager", "rbac", "crd"},
+    "__main__": {"_locking", "api", "manager", "rbac", "crd", "webhook"},
     "__init__": {
         "_exports",
         "_locking",

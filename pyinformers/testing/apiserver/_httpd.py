@@ -683,7 +683,13 @@ class Dispatcher:
         if verb == "create":
             document = decode_body(body, content_type, rt.kind)
             return 201, rest.create(
-                rt, ns, document, dry_run=dry_run, field_validation=validation, warnings=warnings
+                rt,
+                ns,
+                document,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
+                user=user.name,
             )
         if verb == "update":
             document = decode_body(body, content_type, rt.kind)
@@ -696,6 +702,7 @@ class Dispatcher:
                 dry_run=dry_run,
                 field_validation=validation,
                 warnings=warnings,
+                user=user.name,
             )
         if verb == "patch":
             return 200, rest.patch(
@@ -708,11 +715,14 @@ class Dispatcher:
                 dry_run=dry_run,
                 field_validation=validation,
                 warnings=warnings,
+                user=user.name,
             )
         if verb in ("delete", "deletecollection"):
             options = self._delete_options(body, query)
             if verb == "delete":
-                return rest.delete(rt, ns, name, options, dry_run=dry_run)
+                return rest.delete(
+                    rt, ns, name, options, dry_run=dry_run, user=user.name, warnings=warnings
+                )
             selectors = {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
             return 200, rest.delete_collection(rt, ns, parse_list_options(selectors), options)
         raise method_not_allowed()

@@ -251,6 +251,22 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ),
     _rt("batch", "v1", "jobs", "Job", status=True, generation=True, all_category=True),
     _rt("coordination.k8s.io", "v1", "leases", "Lease"),
+    _rt(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        namespaced=False,
+        generation=True,
+    ),
+    _rt(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+        generation=True,
+    ),
     _rt("events.k8s.io", "v1", "events", "Event", short=("ev",)),
     _rt(
         "apiextensions.k8s.io",

@@ -109,6 +109,12 @@ from pyinformers.testing.apiserver._status import (
 from pyinformers.testing.apiserver._storage import Store
 from pyinformers.testing.apiserver._validation import check_body, normalize_times, validate_object
 from pyinformers.testing.apiserver._watch import Watcher, WatchHub
+from pyinformers.testing.apiserver._webhooks import (
+    MUTATING_KEY,
+    VALIDATING_KEY,
+    Attributes,
+    WebhookDispatcher,
+)
 
 __all__ = ["RestApi", "FOREGROUND_FINALIZER", "NAMESPACE_FINALIZER", "ORPHAN_FINALIZER"]
 
@@ -143,6 +149,11 @@ class RestApi:
         self.namespace_defaults = namespace_defaults
         self._random = random.Random()
         self._random_lock = threading.Lock()
+        self.webhooks = WebhookDispatcher(
+            store.objects,
+            lambda name: store.get("/namespaces", "", name),
+            lambda name: store.get(CRD_STORAGE_KEY, "", name),
+        )
 
     def __repr__(self) -> str:
         return f"<RestApi {self.store!r}>"
@@ -199,13 +210,87 @@ class RestApi:
         return obj
 
     def _out(self, rt: ResourceType, obj: dict) -> dict:
-        """The object as seen through ``rt``'s version; a custom resource with its schema's defaults, as read from storage."""
+        """The object as seen through ``rt``'s version: converted by the CRD's webhook when it has one,
+        then, for a custom resource, with its schema's defaults, as read from storage."""
+        if obj.get("apiVersion") != rt.api_version:
+            if rt.crd_name and self.webhooks.converts(rt.crd_name):
+                obj = self.webhooks.convert(rt.crd_name, [obj], rt.api_version)[0]
+            else:
+                obj = dict(obj, apiVersion=rt.api_version)
         if rt.is_custom:
             crd = self.store.get(CRD_STORAGE_KEY, "", rt.crd_name or "")
             obj = read_defaults(schema_for(crd, rt.version), obj)
-        if obj.get("apiVersion") != rt.api_version:
-            return dict(obj, apiVersion=rt.api_version)
         return obj
+
+    def _out_many(self, rt: ResourceType, objects: builtins.list[dict]) -> builtins.list[dict]:
+        """Objects as seen through ``rt``'s version; one conversion review for all that need one."""
+        if rt.crd_name and self.webhooks.converts(rt.crd_name):
+            objects = self.webhooks.convert(rt.crd_name, objects, rt.api_version)
+        return [self._out(rt, o) for o in objects]
+
+    def _to_storage(self, rt: ResourceType, obj: dict) -> dict:
+        """A custom resource converted by its CRD's webhook to the storage version (else unchanged)."""
+        if not rt.crd_name or not self.webhooks.converts(rt.crd_name):
+            return obj
+        version = self.webhooks.storage_version(rt.crd_name)
+        if version is None or version == rt.version:
+            return obj
+        return self.webhooks.convert(rt.crd_name, [obj], f"{rt.group}/{version}")[0]
+
+    # -- admission ----------------------------------------------------------------------------
+
+    def _attributes(
+        self,
+        rt: ResourceType,
+        operation: str,
+        ns: str,
+        name: str,
+        subresource: str | None,
+        dry_run: bool,
+        user: str | None,
+        warnings: builtins.list | None,
+        options: dict | None = None,
+    ) -> Attributes | None:
+        """The admission attributes of a write, or None when no webhook could apply (none configured,
+        or a webhook configuration itself, which the real server never sends to webhooks)."""
+        if rt.storage_key in (MUTATING_KEY, VALIDATING_KEY) or not self.webhooks.active():
+            return None
+        return Attributes(
+            rt.group,
+            rt.version,
+            rt.plural,
+            rt.kind,
+            rt.namespaced,
+            operation,
+            ns,
+            name,
+            subresource or "",
+            user=user or "admin",
+            dry_run=dry_run,
+            options=options,
+            warnings=warnings if warnings is not None else [],
+        )
+
+    def _unlocked(self, call: Callable[[], Any]) -> Any:
+        """Run ``call`` (a webhook) with the store lock released once, so the webhook may call this server."""
+        self.store.lock.release()
+        try:
+            return call()
+        finally:
+            self.store.lock.acquire()
+
+    def _still(self, rt: ResourceType, ns: str, name: str, old: dict) -> None:
+        """Conflict unless the stored object is still ``old`` (it may change while a webhook runs)."""
+        current = self.store.get(rt.storage_key, ns, name)
+        if current is None or current["metadata"].get("resourceVersion") != old["metadata"].get(
+            "resourceVersion"
+        ):
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )
 
     def _generate_name(self, rt: ResourceType, namespace: str, prefix: str) -> str:
         if not isinstance(prefix, str):
@@ -234,6 +319,7 @@ class RestApi:
         dry_run: bool = False,
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
+        user: str | None = None,
     ) -> dict:
         """Create an object from ``body`` (which is consumed: completed and stored as is); returns it.
 
@@ -254,6 +340,17 @@ class RestApi:
                 obj[
                     "status"
                 ] = {}  # built-in kinds always carry a status, empty until a controller writes it
+        attrs = self._attributes(
+            rt, "CREATE", ns, str(meta.get("name") or ""), None, dry_run, user, warnings
+        )
+        if (
+            attrs is not None
+        ):  # mutating webhooks see the decoded, defaulted object, before name generation
+            normalize_times(rt, obj)
+            apply_defaults(rt, obj)
+            obj = self.webhooks.mutate(attrs, obj, None) or obj
+            obj = check_body(self.registry, rt, obj, ns, None)
+            meta = obj["metadata"]
         with self.store.lock:
             self._require_namespace(rt, ns, for_create=True, name=str(meta.get("name") or ""))
             if not meta.get("name") and meta.get("generateName"):
@@ -272,9 +369,15 @@ class RestApi:
             meta["creationTimestamp"] = self._timestamp()
             if rt.has_generation:
                 meta["generation"] = 1
+            if attrs is not None:
+                attrs.name = name
+                self._unlocked(lambda: self.webhooks.validate(attrs, obj, None))
+                if self.store.get(rt.storage_key, ns, name) is not None:
+                    raise already_exists(rt.plural, rt.group, name)
             if dry_run:
                 return self._out(rt, obj)
             defaults_on_create(self.registry, rt, obj, self._timestamp())
+            obj = self._to_storage(rt, obj)
             stored = self.store.put(rt.storage_key, ns, name, obj)
             if rt.storage_key == "/namespaces" and self.namespace_defaults:
                 self._populate_namespace(name)
@@ -420,7 +523,7 @@ class RestApi:
         if rt.is_custom:
             # Custom resource lists keep each item's kind and apiVersion and always say continue.
             metadata.setdefault("continue", "")
-            items = [self._out(rt, o) for o in objects]
+            items = self._out_many(rt, objects)
         else:
             # Built-in lists carry kind and apiVersion once, on the list, not on the items.
             items = [
@@ -476,6 +579,9 @@ class RestApi:
             field_selector=options.field_selector,
             max_queue=max_queue,
         )
+        if rt.crd_name and self.webhooks.converts(rt.crd_name):
+            crd_name = rt.crd_name
+            watcher.convert = lambda obj: self.webhooks.convert(crd_name, [obj], rt.api_version)[0]
         try:
             rv = rv_param(options.resource_version)
         except (
@@ -514,13 +620,17 @@ class RestApi:
         dry_run: bool = False,
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
+        user: str | None = None,
     ) -> dict:
         """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
         obj = check_body(self.registry, rt, body, ns, name)
         obj["metadata"]["name"] = name
+        attrs = self._attributes(rt, "UPDATE", ns, name, subresource, dry_run, user, warnings)
         with self.store.lock:
             old = self._get_existing(rt, ns, name)
+            if attrs is not None:
+                obj = self._mutate_update(rt, ns, name, attrs, obj, old)
             return self._out(
                 rt,
                 self._apply_update(
@@ -533,8 +643,20 @@ class RestApi:
                     dry_run=dry_run,
                     field_validation=field_validation,
                     warnings=warnings,
+                    attrs=attrs,
                 ),
             )
+
+    def _mutate_update(
+        self, rt: ResourceType, ns: str, name: str, attrs: Attributes, new: dict, old: dict
+    ) -> dict:
+        """``new`` after the mutating webhooks (store lock held, released while they run)."""
+        normalize_times(rt, new)
+        apply_defaults(rt, new)
+        old_view = self._out(rt, old)
+        mutated = self._unlocked(lambda: self.webhooks.mutate(attrs, new, old_view)) or new
+        self._still(rt, ns, name, old)
+        return check_body(self.registry, rt, mutated, ns, name)
 
     def _apply_update(
         self,
@@ -548,8 +670,11 @@ class RestApi:
         dry_run: bool = False,
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
+        attrs: Attributes | None = None,
     ) -> dict:
-        """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call."""
+        """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call.
+
+        With ``attrs`` the validating webhooks see the result (with the lock released)."""
         expected = new["metadata"].get("resourceVersion")
         if expected and expected != old["metadata"]["resourceVersion"]:
             raise conflict(
@@ -605,6 +730,8 @@ class RestApi:
             meta = new["metadata"]
             validate_object(rt, new)
             self._check_crd(rt, new)
+            new = self._to_storage(rt, new)
+            meta = new["metadata"]
             if old_meta.get("deletionTimestamp"):
                 added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
                 if added:
@@ -618,6 +745,10 @@ class RestApi:
             if rt.has_generation and spec_part(rt, new) != spec_part(rt, old):
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        if attrs is not None:
+            final, old_view = self._out(rt, new), self._out(rt, old)
+            self._unlocked(lambda: self.webhooks.validate(attrs, final, old_view))
+            self._still(rt, ns, name, old)
         if same_content(new, old):
             return old
         if dry_run:
@@ -669,13 +800,17 @@ class RestApi:
         dry_run: bool = False,
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
+        user: str | None = None,
     ) -> dict:
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
         document = self._patch_document(rt, body, media)
+        attrs = self._attributes(
+            rt, "UPDATE", ns, name, subresource, dry_run, user, warnings, {"kind": "PatchOptions"}
+        )
         with self.store.lock:
             old = self._get_existing(rt, ns, name)
-            patched = self._apply_patch(old, document, media)
+            patched = self._apply_patch(self._out(rt, old), document, media)
             if not isinstance(patched, dict):
                 raise invalid(
                     rt.kind,
@@ -686,6 +821,8 @@ class RestApi:
             patched = check_body(self.registry, rt, patched, ns, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request("a patch cannot change metadata.name")
+            if attrs is not None:
+                patched = self._mutate_update(rt, ns, name, attrs, patched, old)
             return self._out(
                 rt,
                 self._apply_update(
@@ -698,6 +835,7 @@ class RestApi:
                     dry_run=dry_run,
                     field_validation=field_validation,
                     warnings=warnings,
+                    attrs=attrs,
                 ),
             )
 
@@ -890,6 +1028,8 @@ class RestApi:
         options: dict,
         *,
         dry_run: bool = False,
+        user: str | None = None,
+        warnings: builtins.list | None = None,
     ) -> tuple[int, dict]:
         """Delete or mark for deletion; returns (HTTP status, body).
 
@@ -936,6 +1076,21 @@ class RestApi:
                     f"the ResourceVersion in the precondition ({preconditions['resourceVersion']}) does not match the "
                     f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
                 )
+            attrs = self._attributes(
+                rt,
+                "DELETE",
+                ns,
+                name,
+                None,
+                dry_run,
+                user,
+                warnings,
+                {k: v for k, v in options.items() if k not in ("kind", "apiVersion")},
+            )
+            if attrs is not None:
+                old_view = self._out(rt, obj)
+                self._unlocked(lambda: self.webhooks.validate(attrs, None, old_view))
+                self._still(rt, ns, name, obj)
             # A pending deletion answers 200 with the object; only the deprecated
             # orphanDependents=false makes it 202 Accepted (as on a real server).
             pending_code = 202 if options.get("orphanDependents") is False else 200

@@ -68,6 +68,8 @@ class Watcher:
         #: set by the dispatcher for a metadata-only watch: the object each event carries, from the stored one
         self.transform: Callable[[dict], dict] | None = None
         self.close_reason: str | None = None
+        #: converts an object of another version to this watch's (a CRD's conversion webhook); None: relabel
+        self.convert: Callable[[dict], dict] | None = None
         # set by finish(): the reason to close with once the queued changes are taken; guarded by _cond
         self._finishing: str | None = None
         self._cond = threading.Condition(threading.Lock())
@@ -163,6 +165,8 @@ class Watcher:
         if self.transform is not None:
             return event_line(event_type, orjson.dumps(self.transform(obj)))
         if obj.get("apiVersion") != self.resource.api_version:
+            if self.convert is not None:
+                return event_line(event_type, orjson.dumps(self.convert(obj)))
             return event_line(
                 event_type, orjson.dumps(dict(obj, apiVersion=self.resource.api_version))
             )
