@@ -78,7 +78,7 @@ FOOS_N = 200 if QUICK else 1_000
 LARGE_N = 10_000
 LARGE = not QUICK and os.environ.get("BENCH_E2E_LARGE", "1") not in ("", "0")
 ROUNDS = 1 if QUICK else 3
-LARGE_ROUNDS = 1 if QUICK else int(os.environ.get("BENCH_E2E_LARGE_ROUNDS", "3"))
+LARGE_ROUNDS = 1 if QUICK else int(os.environ.get("BENCH_E2E_LARGE_ROUNDS", "1"))
 THROTTLE_N = 50 if QUICK else 100
 WRITERS = 8
 NAMESPACE = "e2e"
@@ -347,7 +347,19 @@ def profiler(variant: str, n: int, pid: int) -> subprocess.Popen | None:
     spy = Path(sys.executable).with_name("py-spy")
     out = Path(folder) / f"{variant}-{n}.txt"
     proc = subprocess.Popen(
-        [str(spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "-o", str(out)],
+        [
+            str(spy),
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "200",
+            "--gil",
+            "--format",
+            "raw",
+            "-o",
+            str(out),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -467,7 +479,7 @@ def main() -> None:
         data["large"] = rounds(["go", "pyinformers"], LARGE_N, LARGE_ROUNDS, binary)
         print_ratios(data["large"])
         _save(data)
-    throttle = ["go@default", "go@20,30"]
+    throttle = ["go@default", "go@20,30", "pyinformers@20,30"]
     data["throttle"] = rounds(throttle, THROTTLE_N, 1, binary)
     data["load_at_end"] = os.getloadavg()
     _save(data)
