@@ -1,7 +1,8 @@
 """Write the benchmark report: ``benchmarks/report/README.md`` and its PNG charts.
 
 Reads what the benchmarks wrote to ``benchmarks/report/results/*.json``
-(``pipeline``, ``initial_sync``, ``workqueue``; a missing one is left out)
+(``pipeline``, ``initial_sync``, ``workqueue``, and through
+:mod:`benchmarks.report_e2e` ``e2e``, ``writes``, ``startup``; a missing one is left out)
 and renders the tables plus charts with matplotlib (the ``bench`` extra):
 
 * ``throughput.png`` -- events/s of every consumer, with the range of the rounds;
@@ -360,6 +361,11 @@ def write() -> Path:
                 f"{cpu} | {r['baseline_label']} |"
             )
         out.append("")
+    from benchmarks import report_e2e
+
+    out += report_e2e.e2e_lines(_load("e2e"))
+    out += report_e2e.writes_lines(_load("writes"))
+    out += report_e2e.startup_lines(_load("startup"))
     out += [
         "## Reproduce",
         "",

@@ -24,7 +24,10 @@ not retried after a read error and a PUT is), 413/429/503 answers with
 ``Retry-After`` retried and slept as urllib3 does --, the connect and read
 timeouts apply to the same phases, the exceptions are the same types
 (``ReadTimeoutError``, ``ProtocolError``, ``MaxRetryError``, an SSL failure as
-the official client's ``ApiException(status=0)``).
+the official client's ``ApiException(status=0)``). As on the official path,
+the body is read after the exchange, outside the retry loop: a connection
+broken mid-body raises ``ProtocolError("Connection broken: ...")`` and is not
+retried, a timeout there is ``ReadTimeoutError``.
 
 Used only where it can be exact: kubernetes >= 37 (``param_serialize``), a
 plain urllib3 >= 2 ``PoolManager`` (no proxy), no ``Expect`` header.
@@ -230,11 +233,16 @@ class LeanRequests:
             target += "?" + "&".join(f"{k}={quote(_query_value(v))}" for k, v in query_params)
         head = self._head(method, target, header_params, len(data) if body is not None else None)
         try:
-            return self._send(
+            pending = self._send(
                 method, target, head + data if data else head, _urllib3_timeout(timeout)
             )
         except SSLError as err:  # the official client's rest layer says so with an ApiException
             raise ApiException(status=0, reason="\n".join([type(err).__name__, str(err)])) from None
+        if pending is None:
+            return None
+        # The body is read after the exchange, as the callers read urllib3's response: no retry,
+        # and read errors surface as urllib3's response.read() raises them.
+        return pending.finish()
 
     def _head(self, method: str, target: str, headers: dict, length: int | None) -> bytes:
         lines = [
@@ -259,7 +267,7 @@ class LeanRequests:
         lines.append("\r\n")
         return "\r\n".join(lines).encode("latin-1")
 
-    def _send(self, method: str, target: str, payload: bytes, timeout: Any) -> Answer | None:
+    def _send(self, method: str, target: str, payload: bytes, timeout: Any) -> _Pending | None:
         """urllib3's ``urlopen`` loop for one complete exchange (see the module for what is kept)."""
         from urllib3.exceptions import (
             HTTPError,
@@ -267,6 +275,7 @@ class LeanRequests:
             ProtocolError,
             ProxyError,
             SSLError,
+            TimeoutError,
         )
         from urllib3.util.retry import Retry
 
@@ -284,11 +293,11 @@ class LeanRequests:
         url = target
         while True:
             conn = None
-            answer: Answer | None = None
+            pending: _Pending | None = None
             clean = False
             try:
                 conn = pool._get_conn()
-                answer = self._exchange(pool, conn, url, payload, timeout)
+                pending = self._exchange(pool, conn, url, payload, timeout)
                 clean = True
             except (
                 TimeoutError,
@@ -316,9 +325,11 @@ class LeanRequests:
                 if not clean and conn is not None:
                     conn.close()
                     pool._put_conn(conn)
-            if answer is None:
+            if pending is None:
                 continue  # the connection broke: retry as urllib3 does (increment raised when it may not)
+            answer = pending.answer
             if answer.status in _REDIRECTS and answer.get_redirect_location():
+                pending.drain()
                 return None
             has_retry_after = (
                 bool(answer.headers.get("Retry-After")) if answer.status >= 400 else False
@@ -328,16 +339,18 @@ class LeanRequests:
                     retries = retries.increment(method, url, response=answer, _pool=pool)  # type: ignore[arg-type]
                 except MaxRetryError:
                     if retries.raise_on_status:
+                        pending.drain()
                         raise
-                    return answer
+                    return pending
+                pending.drain()
                 retries.sleep(answer)  # type: ignore[arg-type]
                 continue
-            return answer
+            return pending
 
     def _exchange(
         self, pool: Any, conn: Any, url: str, payload: bytes, timeout_value: Any
-    ) -> Answer:
-        """Connect if need be, send ``payload``, read the whole answer; puts ``conn`` back when it is clean."""
+    ) -> _Pending:
+        """Connect if need be, send ``payload``, read the answer's head; the body is left to the caller."""
         from urllib3.exceptions import ReadTimeoutError
         from urllib3.util.timeout import Timeout
 
@@ -364,51 +377,108 @@ class LeanRequests:
             raise ReadTimeoutError(pool, url, f"Read timed out. (read timeout={read_timeout})")
         sock.settimeout(read_timeout)
         try:
-            return self._read_answer(pool, conn, sock)
+            return _read_head(pool, conn, sock)
         except (ssl.SSLError, OSError) as err:
             pool._raise_timeout(err=err, url=url, timeout_value=read_timeout)
             raise
 
-    @staticmethod
-    def _read_answer(pool: Any, conn: Any, sock: Any) -> Answer:
-        data = sock.recv(_READ_SIZE)
-        while b"\r\n\r\n" not in data:
-            if not data:
-                raise RemoteDisconnected("Remote end closed connection without response")
-            if len(data) > _MAX_HEAD:
-                from urllib3.exceptions import ProtocolError
 
-                raise ProtocolError("the answer's head is too long")
-            more = sock.recv(_READ_SIZE)
-            if not more:
-                raise RemoteDisconnected("Remote end closed connection without response")
-            data += more
-        end = data.index(b"\r\n\r\n")
-        head, rest = data[:end], data[end + 4 :]
-        status_line, _, _ = head.partition(b"\r\n")
-        parts = status_line.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
-            from http.client import BadStatusLine
+class _Pending:
+    """An answer whose head is read and whose body is still on the connection (taken from ``pool``)."""
 
-            raise BadStatusLine(status_line.decode("iso-8859-1", "replace"))
+    __slots__ = ("answer", "_pool", "_conn", "_sock", "_lower", "_rest", "_keep")
+
+    def __init__(
+        self, answer: Answer, pool: Any, conn: Any, lower: bytes, rest: bytes, keep: bool
+    ) -> None:
+        self.answer = answer
+        self._pool = pool
+        self._conn = conn
+        self._sock = conn.sock
+        self._lower = lower
+        self._rest = rest
+        self._keep = keep
+
+    def finish(self) -> Answer:
+        """Read the body into the answer and give the connection back (closed unless clean for reuse).
+
+        Errors are urllib3's at ``response.read()``: a timeout ``ReadTimeoutError``,
+        an SSL failure ``SSLError``, anything else ``ProtocolError("Connection broken: ...")``.
+        """
+        from http.client import HTTPException
+
+        from urllib3.exceptions import HTTPError, ProtocolError, ReadTimeoutError, SSLError
+
+        clean = False
+        try:
+            body = _read_body(self._sock, self._lower, self._rest, self.answer.status)
+            if body is None:  # delimited by the connection's end
+                body = self._rest + _read_to_end(self._sock)
+                self._keep = False
+            elif isinstance(body, tuple):  # more than the body arrived: the connection is not clean
+                body = body[0]
+                self._keep = False
+            encoding = _header(self._lower, b"content-encoding")
+            if encoding and encoding != b"identity":
+                body = _decode(body, encoding)
+            clean = True
+        except TimeoutError as err:
+            raise ReadTimeoutError(self._pool, None, "Read timed out.") from err
+        except ssl.SSLError as err:
+            if "read operation timed out" not in str(err):
+                raise SSLError(err) from err
+            raise ReadTimeoutError(self._pool, None, "Read timed out.") from err
+        except HTTPError:
+            raise
+        except (HTTPException, OSError) as err:
+            raise ProtocolError(f"Connection broken: {err!r}", err) from err
+        finally:
+            if not (clean and self._keep):
+                self._conn.close()
+            self._pool._put_conn(self._conn)
+        self.answer._body = body
+        return self.answer
+
+    def drain(self) -> None:
+        """Read and drop the body (errors ignored, as urllib3's ``drain_conn``), giving the connection back."""
+        try:
+            self.finish()
+        except Exception:
+            pass
+
+
+def _read_head(pool: Any, conn: Any, sock: Any) -> _Pending:
+    """Read up to the end of the answer's head; what came after it stays in the pending answer."""
+    data = sock.recv(_READ_SIZE)
+    while b"\r\n\r\n" not in data:
+        if not data:
+            raise RemoteDisconnected("Remote end closed connection without response")
+        if len(data) > _MAX_HEAD:
+            from urllib3.exceptions import ProtocolError
+
+            raise ProtocolError("the answer's head is too long")
+        more = sock.recv(_READ_SIZE)
+        if not more:
+            raise RemoteDisconnected("Remote end closed connection without response")
+        data += more
+    end = data.index(b"\r\n\r\n")
+    head, rest = data[:end], data[end + 4 :]
+    status_line, _, _ = head.partition(b"\r\n")
+    parts = status_line.split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+        from http.client import BadStatusLine
+
+        raise BadStatusLine(status_line.decode("iso-8859-1", "replace"))
+    try:
         status = int(parts[1])
-        reason = parts[2].decode("iso-8859-1") if len(parts) > 2 else ""
-        lower = head.lower()
-        keep = parts[0] == b"HTTP/1.1" and b"\r\nconnection: close" not in lower
-        body = _read_body(sock, lower, rest, status)
-        if body is None:  # delimited by the connection's end
-            body = rest + _read_to_end(sock)
-            keep = False
-        elif isinstance(body, tuple):  # more than the body arrived: the connection is not clean
-            body = body[0]
-            keep = False
-        encoding = _header(lower, b"content-encoding")
-        if encoding and encoding != b"identity":
-            body = _decode(body, encoding)
-        if not keep:
-            conn.close()
-        pool._put_conn(conn)
-        return Answer(status, reason, head, body)
+    except ValueError:
+        from http.client import BadStatusLine
+
+        raise BadStatusLine(status_line.decode("iso-8859-1", "replace")) from None
+    reason = parts[2].decode("iso-8859-1") if len(parts) > 2 else ""
+    lower = head.lower()
+    keep = parts[0] == b"HTTP/1.1" and b"\r\nconnection: close" not in lower
+    return _Pending(Answer(status, reason, head, b""), pool, conn, lower, rest, keep)
 
 
 def _urllib3_timeout(timeout: Any) -> Any:
