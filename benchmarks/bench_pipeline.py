@@ -41,15 +41,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import gobuild
 from benchmarks.watchserver import WatchServer
 
 HERE = Path(__file__).resolve().parent
@@ -107,32 +106,7 @@ SLOW = {"typed-watch": EVENTS // 4, "official-informer": EVENTS // 4, "kopf": EV
 # --------------------------------------------------------------------------- the anchors' programs
 def build_clientgo() -> Path | None:
     """Build benchmarks/clientgo with the machine's Go (modules from the proxy); cached. None without Go."""
-    go = shutil.which("go")
-    if go is None:
-        print("  client-go anchor skipped: no Go toolchain on PATH", flush=True)
-        return None
-    binary = CACHE / "clientgo-bench"
-    sources = [HERE / "clientgo" / name for name in ("main.go", "go.mod", "go.sum")]
-    if binary.exists() and all(binary.stat().st_mtime >= s.stat().st_mtime for s in sources):
-        return binary
-    CACHE.mkdir(exist_ok=True)
-    print(
-        "  building the client-go anchor (go build; the first build downloads modules)...",
-        flush=True,
-    )
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [go, "build", "-o", str(binary), "."],
-        cwd=HERE / "clientgo",
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if proc.returncode != 0:
-        print(f"  client-go anchor skipped: go build failed:\n{proc.stderr[-2000:]}", flush=True)
-        return None
-    print(f"  built in {time.perf_counter() - started:.0f}s", flush=True)
-    return binary
+    return gobuild.build("clientgo", "clientgo-bench", what="the client-go anchor")
 
 
 def kopf_python() -> Path | None:
