@@ -161,6 +161,16 @@ class NamespaceLister:
         """The cached objects of this namespace matching ``selector``. Do not mutate them."""
         return self._lister.list(namespace=self._namespace, selector=selector)
 
+    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
+        """The cached objects of this namespace filed under ``value`` in the named index.
+
+        controller-runtime's ``List(ctx, &list, InNamespace(ns),
+        MatchingFields{index: value})``: the index function need not put the
+        namespace into its values. Do not mutate the objects.
+        """
+        namespace = self._namespace
+        return [o for o in self._lister.by_index(index, value) if _namespace_of(o) == namespace]
+
     def __repr__(self) -> str:
         return f"<NamespaceLister {self._namespace!r} of {self._lister!r}>"
 

@@ -67,6 +67,7 @@ from pyinformers.controller._predicates import (
     label_selector,
     labels_changed,
     not_,
+    object_predicate,
     resource_version_changed,
 )
 from pyinformers.controller._result import Result
@@ -104,6 +105,7 @@ __all__ = [
     "labels_changed",
     "merge_patch",
     "not_",
+    "object_predicate",
     "resource_version_changed",
     "update_object",
     "update_status",

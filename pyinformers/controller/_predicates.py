@@ -24,8 +24,12 @@ generation.
 
 **An update missing its old or new object.** An informer never delivers
 one, but a hand-built :class:`~pyinformers.controller.Change` can:
-every predicate here returns False for it (the change is dropped), as
-controller-runtime's predicates do, rather than guessing what changed.
+every ``*_changed`` predicate here returns False for it (the change is
+dropped), as controller-runtime's predicates do, rather than guessing what
+changed. The predicates of one object (:func:`object_predicate`,
+:func:`label_selector`, controller-runtime's ``NewPredicateFuncs`` kind)
+judge an update by its new object alone, so only a missing new object
+drops it.
 
 All predicates are pure and thread-safe; they must never mutate the objects.
 """
@@ -48,6 +52,7 @@ __all__ = [
     "label_selector",
     "labels_changed",
     "not_",
+    "object_predicate",
     "resource_version_changed",
 ]
 
@@ -136,38 +141,50 @@ def resource_version_changed(change: Change) -> bool:
     return _meta(change.old).get("resourceVersion") != _meta(change.obj).get("resourceVersion")
 
 
-def label_selector(selector: Any) -> Predicate:
-    """A predicate passing events for objects whose labels match ``selector``.
+def object_predicate(test: Callable[[Mapping[str, Any]], bool]) -> Predicate:
+    """A predicate from a test of one object, as controller-runtime's ``NewPredicateFuncs`` builds one.
 
-    ``selector`` is anything :func:`pyinformers.api._selectors.as_label_selector`
+    Adds, deletes and resyncs pass when ``test(obj)`` is true; an update when
+    ``test`` holds for its *new* object (the old one is not looked at: an
+    object leaving the selection is not told, as in controller-runtime). A
+    delete whose final state is unknown (a tombstone without an object)
+    passes; an update without its new object does not.
+    """
+    if not callable(test):
+        raise TypeError(f"object_predicate() takes a function obj -> bool, got {test!r}")
+
+    def predicate(change: Change) -> bool:
+        obj = change.obj
+        if obj is None:
+            return change.type is not ChangeKind.UPDATE
+        return bool(test(obj))
+
+    predicate.__name__ = predicate.__qualname__ = f"object_predicate({_name(test)})"
+    return predicate
+
+
+def label_selector(selector: Any) -> Predicate:
+    """A predicate passing changes of objects whose labels match ``selector`` (``LabelSelectorPredicate``).
+
+    ``selector`` is anything :func:`pyinformers.api.as_label_selector`
     takes: a string (``"app=web,tier!=db"``), a ``LabelSelector`` dict
     (``matchLabels``/``matchExpressions``) or a ``LabelSelector``; it is parsed
     once, here, so a bad selector fails at wiring time with ``ValueError``.
 
-    An update passes when the old *or* the new object matches, so a
-    controller also hears about an object leaving its selection. A delete
+    Built with :func:`object_predicate`: an update passes when its *new*
+    object matches (an update without an old object included), as in
+    controller-runtime; an object leaving the selection is not told. A delete
     whose final state is unknown (a tombstone without an object) passes.
     """
     from pyinformers.api._selectors import as_label_selector
 
     parsed = as_label_selector(selector)
+    matches = parsed.matches
 
-    def matches(obj: Mapping[str, Any] | None) -> bool:
-        return parsed.matches(_meta(obj).get("labels") or {})
+    def selected(obj: Mapping[str, Any]) -> bool:
+        return matches(_meta(obj).get("labels") or {})
 
-    def predicate(change: Change) -> bool:
-        if _incomplete_update(change):
-            return False
-        if change.obj is None:
-            return True
-        if (
-            change.type is ChangeKind.UPDATE
-            and change.old is not None
-            and change.old is not change.obj
-        ):
-            return matches(change.obj) or matches(change.old)
-        return matches(change.obj)
-
+    predicate = object_predicate(selected)
     predicate.__name__ = predicate.__qualname__ = f"label_selector({str(parsed)!r})"
     return predicate
 

@@ -54,6 +54,7 @@ from pyinformers.record._correlator import (
     EventCorrelator,
     EventRecord,
 )
+from pyinformers.record._events_v1 import DiscoveringSink, EventsV1Sink
 from pyinformers.record._sink import EventSink, ResourceClientSink
 
 __all__ = ["EventRecorder", "EventType", "RecorderStats"]
@@ -112,6 +113,13 @@ class EventRecorder:
     ``kubernetes.client.ApiClient``; ``sink=`` replaces the writer (tests).
     ``component`` and ``host`` fill the Events' ``source``.
 
+    ``events_api`` chooses the API the Events are written to: ``"v1"``
+    (``core/v1``, the default for now), ``"events.k8s.io/v1"`` (what
+    controller-runtime writes: ``regarding``, ``note``, a ``series`` for
+    repeats), or ``"auto"`` (``events.k8s.io/v1`` when the server serves
+    it, found by one discovery request, else ``core/v1``). The correlator
+    aggregates the same way whichever is chosen.
+
     The writer thread starts with the first event; call :meth:`close` (or use
     the recorder as a context manager) to write what is buffered and stop it.
     After ``close``, events are dropped (with a rate-limited warning).
@@ -136,6 +144,7 @@ class EventRecorder:
         max_attempts: int = 12,
         retry_interval: float = 10.0,
         warn_interval: float = 10.0,
+        events_api: str = "v1",
     ) -> None:
         if not isinstance(component, str) or not component:
             raise ValueError("component must be a non-empty string (it names the Events' source)")
@@ -148,7 +157,16 @@ class EventRecorder:
         if sink is None:
             if api_client is None:
                 raise ValueError("EventRecorder needs an api_client (or a sink)")
-            sink = ResourceClientSink(api_client)
+            if events_api == "v1":
+                sink = ResourceClientSink(api_client)
+            elif events_api == "events.k8s.io/v1":
+                sink = EventsV1Sink(api_client, instance=host)
+            elif events_api == "auto":
+                sink = DiscoveringSink(api_client, instance=host)
+            else:
+                raise ValueError(
+                    f"events_api must be 'v1', 'events.k8s.io/v1' or 'auto', got {events_api!r}"
+                )
         self._sink = sink
         self.component = component
         self.host = host or ""

@@ -136,3 +136,21 @@ def test_by_index_for_children_of_an_owner():
     store.add(obj("a", "ns", owner_uid="u1"))
     store.add(obj("b", "ns", owner_uid="u2"))
     assert names(Lister(store).by_index(OWNER_UID_INDEX, "u1")) == [("ns", "a")]
+
+
+def test_a_namespaced_lister_lists_by_an_index_within_its_namespace_only():
+    # The index value is the owner's name alone, as IndexField + MatchingFields + InNamespace has it.
+    store = Indexer(
+        {"owner": lambda o: [r["name"] for r in o["metadata"].get("ownerReferences", [])]}
+    )
+    for name, ns in (("j1", "team-a"), ("j2", "team-a"), ("j3", "team-b")):
+        child = obj(name, ns)
+        child["metadata"]["ownerReferences"] = [{"name": "nightly", "uid": ns}]
+        store.add(child)
+    lister = Lister(store, resource=CONFIGMAPS)
+    assert names(lister.namespace("team-a").by_index("owner", "nightly")) == [
+        ("team-a", "j1"),
+        ("team-a", "j2"),
+    ]
+    assert names(lister.namespace("team-b").by_index("owner", "nightly")) == [("team-b", "j3")]
+    assert lister.namespace("team-c").by_index("owner", "nightly") == []

@@ -17,6 +17,7 @@ from pyinformers.controller import (
     label_selector,
     labels_changed,
     not_,
+    object_predicate,
     resource_version_changed,
 )
 
@@ -91,15 +92,28 @@ def test_is_resync_is_identity_not_equality():
     assert not is_resync(Change.from_update(obj(), obj()))
 
 
-def test_label_selector_matches_adds_and_an_update_leaving_the_selection():
+def test_label_selector_judges_an_update_by_its_new_object_only():
     web = label_selector("app=web")
     assert web(Change.from_add(obj(labels={"app": "web"})))
     assert not web(Change.from_add(obj(labels={"app": "db"})))
-    # leaving the selection: old matched, new does not -> still told
-    assert web(update(obj(rv="1", labels={"app": "web"}), obj(rv="2", labels={"app": "db"})))
-    assert not web(
-        update(obj(rv="1", labels={"app": "db"}), obj(rv="2", labels={"app": "db", "x": "1"}))
-    )
+    # as controller-runtime's LabelSelectorPredicate: leaving the selection is not told
+    assert not web(update(obj(rv="1", labels={"app": "web"}), obj(rv="2", labels={"app": "db"})))
+    assert web(update(obj(rv="1", labels={"app": "db"}), obj(rv="2", labels={"app": "web"})))
+    # an update without its old object: judged by the new one (issue 28)
+    assert web(Change(ChangeKind.UPDATE, obj(labels={"app": "web"}), None))
+    assert not web(Change(ChangeKind.UPDATE, None, obj(labels={"app": "web"})))
+
+
+def test_an_object_predicate_tests_the_object_of_each_change_and_the_new_one_of_an_update():
+    big = object_predicate(lambda o: o["metadata"].get("generation", 0) > 1)
+    assert big(Change.from_add(obj(generation=2)))
+    assert not big(Change.from_add(obj(generation=1)))
+    assert big(update(obj(rv="1", generation=1), obj(rv="2", generation=2)))
+    assert not big(update(obj(rv="1", generation=2), obj(rv="2", generation=1)))
+    assert big(Change.from_delete(obj(generation=3)))
+    assert "object_predicate" in big.__name__
+    with pytest.raises(TypeError, match="obj -> bool"):
+        object_predicate("not a function")
 
 
 def test_label_selector_accepts_a_selector_dict_and_rejects_bad_syntax_at_wiring_time():
@@ -159,7 +173,6 @@ def test_combinators_agree_with_all_and_any(values, kind):
         labels_changed,
         annotations_changed,
         resource_version_changed,
-        label_selector("app=web"),
     ],
     ids=lambda p: getattr(p, "__name__", repr(p)),
 )

@@ -16,6 +16,31 @@ def test_the_server_serves_events_v1_and_the_discovering_sink_chooses_it(k8s):
     assert serves_events_v1(k8s.api_client())
 
 
+def test_a_recorder_asked_for_events_v1_writes_there(k8s):
+    api_client = k8s.api_client()
+    ns = k8s.namespace
+    cm = ResourceClient(api_client, CONFIGMAPS).create(
+        {"metadata": {"name": "cfg", "namespace": ns}}
+    )
+    recorder = EventRecorder(
+        api_client, "porter-controller", host="h1", events_api="events.k8s.io/v1"
+    )
+    try:
+        recorder.event(cm, "Normal", "Synced", "ok")
+        assert recorder.flush(30)
+    finally:
+        recorder.stop(5)
+    (event,) = [
+        e for e in ResourceClient(api_client, EVENTS_V1).list(ns).items if e["reason"] == "Synced"
+    ]
+    assert (event["note"], event["reportingInstance"]) == ("ok", "h1")
+
+
+def test_an_unknown_events_api_is_refused():
+    with pytest.raises(ValueError, match="events_api must be"):
+        EventRecorder(object(), "c", events_api="events/v2")
+
+
 def test_a_repeated_event_is_one_events_v1_event_with_a_series(k8s):
     api_client = k8s.api_client()
     ns = k8s.namespace
