@@ -189,7 +189,7 @@ def label_selector(selector: Any) -> Predicate:
     return predicate
 
 
-def _name(predicate: Predicate) -> str:
+def _name(predicate: Callable[..., Any]) -> str:
     return getattr(predicate, "__name__", None) or repr(predicate)
 
 
