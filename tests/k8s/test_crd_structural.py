@@ -879,3 +879,75 @@ def test_a_schema_tightened_later_lets_an_update_leave_a_value_alone(cronjobs):
     body = cronjobs.get("tight")
     body["spec"]["suspend"] = True  # note stays as it was: ratcheted
     assert cronjobs.replace("tight", body)["spec"]["note"] == "a long note"
+
+
+# -- the whole JobTemplateSpec, as controller-gen expands it ---------------------------------------
+
+
+@pytest.fixture
+def expanded(k8s: Any) -> Iterator[Kind]:
+    """The CronJob CRD generated from tests/crd/cronjob_types.py: the JobTemplateSpec's real schema, expanded."""
+    from tests.crd.cronjob_types import CRONJOB_CRD
+
+    definition = copy.deepcopy(CRONJOB_CRD.definition())
+    kind = Kind(k8s, {})
+    kind.crd = definition
+    definition["spec"]["group"] = kind.group
+    definition["metadata"]["name"] = f"{definition['spec']['names']['plural']}.{kind.group}"
+    kind.install()
+    try:
+        yield kind
+    finally:
+        kind.remove()
+
+
+def _pod_template(**container: Any) -> dict:
+    base = {
+        "name": "main",
+        "image": "busybox",
+        "args": ["date"],
+        "ports": [{"containerPort": 8080, "name": "http"}],
+        "resources": {"limits": {"cpu": "500m", "memory": 128974848}, "requests": {"cpu": 1}},
+        "env": [{"name": "A", "value": "1"}],
+    }
+    return {
+        "metadata": {"labels": {"app": "cron"}},
+        "spec": {"restartPolicy": "OnFailure", "containers": [{**base, **container}]},
+    }
+
+
+def test_a_full_job_template_is_kept_defaulted_and_pruned_as_on_the_real_server(expanded):
+    spec = {
+        "schedule": "*/1 * * * *",
+        "jobTemplate": {
+            "metadata": {"labels": {"tier": "batch"}},
+            "spec": {"template": _pod_template(bogus=1)},
+        },
+    }
+    created = expanded.create(expanded.body("full", spec))
+    job = created["spec"]["jobTemplate"]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert "bogus" not in container
+    assert container["resources"] == {
+        "limits": {"cpu": "500m", "memory": 128974848},
+        "requests": {"cpu": 1},
+    }
+    assert container["ports"] == [{"containerPort": 8080, "name": "http", "protocol": "TCP"}]
+    assert job["metadata"] == {"labels": {"tier": "batch"}}
+    assert created["spec"]["concurrencyPolicy"] == "Allow"
+
+
+def test_a_bad_job_template_is_refused_at_create(expanded):
+    template = _pod_template(name=None, ports=[{"containerPort": "http"}])
+    spec = {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": template}}}
+    status, _, causes = expanded.refused(expanded.create, expanded.body("bad", spec))
+    assert status == 422
+    prefix = "spec.jobTemplate.spec.template.spec.containers[0]"
+    assert causes == [
+        ("FieldValueRequired", f"{prefix}.name", "Required value"),
+        (
+            "FieldValueTypeInvalid",
+            f"{prefix}.ports[0].containerPort",
+            f'Invalid value: "string": {prefix}.ports[0].containerPort in body must be of type integer: "string"',
+        ),
+    ]
