@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(PY) -m samples.demo
 
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest $(PYTEST_ARGS)
+	PYINFORMERS_CACHE_MUTATION_DETECTOR=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff's formatter and linter, configured in pyproject.toml.
 lint: $(STAMP)
@@ -38,7 +38,7 @@ envtest:
 
 # The tests that use the k8s fixture, against the real control plane.
 test-real: $(STAMP) envtest
-	$(PY) -m pytest --k8s-server=real -m k8s $(PYTEST_ARGS)
+	PYINFORMERS_CACHE_MUTATION_DETECTOR=1 $(PY) -m pytest --k8s-server=real -m k8s $(PYTEST_ARGS)
 
 # make bench [BENCH=bench_pipeline] [BENCH_QUICK=1]: runs the benchmarks, writes benchmarks/report/README.md
 bench: $(STAMP)

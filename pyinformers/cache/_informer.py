@@ -797,7 +797,7 @@ class _ReadNotingLister(Lister):
 
 
 class _CheckedHandler:
-    """A user's handler whose calls are checked by the mutation detector (module :mod:`.._mutation`)."""
+    """A user's handler whose calls are checked by the mutation detector (see docs/cache.rst)."""
 
     def __init__(
         self, handler: Any, detector: MutationDetector, informer: str, key_of: Callable[[Any], str]

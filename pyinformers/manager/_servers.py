@@ -47,7 +47,12 @@ def render_probe(name: str, checks: list[Check], query: Any) -> tuple[int, str, 
     ok = all(passed for _, passed, _ in checks)
     if ok and "verbose" not in query:
         return 200, _TEXT, b"ok\n"
-    lines = [f"[+]{n} ok" if passed else f"[-]{n} failed: {detail}" for n, passed, detail in checks]
+    lines = [
+        (f"[+]{n} ok ({detail})" if detail else f"[+]{n} ok")
+        if passed
+        else f"[-]{n} failed: {detail}"
+        for n, passed, detail in checks
+    ]
     lines.append(f"{name} check passed" if ok else f"{name} check failed")
     return (200 if ok else 503), _TEXT, ("\n".join(lines) + "\n").encode()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os  # noqa: E402
 import queue  # noqa: E402
+import re
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -91,8 +92,16 @@ def test_the_endpoints_answer_metrics_health_and_readiness(api_server):
         status, body = get(manager.health_address, "/readyz?verbose")
         assert (
             status == 200
-            and "[+]informer v1/configmaps ok" in body
+            and "[+]informer v1/configmaps ok (" in body
             and "[+]controller echo ok" in body
+        )
+        # the cache's memory estimate, on the probe and as a metric
+        assert re.search(
+            r"\[\+\]informer v1/configmaps ok \([\d,]+ objects, about [\d.,]+ (B|KB|MB)\)", body
+        )
+        assert (
+            'pyinformers_informer_cache_bytes{informer="v1/configmaps"}'
+            in get(manager.metrics_address, "/metrics")[1]
         )
         assert get(manager.health_address, "/nope")[0] == 404
         assert get(manager.metrics_address, "/healthz")[0] == 404  # separate servers
