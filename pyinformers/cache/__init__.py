@@ -23,7 +23,8 @@
 * :class:`MutationDetector`, :class:`Mutation`, :func:`mutations`,
   :func:`clear_mutations`, :func:`mutation_scope`, :func:`detector_enabled`
   -- the cache mutation detector;
-* :func:`drop_managed_fields` -- the default transform.
+* :func:`drop_managed_fields` -- the default transform; :func:`share_metadata_strings`
+  -- the one metadata-only informers add.
 
 Names are imported on first use, so importing one submodule does not pull in
 the others; type checkers read the explicit imports under ``TYPE_CHECKING``.
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
     )
     from pyinformers.cache._transforms import chain as chain
     from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
+    from pyinformers.cache._transforms import share_metadata_strings as share_metadata_strings
     from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
     from pyinformers.cache.reflector._reflector import Reflector as Reflector
 
@@ -143,6 +145,7 @@ _EXPORTS = {
     "SharedInformerFactory": "pyinformers.cache._factory",
     "drop_managed_fields": "pyinformers.cache._transforms",
     "chain": "pyinformers.cache._transforms",
+    "share_metadata_strings": "pyinformers.cache._transforms",
     "CacheMemory": "pyinformers.cache._memory",
     "Selection": "pyinformers.cache._factory",
     "MultiNamespaceInformer": "pyinformers.cache._multi",

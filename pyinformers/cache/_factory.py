@@ -38,7 +38,7 @@ from pyinformers.cache._informer import SharedIndexInformer
 from pyinformers.cache._lister import Lister
 from pyinformers.cache._multi import MultiNamespaceInformer
 from pyinformers.cache._store import default_indexers
-from pyinformers.cache._transforms import drop_managed_fields
+from pyinformers.cache._transforms import chain, drop_managed_fields, share_metadata_strings
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.clock import Clock
 
@@ -326,7 +326,9 @@ class SharedInformerFactory:
                 name=self._name(resource, selection, ns),
                 resync_period=self._resync_period,
                 indexers=default_indexers(),
-                transform=self._transform,
+                transform=chain(self._transform, share_metadata_strings)
+                if selection.metadata_only
+                else self._transform,
                 clock=self._clock,
                 reflector_options=self._reflector_options,
                 metrics_registry=self._metrics_registry,

@@ -165,3 +165,35 @@ def test_a_whole_cluster_informer_of_secrets_or_configmaps_without_a_selector_is
         and "every Secret of the cluster" in warnings[0]
         and "metadata_only" in warnings[0]
     )
+
+
+def test_metadata_only_objects_share_the_strings_that_repeat_between_them(factory, objects):
+    f = factory()
+    informer = f.informer(CONFIGMAPS, namespaces=["a", "b"], metadata_only=True)
+    synced(f)
+    a, b = (
+        informer.lister.get("cm-red", namespace="a"),
+        informer.lister.get("cm-red", namespace="b"),
+    )
+    assert a["metadata"]["labels"] == b["metadata"]["labels"] == {"team": "red"}
+    assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]
+    assert a["kind"] is b["kind"] and a["apiVersion"] is b["apiVersion"]
+
+
+def test_sharing_metadata_strings_changes_nothing_a_reader_sees():
+    from pyinformers.cache import share_metadata_strings
+
+    obj = {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {
+            "name": "x",
+            "namespace": "ns",
+            "labels": {"a": "b", "long": "v" * 100},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+        },
+    }
+    before = repr(obj)
+    assert share_metadata_strings(obj) is obj and repr(obj) == before
+    assert share_metadata_strings("not an object") == "not an object"
+    assert share_metadata_strings({"metadata": None}) == {"metadata": None}
