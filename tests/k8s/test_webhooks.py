@@ -317,6 +317,35 @@ def test_the_namespace_selector_keeps_webhooks_to_the_namespaces_it_selects(k8s:
     assert status == 403 and body["message"].endswith("denied the request: namespace says no")
 
 
+def test_match_conditions_pick_the_requests_a_webhook_sees(k8s: Any) -> None:
+    hooks = Webhooks("conditions")
+    seen: list[str] = []
+
+    def deny(request: AdmissionRequest) -> Denied:
+        seen.append(request.name)
+        return Denied("picked")
+
+    conditions = [
+        {
+            "name": "labelled",
+            "expression": "has(object.metadata.labels) && 'pick' in object.metadata.labels",
+        },
+        {"name": "creates", "expression": "request.operation == 'CREATE'"},
+    ]
+    hooks.validating(CONFIGMAPS, operations=["CREATE", "UPDATE"], match_conditions=conditions)(deny)
+    with k8s.install_webhooks(hooks):
+        status, _, _ = _create(k8s, _configmap("plain", k8s.namespace))
+        assert status == 201
+        status, body, _ = _create(k8s, _configmap("picked", k8s.namespace, {"pick": "yes"}))
+        assert status == 403 and body["message"].endswith("denied the request: picked")
+        client = ResourceClient(k8s.api_client(), CONFIGMAPS)
+        patched = client.patch("plain", {"metadata": {"labels": {"pick": "yes"}}}, k8s.namespace)
+        assert patched["metadata"]["labels"] == {
+            "pick": "yes"
+        }  # an UPDATE: the second condition says no
+    assert seen == ["picked"]
+
+
 # -- conversion -----------------------------------------------------------------------------------
 
 GROUP = "webhooks.pyinformers.io"

@@ -52,7 +52,7 @@ from pyinformers.testing.apiserver._structural import (
     schema_nodes,
 )
 
-__all__ = ["cel_causes", "rule_causes", "unsupported_rules", "CelRuleResult"]
+__all__ = ["cel_causes", "match_condition", "rule_causes", "unsupported_rules", "CelRuleResult"]
 
 log = logging.getLogger("pyinformers.testing.apiserver")
 
@@ -260,6 +260,7 @@ class _Env:
 
     _lock = threading.Lock()
     _env: Any = None
+    _admission: Any = None
 
     @classmethod
     def get(cls) -> Any:
@@ -268,8 +269,16 @@ class _Env:
                 cls._env = cls._build()
             return cls._env
 
+    @classmethod
+    def admission(cls) -> Any:
+        """The environment of admission webhooks' ``matchConditions`` (``object``, ``oldObject``, ``request``)."""
+        with cls._lock:
+            if cls._admission is None:
+                cls._admission = cls._build(("object", "oldObject", "request"))
+            return cls._admission
+
     @staticmethod
-    def _build() -> Any:
+    def _build(admission: tuple[str, ...] = ()) -> Any:
         from cel_expr_python import cel  # type: ignore[import-untyped]
         from cel_expr_python.ext import (  # type: ignore[import-untyped]
             ext_bindings,
@@ -395,8 +404,13 @@ class _Env:
                 (B, [L, L], False, lambda a, b: any(x in list(a) for x in list(b))),
             ),
         ]
+        variables = (
+            {name: T.DYN for name in admission}
+            if admission
+            else {"self": T.DYN, "oldSelf": T.DYN, _OLD_LIST: T.List(T.DYN)}
+        )
         return cel.NewEnv(
-            variables={"self": T.DYN, "oldSelf": T.DYN, _OLD_LIST: T.List(T.DYN)},
+            variables=variables,
             extensions=[
                 ext_strings.ExtStrings(),
                 ext_bindings.ExtBindings(),
@@ -929,3 +943,24 @@ def unsupported_rules(schema: Any) -> list[tuple[str, str]]:
                         found.append((rule["rule"], compiled.unsupported))
                         _warn_once(rule["rule"], compiled.unsupported)
     return found
+
+
+def match_condition(expression: str, variables: dict[str, Any]) -> tuple[bool | None, str]:
+    """An admission webhook's match condition on ``variables``: ``(result, error)``; result None on error.
+
+    ``authorizer`` and ``params`` are not available here (an expression using them is an error).
+    """
+    try:
+        env = _Env.admission()
+    except ImportError:
+        return None, MISSING_LIBRARY
+    try:
+        program = env.compile(expression)
+    except Exception as exc:
+        return None, _status_text(str(exc)).splitlines()[0]
+    value, error = _evaluate(program, env.Activation(variables))
+    if error:
+        return None, error
+    if not isinstance(value, bool):
+        return None, f"expression {expression!r} did not evaluate to a bool"
+    return value, ""

@@ -27,11 +27,14 @@ configuration's ``caBundle``:
   ``conversion.strategy: Webhook`` has objects converted by its webhook in
   one ``ConversionReview`` per read, list or watch event.
 
-What it does not do (stated in docs/webhooks.rst): ``matchConditions``
-(CEL) are not evaluated (the webhook is called), ``matchPolicy: Equivalent``
-does not convert a request to a version a rule names, a ``service``
-client config cannot be reached (there is no cluster network: the call
-fails), and admission is not run for the server's own background writes
+``matchConditions`` are CEL expressions over ``object``, ``oldObject`` and
+``request``, evaluated with the CRD rules' CEL library (all true: called; one
+false: skipped; an error: a failed call).
+
+What it does not do (stated in docs/webhooks.rst): ``authorizer`` in a match
+condition; ``matchPolicy: Equivalent`` converting a request to another version
+a rule names; reaching a ``service`` client config (there is no cluster
+network: the call fails); admission of the server's own background writes
 (garbage collection, namespace cleanup).
 
 Thread-safety: calls run on the request's thread, outside the store's
@@ -277,6 +280,27 @@ class WebhookDispatcher:
                 return False
         return True
 
+    def _conditions_hold(
+        self, hook: _Hook, attrs: Attributes, obj: dict | None, old: dict | None
+    ) -> bool:
+        """Whether every ``matchConditions`` expression is true (CEL, as kube-apiserver evaluates them)."""
+        conditions = [c for c in hook.spec.get("matchConditions") or () if isinstance(c, dict)]
+        if not conditions:
+            return True
+        from pyinformers.testing.apiserver._cel import match_condition
+
+        request = self._review(attrs, obj, old, "")["request"]
+        variables = {"object": obj, "oldObject": old, "request": request}
+        for condition in conditions:
+            result, error = match_condition(str(condition.get("expression") or ""), variables)
+            if error:
+                raise _CallFailed(
+                    f"failed to evaluate match condition {condition.get('name')!r}: {error}"
+                )
+            if not result:
+                return False
+        return True
+
     def _review(self, attrs: Attributes, obj: dict | None, old: dict | None, uid: str) -> dict:
         gvk = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
         gvr = {"group": attrs.group, "version": attrs.version, "resource": attrs.plural}
@@ -352,10 +376,15 @@ class WebhookDispatcher:
     def _admit(
         self, hook: _Hook, attrs: Attributes, obj: dict | None, old: dict | None
     ) -> dict | None:
-        """Call one webhook; the response, or None when its failure was ignored."""
-        if attrs.dry_run and hook.spec.get("sideEffects") not in ("None", "NoneOnDryRun"):
-            raise bad_request(f"admission webhook {go_quote(hook.name)} does not support dry run")
+        """Call one webhook; the response, or None when its match conditions said no or its failure
+        was ignored."""
         try:
+            if not self._conditions_hold(hook, attrs, obj, old):
+                return None
+            if attrs.dry_run and hook.spec.get("sideEffects") not in ("None", "NoneOnDryRun"):
+                raise bad_request(
+                    f"admission webhook {go_quote(hook.name)} does not support dry run"
+                )
             return self._call(hook, attrs, obj, old)
         except _CallFailed as err:
             if hook.spec.get("failurePolicy", "Fail") == "Ignore":
