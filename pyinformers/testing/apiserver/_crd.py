@@ -339,7 +339,9 @@ def _schema_causes(schema: dict, root: str) -> list[_Cause]:
     causes.extend(crd_schema_causes(schema, root))
     causes.extend(rule_causes(schema, root))
     if not causes:
-        unsupported_rules(schema)  # logged once per rule, at install: those rules are not evaluated here
+        unsupported_rules(
+            schema
+        )  # logged once per rule, at install: those rules are not evaluated here
     return causes
 
 

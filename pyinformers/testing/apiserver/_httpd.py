@@ -1106,7 +1106,8 @@ class HttpServer(ThreadingHTTPServer):
         # Never longer than the idle timeout: a shorter idle bound also bounds the headers.
         self.header_timeout = (
             idle_timeout
-            if header_timeout is None or (idle_timeout is not None and idle_timeout < header_timeout)
+            if header_timeout is None
+            or (idle_timeout is not None and idle_timeout < header_timeout)
             else header_timeout
         )
         self._ssl: ssl.SSLContext | None = None
