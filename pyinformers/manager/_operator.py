@@ -549,6 +549,38 @@ class Operator:
         extra.grant_all(owner_finalizer_grants(controllers, factory, declared))
         return sorted(declared | set(extra.grants()))
 
+    def rbac_yaml(
+        self,
+        argv: Sequence[str] = (),
+        *,
+        service_account_namespace: str = "default",
+        service_account: str | None = None,
+        role_name: str | None = None,
+        header: str = "",
+    ) -> str:
+        """The RBAC YAML the operator needs when run with the flags ``argv`` (environment ignored).
+
+        What ``python -m pyinformers rbac`` prints: the Roles/ClusterRoles of
+        :meth:`grants` with their bindings to the ServiceAccount
+        ``service_account_namespace/service_account`` (default: the operator's
+        name), labelled as the operator's. The output depends on ``argv`` alone.
+        """
+        from pyinformers import rbac
+
+        options = self.parse(argv, environ={})
+        grants = self.grants(options, lease_namespace=service_account_namespace)
+        documents = rbac.manifests(
+            grants,
+            name=role_name or self.name,
+            service_account=service_account or self.name,
+            service_account_namespace=service_account_namespace,
+            labels={
+                "app.kubernetes.io/name": self.name,
+                "app.kubernetes.io/managed-by": "pyinformers",
+            },
+        )
+        return rbac.dump(documents, header=header)
+
     # -- running --------------------------------------------------------------------------
     def manager_options(self, options: argparse.Namespace) -> dict:
         """Keyword arguments for :class:`~pyinformers.manager.Manager` from the parsed flags.

@@ -95,9 +95,11 @@ ALLOWED: dict[str, set[str]] = {
         "manager",
         "webhook",
     },
+    # The project generator: it renders the operator's RBAC (manager) and CRDs (crd).
+    "scaffold": {"_exports", "_locking", "api", "crd", "manager", "rbac"},
     # Deprecated alias of pyinformers.manager's entry point (one release).
     "cli": {"_exports", "manager"},
-    "__main__": {"_locking", "api", "manager", "rbac", "crd", "webhook"},
+    "__main__": {"_locking", "api", "manager", "rbac", "crd", "webhook", "scaffold"},
     "__init__": {
         "_exports",
         "_locking",
