@@ -164,6 +164,20 @@ def test_a_delete_is_admitted_with_the_old_object_only(k8s: Any) -> None:
     assert seen[0].object is None and seen[0].old_object["metadata"]["name"] == "kept"
 
 
+def test_a_mutating_webhook_for_delete_is_called_with_the_old_object_only(k8s: Any) -> None:
+    hooks = Webhooks("mutating-deletes")
+    seen: list[AdmissionRequest] = []
+    hooks.mutating(CONFIGMAPS, operations=["DELETE"])(seen.append)
+    client = ResourceClient(k8s.api_client(), CONFIGMAPS)
+    client.create(_configmap("gone", k8s.namespace))
+    with k8s.install_webhooks(hooks):
+        client.delete("gone", k8s.namespace)
+    (request,) = seen
+    assert request.operation.value == "DELETE" and request.name == "gone"
+    assert request.object is None and request.old_object["metadata"]["name"] == "gone"
+    assert request.options is not None and request.options.get("kind") == "DeleteOptions"
+
+
 def test_warnings_reach_the_client_in_warning_headers(k8s: Any) -> None:
     hooks = Webhooks("warnings")
 

@@ -1089,7 +1089,12 @@ class RestApi:
             )
             if attrs is not None:
                 old_view = self._out(rt, obj)
-                self._unlocked(lambda: self.webhooks.validate(attrs, None, old_view))
+
+                def admit() -> None:  # mutating webhooks too: with the old object, nothing to patch
+                    self.webhooks.mutate(attrs, None, old_view)
+                    self.webhooks.validate(attrs, None, old_view)
+
+                self._unlocked(admit)
                 self._still(rt, ns, name, obj)
             # A pending deletion answers 200 with the object; only the deprecated
             # orphanDependents=false makes it 202 Accepted (as on a real server).
