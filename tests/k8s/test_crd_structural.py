@@ -951,3 +951,92 @@ def test_a_bad_job_template_is_refused_at_create(expanded):
             f'Invalid value: "string": {prefix}.ports[0].containerPort in body must be of type integer: "string"',
         ),
     ]
+
+
+def test_a_crd_whose_defaults_do_not_validate_is_refused(k8s):
+    schema = cronjob_schema()
+    props = schema["properties"]["spec"]["properties"]
+    props["suspend"]["default"] = "yes"
+    props["failedJobsHistoryLimit"]["default"] = -1
+    kind = Kind(k8s, schema)
+    try:
+        status, _, causes = kind.refused(kind.crds.create_custom_resource_definition, kind.crd)
+    finally:
+        kind.remove()
+    root = "spec.validation.openAPIV3Schema.properties[spec].properties"
+    assert status == 422
+    assert causes == [
+        (
+            "FieldValueInvalid",
+            f"{root}[failedJobsHistoryLimit].default",
+            "Invalid value: -1:  in body should be greater than or equal to 0",
+        ),
+        (
+            "FieldValueTypeInvalid",
+            f"{root}[suspend].default",
+            'Invalid value: "string":  in body must be of type boolean: "string"',
+        ),
+    ]
+
+
+NOT_CHECKED = (
+    "FieldValueInvalid",
+    "<nil>",
+    "Invalid value: null: some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation",
+)
+
+
+@pytest.mark.parametrize(
+    "ruled",
+    [([{"rule": "self.count <= self.limit", "message": "count above limit"}], LIMITS)],
+    indirect=True,
+)
+def test_rules_are_not_evaluated_on_an_object_the_schema_refuses_and_the_answer_says_so(ruled):
+    status, _, causes = ruled.refused(ruled.create, ruled.body("bad", _job(count="many", limit=5)))
+    assert status == 422
+    assert causes == [
+        NOT_CHECKED,
+        (
+            "FieldValueTypeInvalid",
+            "spec.count",
+            'Invalid value: "string": spec.count in body must be of type integer: "string"',
+        ),
+    ]
+
+
+def test_a_status_write_is_validated_relative_to_the_status(k8s):
+    schema = cronjob_schema()
+    schema["properties"]["status"]["x-kubernetes-validations"] = [
+        {"rule": "!has(self.active) || size(self.active) <= 1", "message": "one active at most"}
+    ]
+    schema["properties"]["status"]["properties"]["active"]["maxItems"] = 5
+    kind = Kind(k8s, schema)
+    kind.install()
+    try:
+        created = kind.create(kind.body("st", _job()))
+
+        def write_status(status: dict) -> dict:
+            body = dict(created, status=status)
+            return kind.objects.replace_namespaced_custom_object_status(
+                kind.group, "v1", k8s.namespace, "cronjobs", "st", body
+            )
+
+        wrong_type = kind.refused(
+            write_status, {"active": [{"name": "a"}], "lastScheduleTime": "notatime"}
+        )
+        too_many = kind.refused(write_status, {"active": [{"name": "a"}, {"name": "b"}]})
+        assert write_status({"active": [{"name": "a"}]})["status"] == {"active": [{"name": "a"}]}
+    finally:
+        kind.remove()
+    assert wrong_type[0] == 422
+    assert wrong_type[2] == [
+        NOT_CHECKED,
+        (
+            "FieldValueTypeInvalid",
+            "status.lastScheduleTime",
+            'Invalid value: "notatime": lastScheduleTime in body must be of type date-time: "notatime"',
+        ),
+    ]
+    assert too_many[:1] == (422,)
+    assert too_many[2] == [("FieldValueInvalid", "status", "Invalid value: one active at most")]

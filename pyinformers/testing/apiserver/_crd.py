@@ -33,6 +33,7 @@ from pyinformers.testing.apiserver._structural import (
     apply_defaults,
     crd_schema_causes,
     json_type,
+    schema_nodes,
     schema_type_causes,
     structural_causes,
 )
@@ -465,7 +466,18 @@ def check_custom_object(
     result, causes, pruned = structural_check(
         schema, obj, status_only=status_only, metadata_check=embedded_metadata_causes, old=old
     )
-    if causes or not isinstance(schema, dict):
+    if not isinstance(schema, dict):
+        return result, causes, pruned, []
+    if causes:
+        if any(node.get("x-kubernetes-validations") for node, _ in schema_nodes(schema)):
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    "<nil>",
+                    "Invalid value: null: some validation rules were not checked because the object was invalid; "
+                    "correct the existing errors to complete validation",
+                )
+            )
         return result, causes, pruned, []
     rules = cel_causes(schema, result, old, status_only=status_only)
     return result, rules.causes, pruned, rules.warnings

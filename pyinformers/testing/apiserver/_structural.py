@@ -1207,4 +1207,31 @@ def crd_schema_causes(schema: dict, path: str) -> list[Cause]:
                     "Forbidden: additionalProperties and properties are mutual exclusive",
                 )
             )
+    causes.extend(default_causes(schema, path))
+    return causes
+
+
+def default_causes(schema: dict, path: str) -> list[Cause]:
+    """A ``default`` must validate against its own node's schema (walked through properties and items).
+
+    The real server names no field inside the default: ``Invalid value: -1:  in body should be ...``.
+    """
+    causes: list[Cause] = []
+
+    def visit(node: dict, npath: str, root: bool) -> None:
+        if "default" in node and not root:
+            validator = _Validator("", None)
+            validator.check(node, node["default"], "")
+            for reason, field, message in validator.causes:
+                causes.append(
+                    (reason, f"{npath}.default" + (f".{field}" if field else ""), message)
+                )
+        for key, sub in _props(node).items():
+            if isinstance(sub, dict) and not (root and key == "metadata"):
+                visit(sub, f"{npath}.properties[{key}]", False)
+        items = node.get("items")
+        if isinstance(items, dict):
+            visit(items, f"{npath}.items", False)
+
+    visit(schema, path, True)
     return causes
