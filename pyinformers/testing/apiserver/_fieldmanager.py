@@ -221,14 +221,13 @@ def _empty(value: Any) -> bool:
 
 
 def _is_leaf(lhs: Any, rhs: Any, shape: Shape) -> bool:
-    present = [v for v in (lhs, rhs) if v is not MISSING and v is not None]
-    if not present:
+    """Whether two present sides compare as one value (atomic, scalar, mismatched, or both empty)."""
+    if lhs is None or rhs is None:
+        other = rhs if lhs is None else lhs
+        return other is None or not other or not _granular(other, shape)
+    if type(lhs) is not type(rhs) or not _granular(lhs, shape):
         return True
-    if not all(_granular(v, shape) for v in present):
-        return True
-    if len(present) == 2 and type(present[0]) is not type(present[1]):
-        return True
-    return _empty(lhs) and _empty(rhs)
+    return not lhs and not rhs
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -324,6 +323,13 @@ def compare(lhs: Any, rhs: Any, shape: Shape) -> Comparison:
 
 
 def _compare(lhs: Any, rhs: Any, shape: Shape, path: Path, c: Comparison) -> None:
+    if lhs is rhs or (lhs is not MISSING and rhs is not MISSING and isinstance(lhs, (dict, list)) and lhs == rhs):
+        # Unchanged below (the common case of an update; ``==`` takes 1 for true, which a
+        # schema-checked object never mixes up in one field).
+        return
+    if lhs is MISSING or rhs is MISSING:
+        _whole(rhs if lhs is MISSING else lhs, shape, path, c.added if lhs is MISSING else c.removed)
+        return
     if _is_leaf(lhs, rhs, shape):
         if not path:
             return
@@ -360,6 +366,21 @@ def _compare(lhs: Any, rhs: Any, shape: Shape, path: Path, c: Comparison) -> Non
             c.added.add(path)
         elif rhs is MISSING:
             c.removed.add(path)
+
+
+def _whole(value: Any, shape: Shape, path: Path, out: set[Path]) -> None:
+    """Every node of a value that appeared (or went) whole: its leaves, and each container too."""
+    if path:
+        out.add(path)
+    if not value or not _granular(value, shape):
+        return
+    if isinstance(value, dict):
+        for name, child in value.items():
+            _whole(child, shape.child(name, child), path + (field(name),), out)
+    else:
+        item_shape = shape.item()
+        for item in value:
+            _whole(item, item_shape, path + (_item_element(item, shape, path),), out)
 
 
 def _trie(paths: Iterable[Path]) -> dict:

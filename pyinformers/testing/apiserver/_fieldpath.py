@@ -19,7 +19,8 @@ order kube-apiserver writes them (fields, then keys, then values, then
 indexes); :func:`from_fields_v1` reads one back. :func:`path_string` spells a
 path as conflict messages do: ``.spec.containers[name="app"].image``.
 
-Pure functions over immutable values; thread-safe.
+Pure functions over immutable values; thread-safe (the memo dicts are only
+ever replaced or cleared whole, which the GIL keeps consistent).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import orjson
 
 __all__ = [
     "Path",
@@ -48,7 +51,7 @@ _ORDER = {"f": 0, "k": 1, "v": 2, "i": 3}
 
 def _json(value: Any) -> str:
     """JSON as Go writes it in a path element: compact, keys sorted, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def field(name: str) -> str:
@@ -74,8 +77,25 @@ def _sort_key(element: str) -> tuple[int, str]:
     return (_ORDER.get(element[:1], 4), element[2:])
 
 
+#: Most writes re-encode and re-read entries that did not change: both directions are
+#: memoised (bounded; the cached objects are shared and must not be mutated).
+_CACHE_LIMIT = 4096
+_ENCODED: dict[frozenset, dict] = {}
+_DECODED: dict[bytes, frozenset] = {}
+
+
 def to_fields_v1(paths: Iterable[Path]) -> dict:
-    """The ``FieldsV1`` object of a field set (empty set: ``{}``)."""
+    """The ``FieldsV1`` object of a field set (empty set: ``{}``); do not mutate the answer."""
+    key = paths if isinstance(paths, frozenset) else frozenset(paths)
+    cached = _ENCODED.get(key)
+    if cached is None:
+        if len(_ENCODED) >= _CACHE_LIMIT:
+            _ENCODED.clear()
+        cached = _ENCODED[key] = _encode(key)
+    return cached
+
+
+def _encode(paths: frozenset) -> dict:
     tree: dict = {}
     members: set[Path] = set()
     for path in paths:
@@ -99,9 +119,15 @@ def from_fields_v1(doc: Any) -> FieldSet:
     """The field set a ``FieldsV1`` object encodes; ValueError names what is malformed."""
     if not isinstance(doc, dict):
         raise ValueError(f"FieldsV1 must be an object, not {type(doc).__name__}")
-    out: set[Path] = set()
-    _read(doc, (), out)
-    return frozenset(out)
+    key = orjson.dumps(doc)
+    cached = _DECODED.get(key)
+    if cached is None:
+        out: set[Path] = set()
+        _read(doc, (), out)
+        if len(_DECODED) >= _CACHE_LIMIT:
+            _DECODED.clear()
+        cached = _DECODED[key] = frozenset(out)
+    return cached
 
 
 def _read(node: dict, prefix: Path, out: set[Path]) -> None:
