@@ -24,6 +24,7 @@ from pyinformers.api._config import ConfigurationError, build_api_client
 from pyinformers.api._errors import (
     AlreadyExists,
     ApiError,
+    ApplyConflict,
     BadRequest,
     Conflict,
     Forbidden,
@@ -106,6 +107,7 @@ __all__ = [
     "NotFound",
     "MethodNotAllowed",
     "Conflict",
+    "ApplyConflict",
     "AlreadyExists",
     "Gone",
     "Invalid",

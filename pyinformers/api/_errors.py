@@ -29,6 +29,7 @@ __all__ = [
     "NotFound",
     "MethodNotAllowed",
     "Conflict",
+    "ApplyConflict",
     "AlreadyExists",
     "Gone",
     "Invalid",
@@ -141,6 +142,42 @@ class Conflict(ApiError):
     """409: a write lost a race (stale ``resourceVersion``, or a precondition failed)."""
 
     default_code = 409
+
+
+class ApplyConflict(Conflict):
+    """409 from a server-side apply: fields other managers own would change.
+
+    ``conflicts`` lists ``(manager, field)`` pairs in the server's order, the
+    manager as the server names it (``alpha``, or for an ``Update`` manager
+    ``kubectl-edit`` -- the message adds its API version) and the field as a
+    path (``.spec.template.spec.containers[name="app"].image``). Apply again
+    with ``force=True`` to take them over, or leave those fields out.
+    """
+
+    @property
+    def conflicts(self) -> list[tuple[str, str]]:
+        out = []
+        for cause in self.details.get("causes") or ():
+            if isinstance(cause, Mapping) and cause.get("reason") == "FieldManagerConflict":
+                out.append(
+                    (_manager_in(str(cause.get("message") or "")), str(cause.get("field") or ""))
+                )
+        return out
+
+
+def _manager_in(message: str) -> str:
+    """The manager's name in a cause message: ``conflict with "alpha" using v1`` -> ``alpha``."""
+    start = message.find('"')
+    end = message.find('"', start + 1)
+    return message[start + 1 : end] if start >= 0 and end > start else message
+
+
+def _is_apply_conflict(body: Mapping[str, Any]) -> bool:
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    return any(
+        isinstance(c, Mapping) and c.get("reason") == "FieldManagerConflict" for c in causes or ()
+    )
 
 
 class AlreadyExists(Conflict):
@@ -285,6 +322,8 @@ def error_from_status(
     cls: type[ApiError]
     if reason == "AlreadyExists" and code in (0, 409):
         cls = AlreadyExists
+    elif code in (0, 409) and reason == "Conflict" and _is_apply_conflict(body):
+        cls = ApplyConflict
     elif code in _BY_CODE:
         cls = _BY_CODE[code]
     elif code >= 500:

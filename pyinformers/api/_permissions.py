@@ -77,8 +77,24 @@ METHOD_VERBS: Mapping[str, str] = {
     "replace": "update",
     "replace_status": "update",
     "patch": "patch",
+    "apply": "patch",
+    "apply_status": "patch",
     "delete": "delete",
 }
+
+#: What the declaration ``"apply"`` stands for: server-side apply is a ``patch`` that
+#: creates the object when it is missing (``create``); on a subresource, only ``patch``.
+APPLY_VERBS = ("patch", "create")
+
+
+def expand_verbs(verbs: Iterable[str], *, subresource: str | None = None) -> tuple[str, ...]:
+    """``verbs`` with ``"apply"`` replaced by the RBAC verbs it needs (order kept, no repeats)."""
+    if isinstance(verbs, str):
+        return verbs  # type: ignore[return-value]  # refused with a hint by _check_verbs
+    out: list[str] = []
+    for verb in verbs:
+        out.extend((APPLY_VERBS if not subresource else ("patch",)) if verb == "apply" else (verb,))
+    return tuple(dict.fromkeys(out))
 
 
 #: ``authorization.k8s.io/v1`` SelfSubjectAccessReviews: "may I ...?" for the caller's own credentials.
@@ -144,8 +160,11 @@ class Permissions:
         namespace: str | None = None,
         subresource: str | None = None,
     ) -> None:
-        """Record ``verbs`` on ``resource`` (or its ``subresource``) in ``namespace`` (None: all)."""
-        verbs = _check_verbs(verbs, f"verbs for {resource}")
+        """Record ``verbs`` on ``resource`` (or its ``subresource``) in ``namespace`` (None: all).
+
+        ``"apply"`` stands for what server-side apply needs (:data:`APPLY_VERBS`).
+        """
+        verbs = _check_verbs(expand_verbs(verbs, subresource=subresource), f"verbs for {resource}")
         name = resource.plural if not subresource else f"{resource.plural}/{subresource}"
         ns = namespace if resource.namespaced else None
         with self._lock:
@@ -189,11 +208,15 @@ class DeclaredClient(ResourceClient):
         subresource_verbs: Mapping[str, Iterable[str]] | None = None,
         *,
         request_timeout: float | None = 60.0,
+        field_manager: str | None = None,
     ) -> None:
-        super().__init__(api_client, resource, request_timeout=request_timeout)
-        self._verbs = frozenset(verbs)
+        super().__init__(
+            api_client, resource, request_timeout=request_timeout, field_manager=field_manager
+        )
+        self._verbs = frozenset(expand_verbs(verbs))
         self._subresource_verbs = {
-            sub: frozenset(v) for sub, v in (subresource_verbs or {}).items()
+            sub: frozenset(expand_verbs(v, subresource=sub))
+            for sub, v in (subresource_verbs or {}).items()
         }
 
     @property
@@ -258,6 +281,14 @@ class DeclaredClient(ResourceClient):
     def patch(self, *args: Any, **kwargs: Any) -> dict:
         self._allowed("patch", kwargs.get("subresource"))
         return super().patch(*args, **kwargs)
+
+    def apply(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("apply")
+        return super().apply(*args, **kwargs)
+
+    def apply_status(self, *args: Any, **kwargs: Any) -> dict:
+        self._allowed("apply_status", "status")
+        return super().apply_status(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> dict:
         self._allowed("delete")

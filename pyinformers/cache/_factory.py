@@ -166,6 +166,7 @@ class SharedInformerFactory:
         *,
         verbs: Sequence[str] | None = None,
         status_verbs: Sequence[str] = (),
+        field_manager: str | None = None,
     ) -> ResourceClient:
         """A client for ``resource``; declare what it does with ``verbs`` (and ``status_verbs``).
 
@@ -176,16 +177,21 @@ class SharedInformerFactory:
         other verb before sending a request. ``status_verbs`` are the verbs on
         the ``status`` subresource (``("update",)`` for ``replace_status``).
         Without ``verbs``: the plain, shared :class:`ResourceClient`, and the
-        RBAC generator reports the resource as undeclared.
+        RBAC generator reports the resource as undeclared. ``"apply"`` declares
+        server-side apply (``patch``, and ``create`` on the object itself);
+        ``field_manager`` is the manager ``apply`` writes as by default
+        (:meth:`Controller.client <pyinformers.controller.Controller.client>` passes
+        the controller's name).
         """
         if verbs is None:
             if status_verbs:
                 raise ValueError(
                     "status_verbs needs verbs too (pass verbs=() for a status-only writer)"
                 )
-            client = self._client(resource)
             self._permissions.note_undeclared(resource)
-            return client
+            if field_manager:
+                return ResourceClient(self._api_client, resource, field_manager=field_manager)
+            return self._client(resource)
         verbs = (
             verbs if isinstance(verbs, str) else tuple(verbs)
         )  # a str is refused by grant(), with a hint
@@ -196,7 +202,11 @@ class SharedInformerFactory:
                 resource, status_verbs, namespace=namespace, subresource="status"
             )
         return DeclaredClient(
-            self._api_client, resource, verbs, {"status": status_verbs} if status_verbs else None
+            self._api_client,
+            resource,
+            verbs,
+            {"status": status_verbs} if status_verbs else None,
+            field_manager=field_manager,
         )
 
     def permissions(self) -> Permissions:

@@ -365,6 +365,28 @@ class Controller:
         self._admission: Admission | None = None
 
     # -- wiring -----------------------------------------------------------------------
+    def client(
+        self,
+        factory: Any,
+        resource: Any,
+        *,
+        verbs: Sequence[str] | None = None,
+        status_verbs: Sequence[str] = (),
+        field_manager: str | None = None,
+    ) -> Any:
+        """``factory.client(resource, ...)`` whose server-side applies write as this controller.
+
+        The field manager defaults to the controller's ``name``, so every apply of
+        one controller is one entry in ``managedFields`` (see
+        docs/server-side-apply.rst); ``verbs=("apply",)`` declares what apply needs.
+        """
+        return factory.client(
+            resource,
+            verbs=verbs,
+            status_verbs=status_verbs,
+            field_manager=field_manager or self.name,
+        )
+
     def watch(
         self,
         informer: Watchable,

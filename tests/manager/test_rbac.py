@@ -241,3 +241,39 @@ def test_the_command_line_explains_itself(capsys):
     assert "rbac MODULE" in capsys.readouterr().out
     assert pyinformers_main([]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def test_declaring_apply_grants_patch_and_create_and_allows_the_apply_methods():
+    factory = SharedInformerFactory(object())
+    client = factory.client(DEPLOYMENTS, verbs=("apply",), status_verbs=("apply",))
+    assert {(g.resource, g.verb) for g in factory.permissions().grants()} == {
+        ("deployments", "patch"),
+        ("deployments", "create"),
+        ("deployments/status", "patch"),
+    }
+    assert client.declared == {"": ("create", "patch"), "status": ("patch",)}
+    client._allowed("apply")  # no UndeclaredVerb: apply is a patch
+    client._allowed("apply_status", "status")
+
+
+def test_apply_on_a_client_that_declared_only_updates_is_refused_before_any_request():
+    client = DeclaredClient(object(), DEPLOYMENTS, ("create", "update"))
+    with pytest.raises(UndeclaredVerb, match="apply\\(\\) needs 'patch' on 'deployments'"):
+        client.apply({"metadata": {"name": "web", "namespace": "ns"}}, field_manager="me")
+
+
+def test_a_controllers_clients_apply_under_the_controllers_name():
+    from pyinformers.controller import Controller
+
+    class Foos(Controller):
+        watches_optional = True
+
+        def reconcile(self, key):
+            return None
+
+    factory = SharedInformerFactory(object())
+    controller = Foos(name="foo-controller")
+    assert (
+        controller.client(factory, DEPLOYMENTS, verbs=("apply",)).field_manager == "foo-controller"
+    )
+    assert controller.client(factory, CONFIGMAPS, field_manager="other").field_manager == "other"

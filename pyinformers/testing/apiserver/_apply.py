@@ -25,7 +25,9 @@ __all__ = ["apply_patch"]
 
 
 def _errors() -> Any:
-    from pyinformers.testing import status  # the embedded server's Status helpers
+    from pyinformers.testing.apiserver import (
+        _status as status,  # the embedded server's Status helpers
+    )
 
     return status
 

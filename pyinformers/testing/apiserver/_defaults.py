@@ -302,6 +302,10 @@ def apply_defaults(rt: ResourceType, obj: dict) -> None:
                         data[name] = base64.b64encode(value.encode()).decode()
     elif key == "/pods":
         _default_pod_spec(obj.get("spec"))
+        if isinstance(obj.get("spec"), dict):
+            obj["spec"].setdefault(
+                "enableServiceLinks", True
+            )  # a Pod's default (SetDefaults_Pod), not a template's
     elif key == "/services":
         _service_defaults(obj)
     elif key in _WORKLOAD_DEFAULTS or key == "batch/jobs":

@@ -323,12 +323,16 @@ def compare(lhs: Any, rhs: Any, shape: Shape) -> Comparison:
 
 
 def _compare(lhs: Any, rhs: Any, shape: Shape, path: Path, c: Comparison) -> None:
-    if lhs is rhs or (lhs is not MISSING and rhs is not MISSING and isinstance(lhs, (dict, list)) and lhs == rhs):
+    if lhs is rhs or (
+        lhs is not MISSING and rhs is not MISSING and isinstance(lhs, (dict, list)) and lhs == rhs
+    ):
         # Unchanged below (the common case of an update; ``==`` takes 1 for true, which a
         # schema-checked object never mixes up in one field).
         return
     if lhs is MISSING or rhs is MISSING:
-        _whole(rhs if lhs is MISSING else lhs, shape, path, c.added if lhs is MISSING else c.removed)
+        _whole(
+            rhs if lhs is MISSING else lhs, shape, path, c.added if lhs is MISSING else c.removed
+        )
         return
     if _is_leaf(lhs, rhs, shape):
         if not path:

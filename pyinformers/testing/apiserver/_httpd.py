@@ -51,6 +51,7 @@ from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.testing.apiserver._auth import Authenticator, User
 from pyinformers.testing.apiserver._decode import decode_body
 from pyinformers.testing.apiserver._faults import Faults
+from pyinformers.testing.apiserver._managed import check_field_manager, manager_name
 from pyinformers.testing.apiserver._negotiation import (
     FULL,
     TABLE,
@@ -75,6 +76,7 @@ from pyinformers.testing.apiserver._scale import SCALABLE, scale_of
 from pyinformers.testing.apiserver._status import (
     StatusError,
     bad_request,
+    invalid,
     method_not_allowed,
     not_found,
     status_object,
@@ -84,6 +86,7 @@ from pyinformers.testing.apiserver._watch import Watcher, WatchHub
 __all__ = ["RequestRecord", "Dispatcher", "HttpServer"]
 
 _JSON = "application/json"
+APPLY_PATCH = "application/apply-patch+yaml"
 _LIVENESS_CHECK = 0.25  # how often an idle watch checks that its client is still there
 _CHUNK_LINES = 256  # most event lines per chunk
 _BOOKMARK_BEFORE_TIMEOUT = (
@@ -316,7 +319,14 @@ class Dispatcher:
             body_pending = False
             warnings: list[str] = []
             code, result = self._call(
-                verb, route, query, body, h.headers.get("Content-Type", ""), user, warnings
+                verb,
+                route,
+                query,
+                body,
+                h.headers.get("Content-Type", ""),
+                user,
+                warnings,
+                h.headers.get("User-Agent", ""),
             )
             answer_type = _JSON
             if form.transformed and verb in ("get", "list") and route.subresource is None:
@@ -665,6 +675,7 @@ class Dispatcher:
         content_type: str,
         user: User,
         warnings: list,
+        user_agent: str = "",
     ) -> tuple[int, Any]:
         rest, rt, ns, sub = self.rest, route.resource, route.namespace, route.subresource
         name = route.name or ""  # the verbs on one object were routed with a name
@@ -672,8 +683,27 @@ class Dispatcher:
         validation = query.get("fieldValidation") or "Warn"
         if verb == "list":
             return 200, rest.list(rt, ns, parse_list_options(query))
+        manager = None
+        if verb in ("create", "update", "patch") and sub != "token":
+            applying = verb == "patch" and content_type.split(";")[0].strip().lower() == APPLY_PATCH
+            manager = self._field_manager(verb, query, user_agent, applying=applying)
+            if applying:
+                force = bool(go_bool(query.get("force")))
+                code, applied = rest.apply(
+                    rt,
+                    ns,
+                    name,
+                    body,
+                    manager=manager,
+                    force=force,
+                    subresource=sub,
+                    dry_run=dry_run,
+                    field_validation=validation,
+                    warnings=warnings,
+                )
+                return code, scale_of(applied) if sub == "scale" else applied
         if sub == "scale":
-            return 200, self._scale(verb, route, body, content_type, dry_run)
+            return 200, self._scale(verb, route, body, content_type, dry_run, manager)
         if sub == "token":
             return 201, rest.token_request(
                 rt, ns, name, decode_body(body, content_type, "TokenRequest"), self.auth
@@ -690,6 +720,7 @@ class Dispatcher:
                 field_validation=validation,
                 warnings=warnings,
                 user=user.name,
+                field_manager=manager,
             )
         if verb == "update":
             document = decode_body(body, content_type, rt.kind)
@@ -703,6 +734,7 @@ class Dispatcher:
                 field_validation=validation,
                 warnings=warnings,
                 user=user.name,
+                field_manager=manager,
             )
         if verb == "patch":
             return 200, rest.patch(
@@ -716,6 +748,7 @@ class Dispatcher:
                 field_validation=validation,
                 warnings=warnings,
                 user=user.name,
+                field_manager=manager,
             )
         if verb in ("delete", "deletecollection"):
             options = self._delete_options(body, query)
@@ -728,15 +761,41 @@ class Dispatcher:
         raise method_not_allowed()
 
     def _scale(
-        self, verb: str, route: _Route, body: bytes, content_type: str, dry_run: bool
+        self,
+        verb: str,
+        route: _Route,
+        body: bytes,
+        content_type: str,
+        dry_run: bool,
+        manager: str | None,
     ) -> dict:
         rest, rt, ns, name = self.rest, route.resource, route.namespace, route.name or ""
         if verb == "get":
             return scale_of(rest.get(rt, ns, name))
         if verb == "update":
             scale = decode_body(body, content_type, "Scale")
-            return scale_of(rest.set_replicas(rt, ns, name, scale, dry_run=dry_run))
-        return scale_of(rest.patch_scale(rt, ns, name, body, content_type, dry_run=dry_run))
+            return scale_of(
+                rest.set_replicas(rt, ns, name, scale, dry_run=dry_run, field_manager=manager)
+            )
+        return scale_of(
+            rest.patch_scale(
+                rt, ns, name, body, content_type, dry_run=dry_run, field_manager=manager
+            )
+        )
+
+    @staticmethod
+    def _field_manager(verb: str, query: dict, user_agent: str, *, applying: bool) -> str:
+        """The manager a write is recorded under, after the real server's checks of the options (422)."""
+        options = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}[
+            verb
+        ]
+        requested = query.get("fieldManager")
+        cause = check_field_manager(requested, options, apply_patch=applying)
+        if cause is None and "force" in query and not applying:
+            cause = ("FieldValueForbidden", "force", "may not be specified for non-apply patch")
+        if cause is not None:
+            raise invalid(options, "meta.k8s.io", "", [cause])
+        return manager_name(requested, user_agent)
 
     def _delete_options(self, body: bytes, query: dict) -> dict:
         options: dict = {}

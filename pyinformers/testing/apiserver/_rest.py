@@ -48,6 +48,7 @@ from typing import Any
 
 import orjson
 
+from pyinformers.testing.apiserver._apply import apply_patch, apply_scale
 from pyinformers.testing.apiserver._crd import (
     CLEANUP_FINALIZER,
     check_custom_object,
@@ -65,6 +66,7 @@ from pyinformers.testing.apiserver._defaults import (
     namespace_contents,
 )
 from pyinformers.testing.apiserver._field_selection import selectable
+from pyinformers.testing.apiserver._managed import FieldManagement
 from pyinformers.testing.apiserver._objects import (
     FOREGROUND_FINALIZER,
     NAMESPACE_FINALIZER,
@@ -153,6 +155,9 @@ class RestApi:
             store.objects,
             lambda name: store.get("/namespaces", "", name),
             lambda name: store.get(CRD_STORAGE_KEY, "", name),
+        )
+        self.field_management = FieldManagement(
+            lambda rt: self.store.get(CRD_STORAGE_KEY, "", rt.crd_name or ""), self._timestamp
         )
 
     def __repr__(self) -> str:
@@ -320,11 +325,14 @@ class RestApi:
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
         user: str | None = None,
+        field_manager: str | None = None,
     ) -> dict:
         """Create an object from ``body`` (which is consumed: completed and stored as is); returns it.
 
         With ``dry_run`` nothing is stored: the answer is the object as it would
-        be, with uid and creationTimestamp but no resourceVersion.
+        be, with uid and creationTimestamp but no resourceVersion. ``field_manager``:
+        record the create as that manager's ``Update`` (None: keep the body's
+        managedFields, as an apply or the server's own writers leave them).
         """
         ns = self._ns(rt, namespace)
         obj = check_body(self.registry, rt, body, ns, None)
@@ -357,8 +365,11 @@ class RestApi:
                 meta["name"] = self._generate_name(rt, ns, meta["generateName"])
             normalize_times(rt, obj)
             apply_defaults(rt, obj)
-            create_defaults(rt, obj, self._free_cluster_ip)
             obj = self._check_schema(rt, obj, field_validation, warnings)
+            if field_manager is not None:
+                # what the decoder defaulted is the creator's; what the registry fills in next is nobody's
+                self.field_management.record(rt, None, obj, field_manager)
+            create_defaults(rt, obj, self._free_cluster_ip)
             meta = obj["metadata"]
             validate_object(rt, obj)
             self._check_crd(rt, obj)
@@ -621,6 +632,7 @@ class RestApi:
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
         user: str | None = None,
+        field_manager: str | None = None,
     ) -> dict:
         """Replace an object (or its ``status``/``finalize`` subresource) with ``body`` (consumed)."""
         ns = self._ns(rt, namespace)
@@ -644,6 +656,7 @@ class RestApi:
                     field_validation=field_validation,
                     warnings=warnings,
                     attrs=attrs,
+                    field_manager=field_manager,
                 ),
             )
 
@@ -671,11 +684,19 @@ class RestApi:
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
         attrs: Attributes | None = None,
+        field_manager: str | None = None,
+        managed_subresource: str | None = None,
     ) -> dict:
         """Write ``new`` over ``old`` (store lock held). ``new`` is owned by this call.
 
-        With ``attrs`` the validating webhooks see the result (with the lock released)."""
+        ``field_manager``: record the write as that manager's ``Update`` (of
+        ``managed_subresource``, default ``subresource``); None: keep the managedFields
+        ``new`` brings (an apply computed them).
+
+        With ``attrs`` the validating webhooks see the result (with the lock released).
+        """
         expected = new["metadata"].get("resourceVersion")
+        incoming_managed = new["metadata"].get("managedFields")
         if expected and expected != old["metadata"]["resourceVersion"]:
             raise conflict(
                 rt.plural,
@@ -744,12 +765,20 @@ class RestApi:
                     raise invalid(rt.kind, rt.group, name, [cause, cause], summary_causes=1)
             if rt.has_generation and spec_part(rt, new) != spec_part(rt, old):
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
+        if field_manager is not None:
+            self.field_management.record(
+                rt, old, new, field_manager, subresource=managed_subresource or subresource
+            )
+        elif incoming_managed is not None:
+            new["metadata"]["managedFields"] = incoming_managed
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if attrs is not None:
             final, old_view = self._out(rt, new), self._out(rt, old)
             self._unlocked(lambda: self.webhooks.validate(attrs, final, old_view))
             self._still(rt, ns, name, old)
-        if same_content(new, old):
+        if same_content(new, old) and new["metadata"].get("managedFields") == old_meta.get(
+            "managedFields"
+        ):
             return old
         if dry_run:
             return new
@@ -801,6 +830,7 @@ class RestApi:
         field_validation: str = "Warn",
         warnings: builtins.list | None = None,
         user: str | None = None,
+        field_manager: str | None = None,
     ) -> dict:
         ns = self._ns(rt, namespace)
         media = (content_type or "").split(";")[0].strip().lower()
@@ -836,6 +866,7 @@ class RestApi:
                     field_validation=field_validation,
                     warnings=warnings,
                     attrs=attrs,
+                    field_manager=field_manager,
                 ),
             )
 
@@ -846,11 +877,6 @@ class RestApi:
             raise unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-            )
-        if media == "application/apply-patch+yaml":
-            raise unsupported_media_type(
-                "server-side apply is not supported by pyinformers.testing; use a merge patch or a JSON patch",
-                details={},
             )
         if media not in (
             "application/merge-patch+json",
@@ -871,6 +897,39 @@ class RestApi:
                 f"error decoding patch: json: cannot unmarshal {_json_kind(document)} into Go value of type map[string]interface {{}}"
             )
         return document
+
+    def apply(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: bytes,
+        *,
+        manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: builtins.list | None = None,
+    ) -> tuple[int, dict]:
+        """Server-side apply of ``body`` as ``manager`` (see :mod:`._apply`): (201 or 200, the object)."""
+        if subresource == "scale":
+            return apply_scale(
+                self, rt, namespace, name, body, manager=manager, force=force, dry_run=dry_run
+            )
+        return apply_patch(
+            self,
+            rt,
+            namespace,
+            name,
+            body,
+            manager=manager,
+            force=force,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            warnings=warnings,
+        )
 
     @staticmethod
     def _apply_patch(old: dict, document: Any, media: str) -> Any:
@@ -902,6 +961,7 @@ class RestApi:
         scale: Any,
         *,
         dry_run: bool = False,
+        field_manager: str | None = None,
     ) -> dict:
         """PUT .../scale: set ``spec.replicas`` from an autoscaling/v1 Scale; returns the object."""
         ns = self._ns(rt, namespace)
@@ -938,7 +998,18 @@ class RestApi:
             new.setdefault("spec", {})["replicas"] = replicas
             new["metadata"].pop("resourceVersion", None)
             return self._out(
-                rt, self._apply_update(rt, ns, name, old, new, subresource=None, dry_run=dry_run)
+                rt,
+                self._apply_update(
+                    rt,
+                    ns,
+                    name,
+                    old,
+                    new,
+                    subresource=None,
+                    dry_run=dry_run,
+                    field_manager=field_manager,
+                    managed_subresource="scale",
+                ),
             )
 
     def patch_scale(
@@ -950,6 +1021,7 @@ class RestApi:
         content_type: str,
         *,
         dry_run: bool = False,
+        field_manager: str | None = None,
     ) -> dict:
         """PATCH .../scale: patch the object's Scale, then set its replicas; returns the object."""
         ns = self._ns(rt, namespace)
@@ -958,7 +1030,12 @@ class RestApi:
         with self.store.lock:
             scale = scale_of(self._get_existing(rt, ns, name))
             return self.set_replicas(
-                rt, ns, name, self._apply_patch(scale, document, media), dry_run=dry_run
+                rt,
+                ns,
+                name,
+                self._apply_patch(scale, document, media),
+                dry_run=dry_run,
+                field_manager=field_manager,
             )
 
     def record_apiserver_lease(self, rt: ResourceType, epoch: float) -> None:
