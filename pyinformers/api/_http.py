@@ -87,8 +87,12 @@ def encode_body(api_client: Any, body: Any) -> bytes:
     The official client sends ``json.dumps(sanitize_for_serialization(body))``;
     for JSON-shaped dicts (what pyinformers writes) orjson produces the same
     document. Typed models or other objects inside are sanitised by the
-    client first, as before.
+    client first, as before. Bytes are sent as they are (an apply body, already
+    encoded because its media type is not a ``*json`` one the official client
+    would serialise).
     """
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body)
     try:
         return orjson.dumps(body)
     except TypeError:

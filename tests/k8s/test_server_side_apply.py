@@ -8,7 +8,6 @@ time is set, the FieldsV1 set, subresource), with times left out.
 
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any
 
@@ -39,10 +38,9 @@ class Api:
         content_type: str = "application/json",
         **query: str,
     ) -> tuple[int, Any]:
-        if body is not None and "json" not in content_type and not isinstance(body, (str, bytes)):
-            body = json.dumps(
-                body
-            )  # the client serialises JSON bodies itself, others go as they are
+        # The client serialises JSON bodies itself; an apply body goes as the bytes given.
+        if body is not None and "json" not in content_type:
+            body = body.encode() if isinstance(body, str) else orjson.dumps(body)
         headers = {"Content-Type": content_type}
         response = send(
             self.client, method, path, list(query.items()), headers=headers, body=body, timeout=30
@@ -51,10 +49,8 @@ class Api:
             raw = response.read()
             try:
                 return response.status, orjson.loads(raw) if raw else None
-            except orjson.JSONDecodeError:
-                return response.status, raw.decode(
-                    errors="replace"
-                )  # "404 page not found" before a CRD is served
+            except orjson.JSONDecodeError:  # "404 page not found" before a CRD is served
+                return response.status, raw.decode(errors="replace")
         finally:
             release(response, reusable=True)
 
