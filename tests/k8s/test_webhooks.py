@@ -251,12 +251,42 @@ def test_an_unreachable_webhook_fails_or_is_ignored_by_its_failure_policy(
         assert status == 201
     else:
         assert status == 500 and body["reason"] == "InternalError"
-        assert body["message"].startswith(
+        assert body["message"] == (
             "Internal error occurred: failed calling webhook "
             '"validate-configmaps.core.pyinformers.io": failed to call webhook: '
             'Post "https://127.0.0.1:1/validate/validate-configmaps.core.pyinformers.io'
-            '?timeout=2s": '
+            '?timeout=2s": dial tcp 127.0.0.1:1: connect: connection refused'
         )
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_a_webhook_that_never_answers_times_out_by_its_timeout_seconds(
+    k8s: Any, policy: str
+) -> None:
+    import socket
+    import time
+
+    hooks = Webhooks("silent")
+    hooks.validating(CONFIGMAPS, failure_policy=policy, timeout_seconds=1)(lambda request: None)
+    with socket.socket() as silent:  # connections complete in the backlog; nothing ever answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        with k8s.install_webhooks(hooks, url=url):
+            started = time.monotonic()
+            status, body, _ = _create(k8s, _configmap("a", k8s.namespace))
+            took = time.monotonic() - started
+    assert took < 10
+    if policy == "Ignore":
+        assert status == 201
+    else:
+        assert status == 500
+        prefix = (
+            'Internal error occurred: failed calling webhook "validate-configmaps.core.pyinformers.io": '
+            f'failed to call webhook: Post "{url}/validate/validate-configmaps.core.pyinformers.io'
+            '?timeout=1s": '
+        )
+        assert body["message"] == prefix + "context deadline exceeded"
 
 
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])
