@@ -24,13 +24,19 @@ WRITES = 300
 ROUNDS = 5
 
 
-def _round(server: ApiServer, rt, *, record: bool, tag: str) -> float:
-    rest = server.rest
-    rest.field_management.enabled = record
-    started = time.process_time()
+def _pods(server: ApiServer, tag: str, *, record: bool):
+    """The round's Pods (named after ``tag``), with recording switched as asked."""
+    server.rest.field_management.enabled = record
     for i in range(WRITES):
         pod = _pod(i)
         pod["metadata"]["name"] = f"{tag}-{i:05d}"
+        yield i, pod
+
+
+def _round(server: ApiServer, rt, *, record: bool, tag: str) -> float:
+    rest = server.rest
+    started = time.process_time()
+    for i, pod in _pods(server, tag, record=record):
         rest.create(rt, "default", pod, field_manager="bench")
         patch = {
             "metadata": {"labels": {"round": tag}},
@@ -49,11 +55,8 @@ def _round(server: ApiServer, rt, *, record: bool, tag: str) -> float:
 
 def _apply_round(server: ApiServer, rt, tag: str) -> float:
     rest = server.rest
-    rest.field_management.enabled = True
     started = time.process_time()
-    for i in range(WRITES):
-        pod = _pod(i)
-        pod["metadata"]["name"] = f"{tag}-{i:05d}"
+    for _, pod in _pods(server, tag, record=True):
         pod.pop("status")
         rest.apply(
             rt, "default", pod["metadata"]["name"], orjson.dumps(pod), manager="bench", force=False

@@ -166,3 +166,28 @@ def test_everyday_kubectl_commands(cluster):
         what="kubectl to list no demo ConfigMaps",
     )
     assert [i["metadata"]["name"] for i in get(kubectl, "configmaps")["items"]] == ["late"]
+
+
+def test_kubectl_apply_server_side_merges_conflicts_and_forces(cluster):
+    kubectl = cluster
+    manifest = kubectl.tmp / "ssa.yaml"
+    manifest.write_text(DEPLOYMENT % 2)
+    assert "deployment.apps/web serverside-applied" in kubectl(
+        "apply", "--server-side", "-f", str(manifest)
+    )
+    again = get(kubectl, "deployment", "web")
+    assert "serverside-applied" in kubectl("apply", "--server-side", "-f", str(manifest))
+    same = get(kubectl, "deployment", "web", "--show-managed-fields")
+    assert same["metadata"]["resourceVersion"] == again["metadata"]["resourceVersion"]
+    assert [(e["manager"], e["operation"]) for e in same["metadata"]["managedFields"]] == [
+        ("kubectl", "Apply")
+    ]
+    assert "scaled" in kubectl("scale", "deployment", "web", "--replicas=5")
+    manifest.write_text(DEPLOYMENT % 3)
+    refused = kubectl("apply", "--server-side", "-f", str(manifest), check=False)
+    assert refused == ""  # nothing applied; kubectl explains the conflict on stderr
+    assert get(kubectl, "deployment", "web")["spec"]["replicas"] == 5
+    assert "serverside-applied" in kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", str(manifest)
+    )
+    assert get(kubectl, "deployment", "web")["spec"]["replicas"] == 3
