@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+import shutil
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -1040,3 +1042,32 @@ def test_a_status_write_is_validated_relative_to_the_status(k8s):
     ]
     assert too_many[:1] == (422,)
     assert too_many[2] == [("FieldValueInvalid", "status", "Invalid value: one active at most")]
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_creates_a_resource_of_a_controller_gen_crd_and_names_unknown_fields(
+    cronjobs, tmp_path
+):
+    kubeconfig = cronjobs.k8s.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def kubectl_create(body: dict) -> subprocess.CompletedProcess:
+        manifest = tmp_path / "cronjob.json"
+        manifest.write_text(json.dumps(body))
+        return subprocess.run(
+            [str(KUBECTL), "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "cache"), "create", "-f", str(manifest)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    done = kubectl_create(cronjobs.body("nightly", _job()))
+    assert (done.returncode, done.stdout.strip()) == (
+        0,
+        f"cronjob.{cronjobs.group}/nightly created",
+    ), done.stderr
+    done = kubectl_create(cronjobs.body("typo", _job(schedul="daily")))
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        'CronJob in version "v1" cannot be handled as a CronJob: strict decoding error: unknown field "spec.schedul"'
+    ), done.stderr
