@@ -42,7 +42,7 @@ def drop_managed_fields(obj: Any) -> Any:
     return obj
 
 
-def chain(*transforms: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def chain(*transforms: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
     """One transform applying ``transforms`` left to right (``None`` entries are skipped)."""
     steps = tuple(t for t in transforms if t is not None)
     for step in steps:
