@@ -94,7 +94,10 @@ class MyDeploymentController(Controller):
         self.recorder = recorder
         # The writes each client makes (the RBAC generator reads these; see docs/deploying.rst).
         self.owners_client = factory.client(MYDEPLOYMENTS, verbs=(), status_verbs=("update",))
-        self.deployments_client = factory.client(DEPLOYMENTS, verbs=("create", "update"))
+        # The Deployment is written by server-side apply, as kubebuilder's scaffolds do: the
+        # desired fields only, under the controller's name (the field manager), taking them
+        # back with force from whoever changed them.
+        self.deployments_client = self.client(factory, DEPLOYMENTS, verbs=("apply",))
         self.services_client = factory.client(SERVICES, verbs=("create", "update"))
         owners = factory.informer(MYDEPLOYMENTS)
         deployments = factory.informer(DEPLOYMENTS)
@@ -155,15 +158,16 @@ class MyDeploymentController(Controller):
         desired = desired_deployment(owner)
         actual = self.deployments.namespace(namespace).get(name)
         if actual is None:
-            created = self.deployments_client.create(desired, namespace=namespace)
+            created = self.deployments_client.apply(desired, force=True)
             self.recorder.eventf(owner, EventType.NORMAL, "Created", "Created Deployment %s", name)
             return created, None
         if not meta.is_controlled_by(actual, owner):
             return actual, self._not_ours(owner, "Deployment", name)
-        repaired = _repair_deployment(actual, desired)
-        if repaired is None:
-            return actual, None
-        updated = self.deployments_client.replace(repaired)
+        if _repair_deployment(actual, desired) is None:
+            return actual, None  # nothing we manage drifted: no request at all
+        # Applying the desired fields reverts exactly the drift the check found (labels by key,
+        # the container by name, its ports by port and protocol); other fields stay whoever's.
+        updated = self.deployments_client.apply(desired, force=True)
         self.recorder.eventf(
             owner, EventType.NORMAL, "Repaired", "Reverted drift of Deployment %s", name
         )
