@@ -26,6 +26,7 @@ from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from pyinformers import install_crd
+from pyinformers.api import Invalid
 from pyinformers.testing import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -297,11 +298,14 @@ def test_install_crd_refuses_a_schema_that_is_not_structural(k8s):
     }
     kind = Kind(k8s, schema)
     try:
+        with pytest.raises(Invalid) as refused:
+            install_crd(kind.api, kind.crd, timeout=30)
         status, message, causes = kind.refused(
             kind.crds.create_custom_resource_definition, kind.crd
         )
     finally:
         kind.remove()
+    assert "must not be empty for specified object fields" in str(refused.value)
     root = "spec.validation.openAPIV3Schema"
     assert status == 422
     assert causes == [
