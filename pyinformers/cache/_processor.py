@@ -191,6 +191,9 @@ class HandlerRegistration:
         self._initial_queued = 0
         self._initial_done = 0
         self._handled = 0  # notifications handled (written by the handler thread only)
+        # Monotonic time the handler thread last finished a notification or woke up for one
+        # (handler thread only): with a backlog, how long ago it is says whether it is stuck.
+        self._last_progress = time.monotonic()
         self._errors = 0  # handler calls that raised (handler thread only)
         #: Monotonic time of this handler's next resync (HandlerSet's lock guards it).
         self.next_resync: float = 0.0
@@ -219,6 +222,17 @@ class HandlerRegistration:
         keeps growing means the handler cannot keep up (or is stuck).
         """
         return len(self._buffer)
+
+    def stalled_for(self, now: float | None = None) -> float:
+        """Seconds this handler has had notifications waiting without finishing any (0: not stalled).
+
+        A handler stuck in a call, or too slow to finish one notification,
+        shows here while its backlog waits; an idle handler (empty buffer)
+        is never stalled. Monotonic seconds.
+        """
+        if not self._buffer:
+            return 0.0
+        return max(0.0, (time.monotonic() if now is None else now) - self._last_progress)
 
     @property
     def handled(self) -> int:
@@ -317,6 +331,7 @@ class HandlerRegistration:
                     self._cond.wait()
             finally:
                 self._sleeping = False
+            self._last_progress = time.monotonic()
             return not self._stopped
 
     def _run(self) -> None:
@@ -360,6 +375,7 @@ class HandlerRegistration:
                 self._errors += 1
                 log.exception("event handler %s failed", self.name)
             self._handled += 1
+            self._last_progress = time.monotonic()
             if kind == _ADD and b is True:
                 self._initial_done += 1
                 if self._initial_done >= self._initial_queued and self._on_caught_up is not None:
@@ -675,7 +691,13 @@ class _InformerCollector:
             "1 once the informer's initial list is in its cache and delivered, else 0.",
             labels=["informer"],
         )
+        stalled = GaugeMetricFamily(
+            "pyinformers_informer_handler_stalled_seconds",
+            "Seconds an event handler has had notifications waiting without finishing any (0: not stalled).",
+            labels=["informer", "handler"],
+        )
         informers = self._informers.snapshot()
+        now = time.monotonic()
         for informer in informers:
             objects.add_metric([informer.name], len(informer.indexer))
             estimate = getattr(informer, "memory_estimate", None)
@@ -690,7 +712,18 @@ class _InformerCollector:
                 backlog.add_metric(label, registration.backlog())
                 handled.add_metric(label, registration.handled)
                 errors.add_metric(label, registration.errors)
-        return [backlog, handled, errors, objects, cache_bytes, synced, healthy, object_errors]
+                stalled.add_metric(label, registration.stalled_for(now))
+        return [
+            backlog,
+            handled,
+            errors,
+            stalled,
+            objects,
+            cache_bytes,
+            synced,
+            healthy,
+            object_errors,
+        ]
 
 
 def track_informer(informer: Any, registry: Any = None) -> None:

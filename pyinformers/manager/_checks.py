@@ -16,6 +16,7 @@ the probe server calls them from its request threads.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,20 +33,43 @@ def _by_name(informers: Mapping[Any, Any]) -> list[Any]:
 
 
 def health_checks(
-    informers: Mapping[Any, Any], controllers: Iterable[Controller], *, started: bool
+    informers: Mapping[Any, Any],
+    controllers: Iterable[Controller],
+    *,
+    started: bool,
+    stall_timeout: float | None = None,
+    fail_on_stall: bool = True,
 ) -> list[Check]:
-    """``/healthz``: informers' reflectors, controllers' workers.
+    """``/healthz``: informers' reflectors, their handlers' progress, controllers' workers.
 
     ``informers`` is the factory's ``{(resource, namespace): informer}``; an
-    informer that is not running fails only once the manager ``started``.
+    informer that is not running fails only once the manager ``started``. A
+    handler with a backlog that finished nothing for ``stall_timeout``
+    seconds is a check of its own, failing when ``fail_on_stall``.
     """
     checks = []
+    now = time.monotonic()
     for informer in _by_name(informers):
         problem = informer.health_problem()
         if problem == "not running":
             checks.append((f"informer {informer.name}", not started, problem))
             continue
         checks.append((f"informer {informer.name}", not problem, problem))
+        if stall_timeout is None:
+            continue
+        for registration in informer.registrations():
+            stalled = registration.stalled_for(now)
+            if stalled >= stall_timeout:
+                handler = repr(registration.handler)
+                handler = handler if len(handler) <= 80 else handler[:77] + "..."
+                checks.append(
+                    (
+                        f"handler {registration.name}",
+                        not fail_on_stall,
+                        f"stalled: {registration.backlog()} notification(s) waiting, none finished "
+                        f"for {stalled:.0f} s ({handler})",
+                    )
+                )
     for controller in controllers:
         ok = controller.healthy()
         detail = "" if ok else f"{controller.workers_alive()}/{controller.workers} workers alive"

@@ -173,6 +173,15 @@ class Manager:
         (default :data:`~pyinformers.controller._controller.DEFAULT_SHUTDOWN_TIMEOUT`,
         15 s: the whole stop, :attr:`stop_budget`, then fits in the kubelet's
         default 30 s grace period with room for the process to exit).
+    :param handler_stall_timeout: an event handler with notifications waiting
+        that has finished none for this many seconds (default 120) is
+        *stalled*: ``/healthz?verbose`` names it and, with
+        ``fail_health_on_stalled_handler`` (default True), ``/healthz`` fails,
+        so the kubelet restarts a process whose informer and controller run
+        on while that handler's work has stopped (a deadlocked or hung
+        handler does not recover by itself; a slow one finishes a
+        notification within two minutes). None: never.
+        ``pyinformers_informer_handler_stalled_seconds`` shows it either way.
     :param check_server: ask ``/version`` at start and fail fast if unreachable.
     :param tune_gc: apply :mod:`pyinformers._gc_policy` while running (rare full
         collections, synced caches frozen); undone by :meth:`stop`.
@@ -233,8 +242,18 @@ class Manager:
         webhook_port: int = ANY_PORT,
         webhook_host: str | None = None,
         webhook_tls: TLSFiles | None = None,
+        handler_stall_timeout: float | None = 120.0,
+        fail_health_on_stalled_handler: bool = True,
     ) -> None:
         validate_port("metrics_port", metrics_port)
+        if handler_stall_timeout is not None and not handler_stall_timeout > 0:
+            raise ValueError(
+                f"handler_stall_timeout must be > 0 seconds or None, got {handler_stall_timeout!r}"
+            )
+        #: A handler with notifications waiting that finished none for this long is stalled (None: never).
+        self.handler_stall_timeout = handler_stall_timeout
+        #: Whether a stalled handler fails ``/healthz`` (it shows in ``?verbose`` and on /metrics either way).
+        self.fail_health_on_stalled_handler = bool(fail_health_on_stalled_handler)
         validate_port("webhook_port", webhook_port)
         #: The webhook server (None without webhooks or with webhook_port 0); started by start().
         self.webhook_server: WebhookServer | None = None
@@ -390,7 +409,13 @@ class Manager:
     def health_checks(self) -> list[tuple[str, bool, str]]:
         """``(name, ok, detail)`` for ``/healthz``: informers' reflectors, controllers' workers, RBAC refusals,
         and (with leader election) a leader that stopped renewing."""
-        checks = _health_checks(self.factory.informers(), self.controllers, started=self._started)
+        checks = _health_checks(
+            self.factory.informers(),
+            self.controllers,
+            started=self._started,
+            stall_timeout=self.handler_stall_timeout,
+            fail_on_stall=self.fail_health_on_stalled_handler,
+        )
         if self._denied is not None:
             checks.append(("permissions", False, one_line(self._denied)))
         elector = self.elector

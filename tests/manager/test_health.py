@@ -96,3 +96,58 @@ def test_a_missing_crd_is_named_in_readyz_and_in_the_sync_timeout(api_server):
     manager.add(WatchThings(manager.factory, registry))
     with pytest.raises(CacheSyncTimeout, match="is the CRD installed"):
         manager.start()
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_handler_with_a_backlog_that_makes_no_progress_shows_in_healthz_and_metrics(
+    api_server, fail
+):
+    from pyinformers.cache import ResourceEventHandlerFuncs
+    from pyinformers.resources import CONFIGMAPS
+
+    manager, registry = make_manager(
+        api_server, handler_stall_timeout=0.2, fail_health_on_stalled_handler=fail
+    )
+    manager.add(Echo(manager.factory, registry))
+    informer = manager.factory.informer(CONFIGMAPS)
+    release = threading.Event()
+    informer.add_event_handler(
+        ResourceEventHandlerFuncs(on_add=lambda obj, initial: release.wait(WAIT))
+    )
+    client = manager.factory.client(CONFIGMAPS)
+    ns = f"stall-{fail}".lower()
+    manager.start()
+    try:
+        for i in range(3):  # the first blocks the handler, the others wait behind it
+            client.create(
+                {"metadata": {"name": f"cm-{i}", "namespace": "default", "labels": {"t": ns}}}
+            )
+
+        def stalled_check():
+            status, body = get(manager.health_address, "/healthz?verbose")
+            return (status, body) if "stalled:" in body else None
+
+        status, body = eventually(
+            stalled_check, WAIT, what="the stalled handler in /healthz?verbose"
+        )
+        assert status == (503 if fail else 200)
+        line = next(line for line in body.splitlines() if "stalled:" in line)
+        assert line.startswith("[-]handler v1/configmaps-" if fail else "[+]handler v1/configmaps-")
+        assert "notification(s) waiting" in line
+        _, metrics = get(manager.metrics_address, "/metrics")
+        stalled = [
+            line
+            for line in metrics.splitlines()
+            if line.startswith("pyinformers_informer_handler_stalled_seconds{")
+            and not line.endswith(" 0.0")
+        ]
+        assert stalled, "a handler with stalled seconds > 0 on /metrics"
+        release.set()
+        eventually(
+            lambda: get(manager.health_address, "/healthz")[0] == 200,
+            WAIT,
+            what="healthz green once the handler moves again",
+        )
+    finally:
+        release.set()
+        manager.stop(5)
