@@ -35,19 +35,24 @@ CRD = Path(__file__).with_name("crd.yaml")
 GREETINGS = Resource.from_crd(CRD)  # quickstart.pyinformers.dev/v1 greetings, namespaced
 
 
+#: The label selector of the ConfigMaps the greeter makes (and so caches).
+MANAGED = "app.kubernetes.io/managed-by=greeter"
+
+
 class Greeter(Controller):
     """Keeps a ``<name>-greeting`` ConfigMap next to every Greeting."""
 
     def __init__(self, factory: SharedInformerFactory) -> None:
         super().__init__("greeter")
         self.greetings = factory.lister(GREETINGS)  # the caches: read them in reconcile
-        self.configmaps = factory.lister(CONFIGMAPS)
+        # Only the ConfigMaps this controller makes (labelled so): not every ConfigMap of the cluster.
+        self.configmaps = factory.lister(CONFIGMAPS, label_selector=MANAGED)
         self.configmaps_client = factory.client(CONFIGMAPS, verbs=("create", "update"))
         # A Greeting event enqueues its key "namespace/name" ...
         self.watch(factory.informer(GREETINGS))
         # ... and so does an event on a ConfigMap a Greeting controls.
         self.watch(
-            factory.informer(CONFIGMAPS),
+            factory.informer(CONFIGMAPS, label_selector=MANAGED),
             EnqueueForOwner(GREETINGS.kind, owner_group=GREETINGS.group),
         )
 
@@ -75,7 +80,11 @@ def configmap_for(greeting: dict[str, Any]) -> dict[str, Any]:
     configmap: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": f"{metadata['name']}-greeting", "namespace": metadata["namespace"]},
+        "metadata": {
+            "name": f"{metadata['name']}-greeting",
+            "namespace": metadata["namespace"],
+            "labels": {"app.kubernetes.io/managed-by": "greeter"},  # what MANAGED selects
+        },
         "data": {"message": (greeting.get("spec") or {}).get("message", "")},
     }
     set_controller_reference(greeting, configmap)  # deleted with the Greeting

@@ -9,10 +9,13 @@ twice inside one object count once), plus what the store spends per object
 (:data:`PER_OBJECT_OVERHEAD`: the key string, the store's and the indexes'
 table entries). Dict keys of at most :data:`SHARED_KEY_LENGTH` characters are
 not counted: ``orjson`` shares such keys (``metadata``, ``name``, ``labels``
-...) between all decoded objects through its key cache.
+...) between all decoded objects through its key cache. A string that
+sampled objects share (interned by :func:`~pyinformers.cache.share_metadata_strings`)
+is counted once for the sample.
 
-Cost: about 20-40 us per sampled 3 KB object, so ~2 ms per estimate whatever
-the cache's size, plus a copy of its key list (a few ms per 100,000 objects).
+Cost: about 100-170 us per sampled 3 KB object on a loaded two-core host,
+so some 10-15 ms per estimate whatever the cache's size, plus a copy of its
+key list (about 1 ms per 10,000 objects).
 Informers keep the last estimate for a while (:data:`ESTIMATE_MAX_AGE`), so
 a metrics scrape every few seconds costs nothing more.
 
@@ -57,10 +60,16 @@ SHARED_KEY_LENGTH = 64
 _getsizeof = sys.getsizeof
 
 
-def object_bytes(obj: Any) -> int:
-    """The bytes of one decoded JSON object: its containers, strings and numbers (see the module docstring)."""
+def object_bytes(obj: Any, seen: set[int] | None = None) -> int:
+    """The bytes of one decoded JSON object: its containers, strings and numbers (see the module docstring).
+
+    ``seen`` (ids already counted) is shared across the objects of one
+    estimate, so that a string several objects share (an interned label
+    value, say) is counted once for all of them.
+    """
     total = 0
-    seen: set[int] = set()
+    if seen is None:
+        seen = set()
     stack = [obj]
     pop, push = stack.pop, stack.append
     while stack:
@@ -141,12 +150,13 @@ def estimate_cache_memory(
     chosen = keys if count <= sample else (rng or random).sample(keys, sample)
     measured = 0
     total = 0
+    seen: set[int] = set()  # shared: what sampled objects share is counted once
     for key in chosen:
         obj = indexer.get_by_key(key)
         if obj is None:  # deleted meanwhile
             continue
         measured += 1
-        total += object_bytes(obj) + _getsizeof(key)
+        total += object_bytes(obj, seen) + _getsizeof(key)
     if measured == 0:
         return CacheMemory(count, 0, 0)
     mean = total / measured + PER_OBJECT_OVERHEAD + extra_per_object
