@@ -147,6 +147,10 @@ def _median_range(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
 def _comparisons(data: dict) -> list[str]:
     by = {r["consumer"]: r for r in data["rows"] if not r.get("skipped")}
     ours = by.get("pyinformers")
@@ -342,6 +346,28 @@ def write() -> Path:
         if plt is not None:
             _sync_chart(plt, sync, pipeline, REPORT / "sync.png")
             out += ["![sync time and RSS per object](sync.png)", ""]
+    memory = _load("cache_memory")
+    if memory is not None:
+        out += [
+            "## What a cache costs: full, metadata-only, with the mutation detector",
+            "",
+            "10,000 objects per informer, each measurement in a fresh process; RSS growth per cached "
+            "object after the sync, median (min-max) of the rounds; ratios per round "
+            "(`benchmarks/bench_cache_memory.py`).",
+            "",
+            "| cache of | RSS KB/object | sync CPU s | estimate / live |",
+            "|---|---|---|---|",
+        ]
+        for row in memory["rows"]:
+            out.append(
+                f"| {row['label']} | {_spread(row['rss_kb_per_object'])} | "
+                f"{_spread(row['cpu_seconds'])} | {sorted(row['estimate_over_live'])[len(row['estimate_over_live']) // 2]:.2f}x |"
+            )
+        out += [
+            "",
+            *[f"- {name}: {_median_range(values)}" for name, values in memory["ratios"].items()],
+            "",
+        ]
     if queues is not None:
         out += [
             "## Work queues",
