@@ -870,3 +870,75 @@ def test_the_client_applies_status_through_the_subresource(k8s):
         ("ctl", ""),
         ("ctl", "status"),
     ]
+
+
+def test_conflicting_applies_from_many_threads_leave_one_owner_and_nothing_half_applied(api):
+    import threading
+
+    answers: list[int] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        status, _ = Api.apply(
+            api, api.cm(), configmap({"a": str(i), f"k{i}": "x"}), fieldManager=f"m{i}"
+        )
+        with lock:
+            answers.append(status)
+
+    threads = [threading.Thread(target=one, args=(i,), name=f"test-apply-{i}") for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(answers) == [201, 409, 409, 409, 409, 409]
+    _, final = api.call("GET", api.cm())
+    (entry,) = final["metadata"]["managedFields"]
+    winner = entry["manager"][1:]
+    assert final["data"] == {"a": winner, f"k{winner}": "x"}
+
+
+def test_a_crd_with_an_unknown_list_type_is_refused(api):
+    group = f"ssa{secrets.token_hex(3)}.example.com"
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "hosts": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-list-type": "bag",
+                    }
+                },
+            }
+        },
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {
+                "plural": "widgets",
+                "singular": "widget",
+                "kind": "Widget",
+                "listKind": "WidgetList",
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+    status, body = api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert [c["field"] for c in body["details"]["causes"]] == [
+        "spec.validation.openAPIV3Schema.properties[spec].properties[hosts].x-kubernetes-list-type"
+    ]

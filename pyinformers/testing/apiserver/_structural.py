@@ -1177,6 +1177,15 @@ def crd_schema_causes(schema: dict, path: str) -> list[Cause]:
                     "Invalid value: false: must be true or undefined",
                 )
             )
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type is not None and list_type not in ("atomic", "set", "map"):
+            causes.append(
+                (
+                    "FieldValueNotSupported",
+                    f"{npath}.x-kubernetes-list-type",
+                    f'Unsupported value: {json.dumps(list_type)}: supported values: "atomic", "set", "map"',
+                )
+            )
         if node.get("uniqueItems") is True:
             causes.append(
                 (
