@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 import orjson
 
@@ -47,7 +47,7 @@ from pyinformers.api._metadata import (
     MetadataNotServed,
 )
 from pyinformers.api._observe import notify_write
-from pyinformers.api._resource import Resource
+from pyinformers.api._resource import ObjectT, Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.api._transport import (
     CONNECT_TIMEOUT,
@@ -86,12 +86,12 @@ Selector = str | Mapping[str, str] | Any | None
 
 
 @dataclass(frozen=True)
-class ListPage:
+class ListPage(Generic[ObjectT]):
     """One page of a list: ``items`` (dicts with ``apiVersion``/``kind`` set), the
     list's ``resource_version``, the ``continue_`` token for the next page (None on
     the last page) and the server's ``remaining_item_count`` estimate, if given."""
 
-    items: list
+    items: list[ObjectT]
     resource_version: str
     continue_: str | None = None
     remaining_item_count: int | None = None
@@ -134,7 +134,7 @@ def selectors_query(label_selector: Selector, field_selector: Selector) -> list[
     return query
 
 
-class ResourceClient:
+class ResourceClient(Generic[ObjectT]):
     """List, watch, read and write one :class:`Resource` on dicts, through ``api_client``.
 
     ``request_timeout`` is the per-read timeout (seconds) of non-watch requests;
@@ -144,12 +144,18 @@ class ResourceClient:
     Every method raises a typed :class:`~pyinformers.api._errors.ApiError` when
     the server answers with an error; network failures propagate as the
     underlying urllib3/OSError exceptions. Thread-safe, stateless.
+
+    Generic in the resource's object type, for type checkers only:
+    ``ResourceClient(api, PODS)`` is a ``ResourceClient[Pod]``, whose reads and
+    writes return ``Pod`` s (the same dicts at run time). ``list`` pages are
+    ``ListPage[Any]``, since ``metadata_only`` turns their items into
+    ``PartialObjectMetadata``; ``list_all`` pages hold the resource's type.
     """
 
     def __init__(
         self,
         api_client: Any,
-        resource: Resource,
+        resource: Resource[ObjectT],
         *,
         request_timeout: float | None = 60.0,
         field_manager: str | None = None,
@@ -167,7 +173,7 @@ class ResourceClient:
         return self._field_manager
 
     @property
-    def resource(self) -> Resource:
+    def resource(self) -> Resource[ObjectT]:
         return self._resource
 
     @property
@@ -238,7 +244,7 @@ class ResourceClient:
 
     def _object(
         self, method: str, path: str, query: Sequence[tuple[str, Any]] = (), **kwargs: Any
-    ) -> dict:
+    ) -> Any:
         response = send(
             self._api_client, method, path, query, timeout=self._timeout(None), **kwargs
         )
@@ -261,7 +267,7 @@ class ResourceClient:
         resource_version_match: str | None = None,
         timeout: float | None = None,
         metadata_only: bool = False,
-    ) -> ListPage:
+    ) -> ListPage[Any]:
         """One page of the collection (all namespaces when ``namespace`` is None).
 
         Raises :class:`~pyinformers.api._errors.Gone` when ``continue_`` expired.
@@ -318,7 +324,7 @@ class ResourceClient:
         field_selector: Selector = None,
         page_size: int = 500,
         timeout: float | None = None,
-    ) -> ListPage:
+    ) -> ListPage[ObjectT]:
         """Every page of the collection, as one :class:`ListPage` (consistent snapshot).
 
         The resourceVersion is the first page's (the snapshot all pages come
@@ -417,13 +423,13 @@ class ResourceClient:
             )
         return WatchStream(response, self._resource)
 
-    def get(self, name: str, namespace: str | None = None) -> dict:
+    def get(self, name: str, namespace: str | None = None) -> ObjectT:
         """The object ``name`` (in ``namespace`` for namespaced resources); NotFound if absent."""
         path = self._object_path(namespace, name)
         return self._fill_type([self._object("GET", path)])[0]
 
     # -- writes ------------------------------------------------------------------------
-    def create(self, obj: Mapping[str, Any], namespace: str | None = None) -> dict:
+    def create(self, obj: Mapping[str, Any], namespace: str | None = None) -> ObjectT:
         """Create ``obj`` (namespace from the argument or ``obj.metadata.namespace``); returns the stored object."""
         ns = self._object_namespace(namespace, obj)
         body = dict(obj)
@@ -433,7 +439,7 @@ class ResourceClient:
             "POST", self._resource.path(ns), body=body, headers={"Content-Type": "application/json"}
         )
 
-    def replace(self, obj: Mapping[str, Any]) -> dict:
+    def replace(self, obj: Mapping[str, Any]) -> ObjectT:
         """PUT ``obj`` over the stored one; Conflict if its resourceVersion is stale."""
         ns = self._object_namespace(None, obj)
         path = self._resource.path(ns, self._name_of(obj))
@@ -441,7 +447,7 @@ class ResourceClient:
             "PUT", path, body=self._with_type(obj), headers={"Content-Type": "application/json"}
         )
 
-    def replace_status(self, obj: Mapping[str, Any]) -> dict:
+    def replace_status(self, obj: Mapping[str, Any]) -> ObjectT:
         """PUT ``obj`` to the ``status`` subresource (only its status is written)."""
         ns = self._object_namespace(None, obj)
         path = self._resource.path(ns, self._name_of(obj), "status")
@@ -459,7 +465,7 @@ class ResourceClient:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
-    ) -> dict:
+    ) -> ObjectT:
         """Patch the object ``name``.
 
         ``patch_type``: ``"merge"`` (RFC 7386 JSON merge patch, a dict),

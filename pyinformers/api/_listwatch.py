@@ -11,7 +11,7 @@ Thread-safety: :class:`ListWatch` holds no mutable state.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pyinformers.api._client import ListPage, ResourceClient, Selector, selector_query
 from pyinformers.api._resource import Resource
@@ -34,7 +34,7 @@ class ListerWatcher(Protocol):
         continue_: str | None = None,
         resource_version: str | None = None,
         resource_version_match: str | None = None,
-    ) -> ListPage: ...
+    ) -> ListPage[Any]: ...
 
     def watch(
         self,
@@ -51,7 +51,7 @@ class ListWatch:
 
     def __init__(
         self,
-        client: ResourceClient,
+        client: ResourceClient[Any],
         *,
         namespace: str | None = None,
         label_selector: Selector = None,
@@ -66,7 +66,7 @@ class ListWatch:
         self.metadata_only = bool(metadata_only)
 
     @property
-    def resource(self) -> Resource:
+    def resource(self) -> Resource[Any]:
         return self.client.resource
 
     def list(
@@ -76,7 +76,7 @@ class ListWatch:
         continue_: str | None = None,
         resource_version: str | None = None,
         resource_version_match: str | None = None,
-    ) -> ListPage:
+    ) -> ListPage[Any]:
         return self.client.list(
             self.namespace,
             label_selector=self.label_selector,

@@ -42,7 +42,7 @@ from typing import Any
 
 from pyinformers.api._client import ListPage, ResourceClient
 from pyinformers.api._errors import Forbidden, MethodNotAllowed, NotFound
-from pyinformers.api._resource import Resource
+from pyinformers.api._resource import ObjectT, Resource
 from pyinformers.api._watch import WatchStream
 
 __all__ = [
@@ -150,11 +150,11 @@ class Permissions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._grants: set[Grant] = set()
-        self._undeclared: set[Resource] = set()
+        self._undeclared: set[Resource[Any]] = set()
 
     def grant(
         self,
-        resource: Resource,
+        resource: Resource[Any],
         verbs: Iterable[str],
         *,
         namespace: str | None = None,
@@ -174,7 +174,7 @@ class Permissions:
         with self._lock:
             self._grants.update(grants)
 
-    def note_undeclared(self, resource: Resource) -> None:
+    def note_undeclared(self, resource: Resource[Any]) -> None:
         with self._lock:
             self._undeclared.add(resource)
 
@@ -183,7 +183,7 @@ class Permissions:
         with self._lock:
             return sorted(self._grants)
 
-    def undeclared(self) -> list[Resource]:
+    def undeclared(self) -> list[Resource[Any]]:
         with self._lock:
             return sorted(self._undeclared, key=str)
 
@@ -191,7 +191,7 @@ class Permissions:
         return f"<Permissions grants={len(self.grants())} undeclared={len(self.undeclared())}>"
 
 
-class DeclaredClient(ResourceClient):
+class DeclaredClient(ResourceClient[ObjectT]):
     """A :class:`~pyinformers.api._client.ResourceClient` limited to the verbs it declared.
 
     Every method whose verb (see :data:`METHOD_VERBS`) is not in ``verbs``
@@ -203,7 +203,7 @@ class DeclaredClient(ResourceClient):
     def __init__(
         self,
         api_client: Any,
-        resource: Resource,
+        resource: Resource[ObjectT],
         verbs: Iterable[str],
         subresource_verbs: Mapping[str, Iterable[str]] | None = None,
         *,
@@ -250,15 +250,15 @@ class DeclaredClient(ResourceClient):
         )
 
     # Each method checks its verb, then is the plain client's.
-    def get(self, *args: Any, **kwargs: Any) -> dict:
+    def get(self, *args: Any, **kwargs: Any) -> ObjectT:
         self._allowed("get")
         return super().get(*args, **kwargs)
 
-    def list(self, *args: Any, **kwargs: Any) -> ListPage:
+    def list(self, *args: Any, **kwargs: Any) -> ListPage[ObjectT]:
         self._allowed("list")
         return super().list(*args, **kwargs)
 
-    def list_all(self, *args: Any, **kwargs: Any) -> ListPage:
+    def list_all(self, *args: Any, **kwargs: Any) -> ListPage[ObjectT]:
         self._allowed("list_all")
         return super().list_all(*args, **kwargs)
 
@@ -266,19 +266,19 @@ class DeclaredClient(ResourceClient):
         self._allowed("watch")
         return super().watch(*args, **kwargs)
 
-    def create(self, *args: Any, **kwargs: Any) -> dict:
+    def create(self, *args: Any, **kwargs: Any) -> ObjectT:
         self._allowed("create")
         return super().create(*args, **kwargs)
 
-    def replace(self, *args: Any, **kwargs: Any) -> dict:
+    def replace(self, *args: Any, **kwargs: Any) -> ObjectT:
         self._allowed("replace")
         return super().replace(*args, **kwargs)
 
-    def replace_status(self, *args: Any, **kwargs: Any) -> dict:
+    def replace_status(self, *args: Any, **kwargs: Any) -> ObjectT:
         self._allowed("replace_status", "status")
         return super().replace_status(*args, **kwargs)
 
-    def patch(self, *args: Any, **kwargs: Any) -> dict:
+    def patch(self, *args: Any, **kwargs: Any) -> ObjectT:
         self._allowed("patch", kwargs.get("subresource"))
         return super().patch(*args, **kwargs)
 
@@ -298,14 +298,14 @@ class DeclaredClient(ResourceClient):
         return f"<DeclaredClient {self.resource} {self.declared}>"
 
 
-def _scope(resource: Resource, namespace: str | None) -> str | None:
+def _scope(resource: Resource[Any], namespace: str | None) -> str | None:
     """The namespace a grant on ``resource`` is about (None: cluster-wide)."""
     if not resource.namespaced:
         return None
     return namespace or None
 
 
-def permission_advice(resource: Resource, verb: str, namespace: str | None = None) -> str:
+def permission_advice(resource: Resource[Any], verb: str, namespace: str | None = None) -> str:
     """What to add to the RBAC so that ``verb`` on ``resource`` in ``namespace`` (None: all) is allowed.
 
     One sentence naming the verb, the rule (API group and resource) and the
@@ -334,7 +334,7 @@ class MissingPermission(Forbidden):
     """
 
     def __init__(
-        self, resource: Resource, verb: str, namespace: str | None = None, *, why: str = ""
+        self, resource: Resource[Any], verb: str, namespace: str | None = None, *, why: str = ""
     ) -> None:
         ns = _scope(resource, namespace)
         where = f'in namespace "{ns}"' if ns else "cluster-wide"
@@ -351,7 +351,7 @@ class MissingPermission(Forbidden):
 
 def review_access(
     api_client: Any,
-    resource: Resource,
+    resource: Resource[Any],
     verb: str,
     namespace: str | None = None,
     *,

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 from urllib.parse import quote
 
-__all__ = ["Resource", "join_group_version"]
+from typing_extensions import TypeVar
+
+__all__ = ["ObjectT", "Resource", "join_group_version"]
 
 
 def _segment(value: str, what: str) -> str:
@@ -41,12 +43,23 @@ def join_group_version(group: str, version: str) -> str:
     return f"{group}/{version}" if group else version
 
 
+#: The type of a resource's objects, for type checkers only: a TypedDict such as
+#: ``pyinformers.k8s.Pod``, or ``dict[str, Any]`` (the default) when nobody said.
+ObjectT = TypeVar("ObjectT", default=dict[str, Any])
+
+
 @dataclass(frozen=True)
-class Resource:
+class Resource(Generic[ObjectT]):
     """A Kubernetes resource type: ``Resource("apps", "v1", "deployments", "Deployment")``.
 
     ``group`` is ``""`` for the core group (pods, services, ...). Instances are
     immutable and hashable: use them as dict keys (the informer factory does).
+
+    Generic in the type of its objects, for type checkers only:
+    ``PODS: Resource[Pod]`` makes listers, informers and clients of ``PODS``
+    hand out ``Pod`` s (TypedDicts, so the same plain dicts at run time).
+    A ``Resource`` nobody typed is a ``Resource[dict[str, Any]]``; code that
+    takes any resource says ``Resource[Any]``.
     """
 
     group: str
@@ -121,7 +134,7 @@ class Resource:
         cls,
         crd: Mapping[str, Any] | str | os.PathLike[str],
         version: str | None = None,
-    ) -> Resource:
+    ) -> Resource[Any]:
         """The resource a CustomResourceDefinition defines.
 
         ``crd`` is the CRD as a dict, or the path of a YAML (or JSON) file

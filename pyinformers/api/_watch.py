@@ -76,7 +76,7 @@ class WatchStream:
     def __init__(
         self,
         response: Any,
-        resource: Resource | None = None,
+        resource: Resource[Any] | None = None,
         *,
         expect_kind: str | None = None,
         not_served: Callable[[str], Exception] | None = None,

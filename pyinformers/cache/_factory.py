@@ -24,15 +24,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 from pyinformers._exports import renamed_method
 from pyinformers.api._client import ResourceClient, selector_query
 from pyinformers.api._config import build_api_client
 from pyinformers.api._fields import check_selectable
 from pyinformers.api._listwatch import ListWatch
+from pyinformers.api._metadata import PartialObjectMetadata
 from pyinformers.api._permissions import READ_VERBS, DeclaredClient, Permissions
-from pyinformers.api._resource import Resource
+from pyinformers.api._resource import ObjectT, Resource
 from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.cache._informer import SharedIndexInformer
 from pyinformers.cache._lister import Lister
@@ -142,8 +143,8 @@ class SharedInformerFactory:
         self._metrics_registry = metrics_registry
         self._lock = threading.Lock()
         # (resource, selection) -> informer; insertion order = creation order
-        self._informers: dict[tuple[Resource, Selection], Any] = {}
-        self._clients: dict[Resource, ResourceClient] = {}
+        self._informers: dict[tuple[Resource[Any], Selection], Any] = {}
+        self._clients: dict[Resource[Any], ResourceClient[Any]] = {}
         self._permissions = Permissions()
         self._shut_down = False
 
@@ -151,23 +152,23 @@ class SharedInformerFactory:
     def api_client(self) -> Any:
         return self._api_client
 
-    def _client(self, resource: Resource) -> ResourceClient:
+    def _client(self, resource: Resource[ObjectT]) -> ResourceClient[ObjectT]:
         if not isinstance(resource, Resource):
             raise TypeError(f"resource must be a Resource, got {type(resource).__name__}")
         with self._lock:
-            client = self._clients.get(resource)
+            client: ResourceClient[ObjectT] | None = self._clients.get(resource)
             if client is None:
                 client = self._clients[resource] = ResourceClient(self._api_client, resource)
             return client
 
     def client(
         self,
-        resource: Resource,
+        resource: Resource[ObjectT],
         *,
         verbs: Sequence[str] | None = None,
         status_verbs: Sequence[str] = (),
         field_manager: str | None = None,
-    ) -> ResourceClient:
+    ) -> ResourceClient[ObjectT]:
         """A client for ``resource``; declare what it does with ``verbs`` (and ``status_verbs``).
 
         With ``verbs`` (RBAC verbs such as ``("create", "update")``; ``()``
@@ -213,9 +214,48 @@ class SharedInformerFactory:
         """What this factory's informers and declared clients need (a live record)."""
         return self._permissions
 
+    @overload
     def informer(
         self,
-        resource: Resource,
+        resource: Resource[ObjectT],
+        *,
+        namespace: Any = ...,
+        namespaces: None = None,
+        label_selector: Any = ...,
+        field_selector: Any = ...,
+        metadata_only: Literal[False] = False,
+        mutation_detector: bool | None = None,
+    ) -> SharedIndexInformer[ObjectT]: ...
+
+    @overload
+    def informer(
+        self,
+        resource: Resource[Any],
+        *,
+        namespace: Any = ...,
+        namespaces: Sequence[str],
+        label_selector: Any = ...,
+        field_selector: Any = ...,
+        metadata_only: bool = False,
+        mutation_detector: bool | None = None,
+    ) -> Any: ...
+
+    @overload
+    def informer(
+        self,
+        resource: Resource[Any],
+        *,
+        namespace: Any = ...,
+        namespaces: Sequence[str] | None = None,
+        label_selector: Any = ...,
+        field_selector: Any = ...,
+        metadata_only: bool,
+        mutation_detector: bool | None = None,
+    ) -> Any: ...
+
+    def informer(
+        self,
+        resource: Resource[Any],
         *,
         namespace: Any = _DEFAULT,
         namespaces: Sequence[str] | None = None,
@@ -259,7 +299,7 @@ class SharedInformerFactory:
 
     def _selection(
         self,
-        resource: Resource,
+        resource: Resource[Any],
         namespace: Any,
         namespaces: Sequence[str] | None,
         label_selector: Any,
@@ -299,7 +339,9 @@ class SharedInformerFactory:
             check_selectable(resource, as_field_selector(field_text))
         return Selection(selected, selector_query(label, "label"), field_text, bool(metadata_only))
 
-    def _name(self, resource: Resource, selection: Selection, namespace: str | None = None) -> str:
+    def _name(
+        self, resource: Resource[Any], selection: Selection, namespace: str | None = None
+    ) -> str:
         """``v1/pods``, ``v1/pods@ns``, ``v1/pods@{a,b}``, then ``[labels=...]`` / ``[fields=...]`` where the
         selection differs from the factory's defaults, and ``#metadata`` for a metadata-only informer."""
         name = str(resource)
@@ -318,12 +360,12 @@ class SharedInformerFactory:
 
     def _new_informer(
         self,
-        client: ResourceClient,
-        resource: Resource,
+        client: ResourceClient[Any],
+        resource: Resource[Any],
         selection: Selection,
         mutation_detector: bool | None,
     ) -> Any:
-        def one(ns: str | None) -> SharedIndexInformer:
+        def one(ns: str | None) -> SharedIndexInformer[Any]:
             lister_watcher = ListWatch(
                 client,
                 namespace=ns,
@@ -353,7 +395,7 @@ class SharedInformerFactory:
         )
 
     @staticmethod
-    def _warn_if_heavy(resource: Resource, selection: Selection, name: str) -> None:
+    def _warn_if_heavy(resource: Resource[Any], selection: Selection, name: str) -> None:
         kind = _HEAVY.get((resource.group, resource.plural))
         if kind is None or selection.namespaces is not None or selection.metadata_only:
             return
@@ -367,17 +409,56 @@ class SharedInformerFactory:
             kind,
         )
 
+    @overload
     def lister(
         self,
-        resource: Resource,
+        resource: Resource[ObjectT],
+        *,
+        namespace: Any = ...,
+        namespaces: Sequence[str] | None = None,
+        label_selector: Any = ...,
+        field_selector: Any = ...,
+        metadata_only: Literal[False] = False,
+    ) -> Lister[ObjectT]: ...
+
+    @overload
+    def lister(
+        self,
+        resource: Resource[Any],
+        *,
+        namespace: Any = ...,
+        namespaces: Sequence[str] | None = None,
+        label_selector: Any = ...,
+        field_selector: Any = ...,
+        metadata_only: Literal[True],
+    ) -> Lister[PartialObjectMetadata]: ...
+
+    @overload
+    def lister(
+        self,
+        resource: Resource[Any],
+        *,
+        namespace: Any = ...,
+        namespaces: Sequence[str] | None = None,
+        label_selector: Any = ...,
+        field_selector: Any = ...,
+        metadata_only: bool,
+    ) -> Lister[Any]: ...
+
+    def lister(
+        self,
+        resource: Resource[Any],
         *,
         namespace: Any = _DEFAULT,
         namespaces: Sequence[str] | None = None,
         label_selector: Any = _DEFAULT,
         field_selector: Any = _DEFAULT,
         metadata_only: bool = False,
-    ) -> Lister:
-        """The lister over :meth:`informer`'s cache (the same selection arguments)."""
+    ) -> Lister[Any]:
+        """The lister over :meth:`informer`'s cache (the same selection arguments).
+
+        Typed by its resource (``factory.lister(PODS)`` is a ``Lister[Pod]``);
+        with ``metadata_only=True``, a ``Lister[PartialObjectMetadata]``."""
         informer = self.informer(
             resource,
             namespace=namespace,
@@ -386,10 +467,10 @@ class SharedInformerFactory:
             field_selector=field_selector,
             metadata_only=metadata_only,
         )
-        lister: Lister = informer.lister
+        lister: Lister[Any] = informer.lister
         return lister
 
-    def informers(self) -> dict[tuple[Resource, Selection], Any]:
+    def informers(self) -> dict[tuple[Resource[Any], Selection], Any]:
         """A snapshot of ``{(resource, selection): informer}`` (:class:`Selection`), in creation order."""
         with self._lock:
             return dict(self._informers)
@@ -418,12 +499,12 @@ class SharedInformerFactory:
             synced = informer.wait_for_cache_sync(remaining) and synced
         return synced
 
-    def sync_status(self) -> dict[Resource, bool]:
+    def sync_status(self) -> dict[Resource[Any], bool]:
         """``{resource: synced}`` of the started informers, now (no waiting).
 
         A resource watched in several namespaces is synced when all of them are.
         """
-        result: dict[Resource, bool] = {}
+        result: dict[Resource[Any], bool] = {}
         for (resource, _ns), informer in self.informers().items():
             if not informer.is_running() and not informer.has_synced():
                 continue

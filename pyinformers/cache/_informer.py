@@ -60,13 +60,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic
 
 from pyinformers._exports import renamed_method
 from pyinformers._gc_policy import gc_paused
 from pyinformers.api._listwatch import ListerWatcher
 from pyinformers.api._metadata import MetadataNotServed
-from pyinformers.api._resource import Resource
+from pyinformers.api._resource import ObjectT, Resource
 from pyinformers.api.meta import describe
 from pyinformers.cache._delta_fifo import (
     DeltaFIFO,
@@ -157,7 +157,7 @@ def _resource_version(obj: Any) -> str | None:
         return None
 
 
-class SharedIndexInformer:
+class SharedIndexInformer(Generic[ObjectT]):
     """An indexed, watch-driven cache of one resource, with event handlers.
 
     :param lister_watcher: the list/watch source (a
@@ -270,7 +270,7 @@ class SharedIndexInformer:
         if detector_enabled(mutation_detector):
             self._mutation = MutationDetector(self._name)
             self._apply = self._apply_fingerprinted  # type: ignore[method-assign]
-            self._lister: Lister = _ReadNotingLister(
+            self._lister: Lister[ObjectT] = _ReadNotingLister(
                 self._indexer, resource=resource, detector=self._mutation, key_of=self._fifo.key_of
             )
         else:
@@ -319,7 +319,7 @@ class SharedIndexInformer:
         return self._indexer
 
     @property
-    def lister(self) -> Lister:
+    def lister(self) -> Lister[ObjectT]:
         return self._lister
 
     @property
@@ -760,7 +760,7 @@ class SharedIndexInformer:
         )
 
 
-class _ReadNotingLister(Lister):
+class _ReadNotingLister(Lister[ObjectT]):
     """A Lister telling the mutation detector what each thread read (the detector is on)."""
 
     __slots__ = ("_detector", "_key_of")
@@ -769,7 +769,7 @@ class _ReadNotingLister(Lister):
         self,
         indexer: Any,
         *,
-        resource: Resource | None,
+        resource: Resource[ObjectT] | None,
         detector: MutationDetector,
         key_of: Callable[[Any], str],
     ) -> None:
@@ -777,20 +777,18 @@ class _ReadNotingLister(Lister):
         self._detector = detector
         self._key_of = key_of
 
-    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any] | None:
+    def get(self, name: str, *, namespace: str | None = None) -> ObjectT | None:
         obj = super().get(name, namespace=namespace)
         if obj is not None:
             self._detector.note_read(f"{namespace}/{name}" if namespace else name, obj)
         return obj
 
-    def list(
-        self, *, namespace: str | None = None, selector: Any = None
-    ) -> builtins.list[dict[str, Any]]:
+    def list(self, *, namespace: str | None = None, selector: Any = None) -> builtins.list[ObjectT]:
         objs = super().list(namespace=namespace, selector=selector)
         self._detector.note_reads(self._key_of, objs)
         return objs
 
-    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
+    def by_index(self, index: str, value: str) -> builtins.list[ObjectT]:
         objs = super().by_index(index, value)
         self._detector.note_reads(self._key_of, objs)
         return objs

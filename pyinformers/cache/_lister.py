@@ -28,19 +28,21 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic
 
+from pyinformers.api._resource import ObjectT, Resource
 from pyinformers.api._selectors import LabelSelector, as_label_selector
 from pyinformers.cache._store import NAMESPACE_INDEX
-
-if TYPE_CHECKING:
-    from pyinformers.api._resource import Resource
 
 __all__ = ["Lister", "NamespaceLister"]
 
 
-class Lister:
+class Lister(Generic[ObjectT]):
     """Read-only, indexed access to an informer's cache (see the module docstring).
+
+    Generic in the object type of its resource, for type checkers only: the
+    lister of a ``Resource[CronJob]`` returns ``CronJob`` s (TypedDicts: the
+    cached dicts themselves).
 
     :param indexer: the cache (an :class:`~pyinformers.cache._store.Indexer`).
     :param resource: the resource cached; its scope decides whether reads
@@ -49,7 +51,7 @@ class Lister:
 
     __slots__ = ("_indexer", "_resource", "_namespaced")
 
-    def __init__(self, indexer: Any, *, resource: Resource | None = None) -> None:
+    def __init__(self, indexer: Any, *, resource: Resource[ObjectT] | None = None) -> None:
         self._indexer = indexer
         self._resource = resource
         self._namespaced: bool | None = None if resource is None else bool(resource.namespaced)
@@ -59,7 +61,7 @@ class Lister:
         return self._indexer
 
     @property
-    def resource(self) -> Resource | None:
+    def resource(self) -> Resource[ObjectT] | None:
         return self._resource
 
     def _what(self) -> str:
@@ -76,14 +78,14 @@ class Lister:
                 "lister.namespace(ns).get(name) or lister.get(name, namespace=ns)"
             )
 
-    def namespace(self, namespace: str) -> NamespaceLister:
+    def namespace(self, namespace: str) -> NamespaceLister[ObjectT]:
         """The objects of one namespace: ``lister.namespace("default").get("web")``."""
         if not namespace or not isinstance(namespace, str):
             raise ValueError(f"Lister.namespace needs a namespace name, got {namespace!r}")
         self._check_namespace(namespace, required=True)
         return NamespaceLister(self, namespace)
 
-    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any] | None:
+    def get(self, name: str, *, namespace: str | None = None) -> ObjectT | None:
         """The cached object ``namespace/name`` (``name`` when cluster-scoped), or None. Do not mutate it.
 
         Raises ValueError when the namespace is missing for a namespaced
@@ -103,7 +105,7 @@ class Lister:
         *,
         namespace: str | None = None,
         selector: str | Mapping[str, Any] | LabelSelector | None = None,
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[ObjectT]:
         """Cached objects, in every namespace or one, optionally matching a label selector.
 
         ``selector`` is anything :func:`~pyinformers.api._selectors.as_label_selector`
@@ -130,7 +132,7 @@ class Lister:
                 out.append(o)
         return out
 
-    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
+    def by_index(self, index: str, value: str) -> builtins.list[ObjectT]:
         """Cached objects filed under ``value`` in the named index. Do not mutate them."""
         return self._indexer.by_index(index, value)
 
@@ -138,12 +140,12 @@ class Lister:
         return f"<Lister of {self._indexer!r}>"
 
 
-class NamespaceLister:
+class NamespaceLister(Generic[ObjectT]):
     """The cached objects of one namespace (from :meth:`Lister.namespace`)."""
 
     __slots__ = ("_lister", "_namespace")
 
-    def __init__(self, lister: Lister, namespace: str) -> None:
+    def __init__(self, lister: Lister[ObjectT], namespace: str) -> None:
         self._lister = lister
         self._namespace = namespace
 
@@ -151,17 +153,17 @@ class NamespaceLister:
     def namespace(self) -> str:
         return self._namespace
 
-    def get(self, name: str) -> dict[str, Any] | None:
+    def get(self, name: str) -> ObjectT | None:
         """The cached object ``name`` in this namespace, or None. Do not mutate it."""
         return self._lister.get(name, namespace=self._namespace)
 
     def list(
         self, selector: str | Mapping[str, Any] | LabelSelector | None = None
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[ObjectT]:
         """The cached objects of this namespace matching ``selector``. Do not mutate them."""
         return self._lister.list(namespace=self._namespace, selector=selector)
 
-    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
+    def by_index(self, index: str, value: str) -> builtins.list[ObjectT]:
         """The cached objects of this namespace filed under ``value`` in the named index.
 
         controller-runtime's ``List(ctx, &list, InNamespace(ns),
@@ -175,6 +177,6 @@ class NamespaceLister:
         return f"<NamespaceLister {self._namespace!r} of {self._lister!r}>"
 
 
-def _namespace_of(obj: Mapping[str, Any]) -> str | None:
+def _namespace_of(obj: Any) -> str | None:
     md = obj.get("metadata")
     return md.get("namespace") if md else None

@@ -54,9 +54,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, runtime_checkable
 
 from pyinformers._metrics import LiveSet, collector_for, resolve_registry
+from pyinformers.api._resource import ObjectT
 from pyinformers.cache._notification import ChangeKind, Notification
 from pyinformers.clock import REAL_CLOCK, Clock
 
@@ -104,14 +105,18 @@ class ResourceEventHandler(Protocol):
 
 
 @dataclass(frozen=True)
-class ResourceEventHandlerFuncs:
+class ResourceEventHandlerFuncs(Generic[ObjectT]):
     """A handler made of plain functions; ``None`` means "not interested".
+
+    Generic in the object type, for type checkers:
+    ``ResourceEventHandlerFuncs[Pod](on_add=...)`` checks the functions'
+    use of the objects they receive (a tombstone may reach ``on_delete``).
 
     >>> ResourceEventHandlerFuncs(on_add=lambda obj, initial: print("added", obj["metadata"]["name"]))
     """
 
-    on_add: Callable[[dict, bool], Any] | None = None
-    on_update: Callable[[dict, dict], Any] | None = None
+    on_add: Callable[[ObjectT, bool], Any] | None = None
+    on_update: Callable[[ObjectT, ObjectT], Any] | None = None
     on_delete: Callable[[Any], Any] | None = None
 
 

@@ -179,7 +179,7 @@ class CustomResource:
             f"CustomResource {self.kind!r}: no version {name!r} (has {', '.join(v.name for v in self.versions)})"
         )
 
-    def resource(self, version: str | None = None) -> Resource:
+    def resource(self, version: str | None = None) -> Resource[Any]:
         """The :class:`~pyinformers.api.Resource` of ``version`` (default: the storage version).
 
         Annotate it with the root type for typed listers and clients:

@@ -54,8 +54,11 @@ class Marker:
     """Base of every marker: ``applies_to`` names the schema types it may annotate (None: any)."""
 
     applies_to: frozenset[str] | None = None
-    #: the marker's name in error messages and docs (controller-gen's spelling)
-    marker_name: str = ""
+
+    @property
+    def marker_name(self) -> str:
+        """The marker's name in error messages: its class's (``MinLength``)."""
+        return type(self).__name__.lstrip("_").replace("Marker", "")
 
     def apply(self, schema: dict[str, Any]) -> None:  # pragma: no cover - every marker overrides it
         raise NotImplementedError
@@ -74,7 +77,6 @@ class Minimum(Marker):
     value: Number
     exclusive: bool = False
     applies_to = _NUMERIC
-    marker_name = "Minimum"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["minimum"] = self.value
@@ -89,7 +91,6 @@ class Maximum(Marker):
     value: Number
     exclusive: bool = False
     applies_to = _NUMERIC
-    marker_name = "Maximum"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["maximum"] = self.value
@@ -112,86 +113,86 @@ class MultipleOf(_Keyword):
     """``+kubebuilder:validation:MultipleOf``."""
 
     applies_to = _NUMERIC
-    keyword = marker_name = "multipleOf"
+    keyword = "multipleOf"
 
 
 class MinLength(_Keyword):
     """``+kubebuilder:validation:MinLength``."""
 
     applies_to = _STRING
-    keyword = marker_name = "minLength"
+    keyword = "minLength"
 
 
 class MaxLength(_Keyword):
     """``+kubebuilder:validation:MaxLength``."""
 
     applies_to = _STRING
-    keyword = marker_name = "maxLength"
+    keyword = "maxLength"
 
 
 class Pattern(_Keyword):
     """``+kubebuilder:validation:Pattern`` (an ECMA-262 regular expression)."""
 
     applies_to = _STRING
-    keyword = marker_name = "pattern"
+    keyword = "pattern"
 
 
 class Format(_Keyword):
     """``+kubebuilder:validation:Format`` (``date-time``, ``int32``, ``byte``, ``uri`` ...)."""
 
-    keyword = marker_name = "format"
+    keyword = "format"
 
 
 class MinItems(_Keyword):
     """``+kubebuilder:validation:MinItems``."""
 
     applies_to = _ARRAY
-    keyword = marker_name = "minItems"
+    keyword = "minItems"
 
 
 class MaxItems(_Keyword):
     """``+kubebuilder:validation:MaxItems``."""
 
     applies_to = _ARRAY
-    keyword = marker_name = "maxItems"
+    keyword = "maxItems"
 
 
 class MinProperties(_Keyword):
     """``+kubebuilder:validation:MinProperties``."""
 
     applies_to = _OBJECT
-    keyword = marker_name = "minProperties"
+    keyword = "minProperties"
 
 
 class MaxProperties(_Keyword):
     """``+kubebuilder:validation:MaxProperties``."""
 
     applies_to = _OBJECT
-    keyword = marker_name = "maxProperties"
+    keyword = "maxProperties"
 
 
 class Default(_Keyword):
     """``+kubebuilder:default`` (the server applies it on read and write)."""
 
-    keyword = marker_name = "default"
+    keyword = "default"
 
 
 class Description(_Keyword):
     """The field's description (also taken from a docstring or ``#:`` comment)."""
 
-    keyword = marker_name = "description"
+    keyword = "description"
 
 
 class Title(_Keyword):
     """``+kubebuilder:title``."""
 
-    keyword = marker_name = "title"
+    keyword = "title"
 
 
 class Example(_Keyword):
     """``+kubebuilder:example``."""
 
-    keyword = marker_name = "example"
+    keyword = "example"
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,6 @@ class Enum(Marker):
     """``+kubebuilder:validation:Enum`` for values a ``Literal`` cannot spell (prefer ``Literal``)."""
 
     values: tuple[Any, ...]
-    marker_name = "Enum"
 
     def __init__(self, *values: Any) -> None:
         object.__setattr__(self, "values", tuple(values))
@@ -222,21 +222,19 @@ class UniqueItems(_Flag):
     """``+kubebuilder:validation:UniqueItems`` (CRDs refuse it: use ``ListType("set")``)."""
 
     applies_to = _ARRAY
-    keyword = marker_name = "uniqueItems"
+    keyword = "uniqueItems"
 
 
 class Nullable(_Flag):
     """``+nullable``: ``null`` is a value (``T | None`` says the same)."""
 
     keyword = "nullable"
-    marker_name = "nullable"
 
 
 class PreserveUnknownFields(_Flag):
     """``+kubebuilder:pruning:PreserveUnknownFields``: fields the schema does not name are kept."""
 
     keyword = "x-kubernetes-preserve-unknown-fields"
-    marker_name = "PreserveUnknownFields"
 
 
 class EmbeddedResource(_Flag):
@@ -244,7 +242,6 @@ class EmbeddedResource(_Flag):
 
     applies_to = _OBJECT
     keyword = "x-kubernetes-embedded-resource"
-    marker_name = "EmbeddedResource"
 
 
 @dataclass(frozen=True)
@@ -253,7 +250,6 @@ class ListType(Marker):
 
     value: Literal["atomic", "set", "map"]
     applies_to = _ARRAY
-    marker_name = "listType"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["x-kubernetes-list-type"] = self.value
@@ -265,7 +261,6 @@ class ListMapKeys(Marker):
 
     keys: tuple[str, ...]
     applies_to = _ARRAY
-    marker_name = "listMapKey"
 
     def __init__(self, *keys: str) -> None:
         object.__setattr__(self, "keys", tuple(keys))
@@ -280,7 +275,6 @@ class MapType(Marker):
 
     value: Literal["atomic", "granular"]
     applies_to = _OBJECT
-    marker_name = "mapType"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["x-kubernetes-map-type"] = self.value
@@ -303,7 +297,6 @@ class Rule(Marker):
     field_path: str | None = None
     reason: str | None = None
     optional_old_self: bool | None = None
-    marker_name = "XValidation"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.setdefault("x-kubernetes-validations", []).append(self.to_json())
@@ -338,7 +331,6 @@ class Schemaless(Marker):
     """``+kubebuilder:validation:Schemaless``: this exact schema, no type walked (the escape hatch)."""
 
     schema: Mapping[str, Any]
-    marker_name = "Schemaless"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.clear()
@@ -350,7 +342,6 @@ class Keywords(Marker):
     """OpenAPI keywords added verbatim (``oneOf``, ``not`` ... that no other marker spells)."""
 
     keywords: Mapping[str, Any]
-    marker_name = "Keywords"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.update(self.keywords)
@@ -358,8 +349,6 @@ class Keywords(Marker):
 
 class _IntOrStringMarker(Marker):
     """The marker behind :data:`IntOrString`."""
-
-    marker_name = "IntOrString"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.pop("type", None)
@@ -373,8 +362,6 @@ class _IntOrStringMarker(Marker):
 
 class _QuantityMarker(Marker):
     """The marker behind :data:`Quantity`: a resource quantity (``"500m"``, ``"1Gi"``, ``2``)."""
-
-    marker_name = "Quantity"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.pop("type", None)

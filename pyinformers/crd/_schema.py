@@ -181,12 +181,12 @@ class _Walker:
         kind = schema.get("type")
         if marker.applies_to is not None and kind is not None and kind not in marker.applies_to:
             raise SchemaError(
-                f"{where}: marker {marker.marker_name} does not apply to a {kind} "
+                f"{where}: marker {marker.marker_name} does not apply to {_a(kind)} "
                 f"(only {', '.join(sorted(marker.applies_to))})"
             )
         marker.apply(schema)
         if "default" in schema and getattr(marker, "keyword", None) == "default":
-            _check_value(schema, schema["default"], f"{where}: marker default")
+            _check_value(schema, schema["default"], f"{where}: marker Default")
         if "enum" in schema and marker.marker_name == "Enum":
             for value in schema["enum"]:
                 _check_value(
@@ -267,6 +267,11 @@ def _required(key: str, hint: Any, cls: Any) -> bool:
     return key in cls.__required_keys__
 
 
+def _a(kind: str) -> str:
+    """``"an integer"``, ``"a string"``."""
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
 def _literal_type(value: Any) -> str | None:
     if isinstance(value, bool):
         return "boolean"
@@ -302,7 +307,7 @@ def _check_value(schema: Mapping[str, Any], value: Any, where: str) -> None:
         kind in ("integer", "number") and isinstance(value, bool)
     )
     if not ok:
-        raise SchemaError(f"{where}: {value!r} is not a {kind}")
+        raise SchemaError(f"{where}: {value!r} is not {_a(kind)}")
     if "enum" in schema and value not in schema["enum"]:
         raise SchemaError(f"{where}: {value!r} is not one of {schema['enum']!r}")
 

@@ -89,7 +89,7 @@ class LeaseLock:
     def describe(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def _client(self, timeout: float | None) -> ResourceClient:
+    def _client(self, timeout: float | None) -> ResourceClient[Any]:
         # ResourceClient is stateless and cheap: one per call carries that call's timeout.
         return ResourceClient(self._api_client, LEASES, request_timeout=timeout)
 

@@ -268,7 +268,9 @@ class ShardCoordinator:
         return min(delay, member_delay) if member_delay is not None else delay
 
     def _list_view(self) -> list[dict]:
-        client = ResourceClient(self.api_client, LEASES, request_timeout=self.timing.renew_deadline)
+        client: ResourceClient[Any] = ResourceClient(
+            self.api_client, LEASES, request_timeout=self.timing.renew_deadline
+        )
         return client.list_all(self.namespace, label_selector={GROUP_LABEL: self.group}).items
 
     def _note(
@@ -317,7 +319,7 @@ class ShardCoordinator:
                 named.add(holder)
             elif labels.get(ROLE_LABEL) == "member":
                 members.append((md, holder, lease.get("spec") or {}))
-        client: ResourceClient | None = None
+        client: ResourceClient[Any] | None = None
         for md, holder, spec in members:
             seen = self._seen.get(md.get("name", ""))
             duration = max(int(spec.get("leaseDurationSeconds") or 0), 1)
@@ -353,7 +355,9 @@ class ShardCoordinator:
         if holder == self.identity:
             return True  # our own claim (from an answer we lost): ours to renew
         name = member_lease_name(self.group, holder)
-        client = ResourceClient(self.api_client, LEASES, request_timeout=self.timing.renew_deadline)
+        client: ResourceClient[Any] = ResourceClient(
+            self.api_client, LEASES, request_timeout=self.timing.renew_deadline
+        )
         try:
             lease = client.get(name, self.namespace)
         except NotFound:

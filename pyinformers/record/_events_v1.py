@@ -94,7 +94,7 @@ class EventsV1Sink:
     """
 
     def __init__(self, api_client: Any, *, instance: str | None = None) -> None:
-        self._client = ResourceClient(api_client, EVENTS_V1)
+        self._client: ResourceClient[Any] = ResourceClient(api_client, EVENTS_V1)
         self._instance = instance or socket.gethostname() or "unknown"
 
     def create(self, event: dict, namespace: str) -> dict:

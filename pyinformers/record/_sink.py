@@ -36,7 +36,7 @@ class ResourceClientSink:
         from pyinformers.api._client import ResourceClient
         from pyinformers.resources import EVENTS
 
-        self._client = ResourceClient(api_client, EVENTS)
+        self._client: ResourceClient[Any] = ResourceClient(api_client, EVENTS)
 
     def create(self, event: dict, namespace: str) -> dict:
         return self._client.create(event, namespace=namespace)

@@ -39,8 +39,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from pyinformers.api import meta
+from pyinformers.api._client import ResourceClient
 from pyinformers.api._errors import NotFound
 from pyinformers.cache._factory import SharedInformerFactory
+from pyinformers.cache._lister import Lister
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.controller import Controller, Result
 from pyinformers.resources import DEPLOYMENTS, PODS, REPLICASETS
@@ -143,9 +145,9 @@ class _DeploymentStatus(Controller):
 
     def __init__(self, factory: SharedInformerFactory, delay: float, **options: Any) -> None:
         super().__init__("simulate-deployments", **options)
-        self._deployments = factory.lister(DEPLOYMENTS)
+        self._deployments: Lister[Any] = factory.lister(DEPLOYMENTS)
         self._replicasets = factory.lister(REPLICASETS)
-        self._client = factory.client(DEPLOYMENTS)
+        self._client: ResourceClient[Any] = factory.client(DEPLOYMENTS)
         self._delayed = _Delayed(self.clock, delay)
         self.watch(factory.informer(DEPLOYMENTS))
         self.watch(factory.informer(REPLICASETS))  # only so its cache is synced before we judge
@@ -185,8 +187,8 @@ class _PodReadiness(Controller):
 
     def __init__(self, factory: SharedInformerFactory, delay: float, **options: Any) -> None:
         super().__init__("simulate-pods", **options)
-        self._pods = factory.lister(PODS)
-        self._client = factory.client(PODS)
+        self._pods: Lister[Any] = factory.lister(PODS)
+        self._client: ResourceClient[Any] = factory.client(PODS)
         self._api_client = factory.api_client
         self._delayed = _Delayed(self.clock, delay)
         self.watch(factory.informer(PODS))

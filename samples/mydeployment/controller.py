@@ -54,6 +54,7 @@ from pyinformers.controller import (
 )
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS, SERVICES
+from samples.mydeployment.types import MYDEPLOYMENT_CRD, MyDeployment
 
 __all__ = [
     "ARTIFACTS",
@@ -68,8 +69,9 @@ logger = logging.getLogger(__name__)
 
 #: The YAML files of the sample: ``crd.yaml`` and ``example.yaml``.
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-#: The MyDeployment resource, as ``artifacts/crd.yaml`` defines it.
-MYDEPLOYMENTS = Resource("demo.pyinformers.dev", "v1alpha1", "mydeployments", "MyDeployment")
+#: The MyDeployment resource, as ``types.py`` defines it (and ``artifacts/crd.yaml``, generated
+#: from it): its lister returns ``MyDeployment`` s to a type checker.
+MYDEPLOYMENTS: Resource[MyDeployment] = MYDEPLOYMENT_CRD.resource()
 #: Source component of the Events this controller records.
 COMPONENT = "mydeployment-controller"
 #: The label every child carries, naming its MyDeployment (also the pod selector).

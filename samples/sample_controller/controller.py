@@ -45,6 +45,7 @@ from pyinformers.api import Conflict, Resource, meta
 from pyinformers.controller import Controller, EnqueueForOwner, Result, resource_version_changed
 from pyinformers.record import EventRecorder, EventType
 from pyinformers.resources import DEPLOYMENTS
+from samples.sample_controller.types import FOO_CRD, Foo
 
 __all__ = [
     "ARTIFACTS",
@@ -64,8 +65,9 @@ logger = logging.getLogger(__name__)
 #: The YAML files of the sample: ``crd.yaml`` and ``example-foo.yaml``.
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
-#: The Foo resource, as ``artifacts/crd.yaml`` defines it.
-FOOS = Resource("samplecontroller.k8s.io", "v1alpha1", "foos", "Foo")
+#: The Foo resource, as ``types.py`` defines it (and ``artifacts/crd.yaml``, generated from it):
+#: its lister returns ``Foo`` s to a type checker.
+FOOS: Resource[Foo] = FOO_CRD.resource()
 
 #: The component name of the Events this controller records.
 CONTROLLER_AGENT_NAME = "sample-controller"

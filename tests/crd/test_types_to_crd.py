@@ -207,11 +207,11 @@ class SetField(TypedDict):
     "cls, message",
     [
         (BadAnnotation, "BadAnnotation.size: unsupported annotation 'big'"),
-        (BadMarker, "BadMarker.size: marker minLength does not apply to a integer (only string)"),
+        (BadMarker, "BadMarker.size: marker MinLength does not apply to an integer (only string)"),
         (MixedLiteral, "MixedLiteral.mode: Literal mixes types (integer, string): 'a', 1"),
         (BadUnion, "BadUnion.value: Union[int | float] is not a structural schema"),
-        (BadDefault, "BadDefault.count: marker default: 'three' is not a integer"),
-        (BadEnumDefault, "BadEnumDefault.mode: marker default: 'c' is not one of ['a', 'b']"),
+        (BadDefault, "BadDefault.count: marker Default: 'three' is not an integer"),
+        (BadEnumDefault, "BadEnumDefault.mode: marker Default: 'c' is not one of ['a', 'b']"),
         (CycleA, "CycleA: cycle in the types (CycleA -> CycleB -> CycleA)"),
         (
             Unresolved,

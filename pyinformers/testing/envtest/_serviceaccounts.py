@@ -38,7 +38,7 @@ def role_name(namespace: str, name: str, *, cluster: bool) -> str:
     return f"pyinformers-sa-{namespace}-{name}" if cluster else f"pyinformers-sa-{name}"
 
 
-def _apply(client: ResourceClient, obj: dict) -> None:
+def _apply(client: ResourceClient[Any], obj: dict) -> None:
     """Create ``obj``, or replace the live one's content (keeping its resourceVersion)."""
     try:
         client.create(obj)
@@ -48,7 +48,7 @@ def _apply(client: ResourceClient, obj: dict) -> None:
         client.replace(merged)
 
 
-def _ensure(client: ResourceClient, obj: dict) -> None:
+def _ensure(client: ResourceClient[Any], obj: dict) -> None:
     try:
         client.create(obj)
     except Conflict:
