@@ -1075,3 +1075,19 @@ def test_kubectl_creates_a_resource_of_a_controller_gen_crd_and_names_unknown_fi
     assert done.stderr.strip().endswith(
         'CronJob in version "v1" cannot be handled as a CronJob: strict decoding error: unknown field "spec.schedul"'
     ), done.stderr
+
+
+def test_a_rule_naming_a_field_the_schema_lacks_is_refused_with_the_real_servers_error(k8s):
+    rules = [{"rule": "self.count <= self.limt"}, {"rule": "has(self.nope) || oldSelf.zzz == 1"}]
+    kind = Kind(k8s, _rules_schema(rules, LIMITS))
+    try:
+        status, _, causes = kind.refused(kind.crds.create_custom_resource_definition, kind.crd)
+    finally:
+        kind.remove()
+    assert status == 422
+    details = [message.split(": compilation failed: ", 1)[1] for _, _, message in causes]
+    assert details == [
+        "ERROR: <input>:1:19: undefined field 'limt'\n | self.count <= self.limt\n | ..................^",
+        "ERROR: <input>:1:4: undefined field 'nope'\n | has(self.nope) || oldSelf.zzz == 1\n | ...^\n"
+        "ERROR: <input>:1:26: undefined field 'zzz'\n | has(self.nope) || oldSelf.zzz == 1\n | .........................^",
+    ]

@@ -868,6 +868,44 @@ def _rule_dump(rule: dict) -> str:
     return encoded.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+_STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_FIELD_ACCESS = re.compile(r"(?<![\w.])(has\(\s*)?(?:self|oldSelf)\.([A-Za-z_]\w*)\b(?!\s*\()")
+
+
+def _undefined_fields(node: dict, text: str, resource_root: bool) -> str:
+    """The real server's type check, for the simplest case: ``self.x`` naming no property of an object node.
+
+    Only where the node's fields are all known (properties, no additionalProperties, no
+    preserve-unknown-fields); the error text is cel-go's (``undefined field 'x'``).
+    """
+    props = _props(node)
+    if node.get("type") != "object" or not props or node.get("additionalProperties") is not None:
+        return ""
+    if node.get("x-kubernetes-preserve-unknown-fields") is True:
+        return ""
+    known = {escape(key) for key in props}
+    if resource_root or node.get("x-kubernetes-embedded-resource") is True:
+        known |= {"apiVersion", "kind", "metadata"}
+    errors = []
+    masked = _STRINGS.sub(lambda m: " " * len(m.group(0)), text)  # no field access inside literals
+    for m in _FIELD_ACCESS.finditer(masked):
+        name = m.group(2)
+        if name in known:
+            continue
+        at = (
+            m.start() + len("has") if m.group(1) else m.start(2) - 1
+        )  # has(): its '('; else the '.'
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", at)
+        source = text[line_start : line_end if line_end >= 0 else len(text)]
+        column = at - line_start + 1
+        line = text.count("\n", 0, at) + 1
+        errors.append(
+            f"ERROR: <input>:{line}:{column}: undefined field '{name}'\n | {source}\n | {'.' * (column - 1)}^"
+        )
+    return "\n".join(errors)
+
+
 def rule_causes(schema: dict, path: str) -> list[Cause]:
     """Why the rules in a CRD's schema are refused (syntax errors, unknown reasons); never raises."""
     causes: list[Cause] = []
@@ -894,12 +932,13 @@ def rule_causes(schema: dict, path: str) -> list[Cause]:
                             f"ERROR: <input>:1:{bind.start(1) + 1}: undeclared reference to 'cel' (in container '')",
                         )
                     )
-                elif compiled.syntax_error:
+                elif compiled.syntax_error or _undefined_fields(node, text, npath == path):
+                    detail = compiled.syntax_error or _undefined_fields(node, text, npath == path)
                     causes.append(
                         (
                             "FieldValueInvalid",
                             f"{rpath}.rule",
-                            f"Invalid value: {_rule_dump(rule)}: compilation failed: {compiled.syntax_error}",
+                            f"Invalid value: {_rule_dump(rule)}: compilation failed: {detail}",
                         )
                     )
                 reason = rule.get("reason")
