@@ -70,6 +70,8 @@ class InstalledWebhooks:
     ca_cert: Path
     api_client: Any
     names: list[tuple[Resource, str]] = field(default_factory=list)
+    #: CRDs whose conversion points at this server (set back to strategy None on uninstall)
+    converted: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -82,13 +84,25 @@ class InstalledWebhooks:
         self.uninstall()
 
     def uninstall(self) -> None:
-        """Delete the configurations (conversion stanzas stay on their CRDs) and stop the server."""
+        """Delete the configurations, set converted CRDs back to ``strategy: None``, stop the server.
+
+        A CRD left pointing at a stopped server would fail every read of a
+        version other than the stored one.
+        """
         for resource, name in reversed(self.names):
             try:
                 ResourceClient(self.api_client, resource).delete(name)
             except (NotFound, ApiError, OSError):
                 pass
         self.names.clear()
+        for crd in self.converted:
+            try:
+                ResourceClient(self.api_client, CRDS).patch(
+                    crd, {"spec": {"conversion": {"strategy": "None", "webhook": None}}}
+                )
+            except (NotFound, ApiError, OSError):
+                pass
+        self.converted.clear()
         self.server.stop()
 
 
@@ -176,6 +190,7 @@ def install_webhooks(
             crd = stanza["metadata"]["name"]
             try:
                 ResourceClient(api_client, CRDS).patch(crd, {"spec": stanza["spec"]})
+                installed.converted.append(crd)
             except NotFound:
                 raise ValueError(
                     f"the CustomResourceDefinition {crd} is not installed: install it before its "

@@ -2,7 +2,8 @@
 
 The flags are the library's (:mod:`pyinformers.manager`, ``--help`` lists them);
 ``OPERATOR`` is also what ``python -m pyinformers rbac samples.mydeployment``
-reads to print the operator's RBAC.
+reads to print the operator's RBAC, and ``python -m pyinformers webhooks
+samples.mydeployment`` the conversion stanza of its CRD (``webhooks.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 from samples._support import sample_operator
 from samples.mydeployment.controller import ARTIFACTS, COMPONENT, MyDeploymentController
+from samples.mydeployment.webhooks import WEBHOOKS
 
 OPERATOR = sample_operator(
     "mydeployment-controller",
@@ -22,6 +24,7 @@ OPERATOR = sample_operator(
     build=lambda factory, recorder, options: MyDeploymentController(
         factory, recorder, workers=options.workers
     ),
+    webhooks=WEBHOOKS,
 )
 
 

@@ -39,6 +39,26 @@ class MyDeployment(crd.Object):
     status: NotRequired[MyDeploymentStatus]
 
 
+class MyDeploymentContainer(TypedDict):
+    image: str
+    """Container image to run."""
+    port: NotRequired[Annotated[int, crd.Minimum(1), crd.Maximum(65535), crd.Default(80)]]
+    """Port the container listens on, and the Service exposes."""
+
+
+class MyDeploymentSpecV1beta1(TypedDict):
+    container: MyDeploymentContainer
+    replicas: NotRequired[Annotated[int, crd.Minimum(0), crd.Default(1)]]
+
+
+class MyDeploymentV1beta1(crd.Object):
+    """v1beta1: the image and port grouped under ``spec.container``; converted to and from
+    v1alpha1 (stored, what the controller reads) by ``samples/mydeployment/webhooks.py``."""
+
+    spec: NotRequired[MyDeploymentSpecV1beta1]
+    status: NotRequired[MyDeploymentStatus]
+
+
 MYDEPLOYMENT_CRD = crd.CustomResource(
     group="demo.pyinformers.dev",
     kind="MyDeployment",
@@ -47,6 +67,7 @@ MYDEPLOYMENT_CRD = crd.CustomResource(
         crd.Version(
             "v1alpha1",
             MyDeployment,
+            storage=True,
             printer_columns=[
                 crd.PrinterColumn("Image", ".spec.image"),
                 crd.PrinterColumn("Replicas", ".spec.replicas"),
@@ -54,6 +75,14 @@ MYDEPLOYMENT_CRD = crd.CustomResource(
                     "Ready", '.status.conditions[?(@.type=="Ready")].status', type="string"
                 ),
             ],
-        )
+        ),
+        crd.Version(
+            "v1beta1",
+            MyDeploymentV1beta1,
+            printer_columns=[
+                crd.PrinterColumn("Image", ".spec.container.image"),
+                crd.PrinterColumn("Replicas", ".spec.replicas"),
+            ],
+        ),
     ],
 )

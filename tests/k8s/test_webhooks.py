@@ -571,3 +571,52 @@ def test_the_sample_controllers_webhooks_served_by_its_manager_default_and_valid
     finally:
         assert manager.stop(10)
     assert not manager.webhook_server.serving
+
+
+def test_mydeployments_v1beta1_is_converted_by_its_webhook_and_the_crd_reset_after(
+    k8s: Any,
+) -> None:
+    from pyinformers.controller import install_crd
+    from samples.mydeployment import ARTIFACTS, MYDEPLOYMENTS
+    from samples.mydeployment.webhooks import WEBHOOKS
+
+    admin = k8s.api_client()
+    install_crd(admin, ARTIFACTS / "crd.yaml")
+    v1alpha1 = ResourceClient(admin, MYDEPLOYMENTS)
+    v1beta1_resource = Resource(
+        MYDEPLOYMENTS.group, "v1beta1", MYDEPLOYMENTS.plural, MYDEPLOYMENTS.kind
+    )
+    v1beta1 = ResourceClient(admin, v1beta1_resource)
+    crds = ResourceClient(
+        admin,
+        Resource(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            namespaced=False,
+        ),
+    )
+    name = "mydeployments.demo.pyinformers.dev"
+    with k8s.install_webhooks(WEBHOOKS):
+        body = {
+            "apiVersion": v1beta1_resource.api_version,
+            "kind": "MyDeployment",
+            "metadata": {"name": "probe"},
+            "spec": {"container": {"image": "nginx", "port": 8080}, "replicas": 2},
+        }
+
+        def converting() -> bool:  # the CRD's new conversion takes a moment to be used
+            v1beta1.create(body, k8s.namespace)
+            stored = v1alpha1.get("probe", k8s.namespace)
+            v1alpha1.delete("probe", k8s.namespace)
+            return "container" not in stored["spec"]
+
+        eventually(converting, 30, what="the conversion webhook in use")
+        created = v1beta1.create({**body, "metadata": {"name": "web"}}, k8s.namespace)
+        assert created["spec"] == {"container": {"image": "nginx", "port": 8080}, "replicas": 2}
+        stored = v1alpha1.get("web", k8s.namespace)
+        assert stored["spec"] == {"image": "nginx", "port": 8080, "replicas": 2}
+        assert stored["apiVersion"] == MYDEPLOYMENTS.api_version
+    conversion = crds.get(name)["spec"]["conversion"]
+    assert conversion["strategy"] == "None" and "webhook" not in conversion

@@ -160,4 +160,4 @@ def test_bad_arguments_end_with_one_line(
 
 def test_a_module_without_webhooks_says_so() -> None:
     with pytest.raises(SystemExit, match="no Webhooks named WEBHOOKS"):
-        webhooks_command(["samples.mydeployment"])
+        webhooks_command(["json"])

@@ -161,3 +161,21 @@ def test_a_spoke_needs_both_directions() -> None:
         hooks.check()
     with pytest.raises(ValueError, match="already converts through hub"):
         hooks.conversion(GROUP, "Shape", hub="v1")
+
+
+@given(st.text(min_size=1, max_size=5), st.integers(1, 65535), st.integers(0, 9), st.booleans())
+def test_mydeployment_versions_convert_both_ways_losing_nothing(
+    image: str, port: int, replicas: int, with_port: bool
+) -> None:
+    from samples.mydeployment.webhooks import MYDEPLOYMENTS
+
+    container = {"image": image, **({"port": port} if with_port else {})}
+    beta = {
+        "apiVersion": "demo.pyinformers.dev/v1beta1",
+        "kind": "MyDeployment",
+        "metadata": {"name": "m", "namespace": "ns"},
+        "spec": {"container": container, "replicas": replicas},
+    }
+    alpha = MYDEPLOYMENTS.convert(beta, "v1alpha1")
+    assert alpha["spec"] == {**container, "replicas": replicas}
+    assert MYDEPLOYMENTS.convert(alpha, "v1beta1") == beta
