@@ -1054,6 +1054,7 @@ for _name in (
     "errors",
     "delete-semantics",
     "leases",
+    "metadata-negotiation",
 ):
     _data_scenario(_name)
 

@@ -58,6 +58,7 @@ from pyinformers.testing.apiserver._negotiation import (
     Form,
     NotAcceptable,
     content_type,
+    go_type_name,
     negotiate,
     partial_object,
     printer_columns,
@@ -499,9 +500,15 @@ class Dispatcher:
                 form,
                 columns=columns,
                 include_object=query.get("includeObject") or "Metadata",
+                go_type=go_type_name(
+                    rt.group,
+                    rt.kind,
+                    custom=rt.is_custom,
+                    is_list=isinstance(answer.get("items"), list),
+                ),
             )
         except NotAcceptable as error:
-            raise StatusError(406, "NotAcceptable", str(error), details={}) from None
+            raise StatusError(406, "NotAcceptable", str(error)) from None
         except ValueError as error:
             raise bad_request(str(error)) from None
 

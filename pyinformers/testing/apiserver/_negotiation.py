@@ -403,6 +403,15 @@ def table(
     }
 
 
+def go_type_name(group: str, kind: str, *, custom: bool, is_list: bool) -> str:
+    """How kube-apiserver's Go code names an answer's type in messages: ``*core.SecretList``,
+    ``*apps.Deployment``, ``*unstructured.UnstructuredList`` for a custom resource."""
+    if custom:
+        return "*unstructured.UnstructuredList" if is_list else "*unstructured.Unstructured"
+    package = group.split(".")[0] if group else "core"
+    return f"*{package}.{kind}List" if is_list else f"*{package}.{kind}"
+
+
 def transform_answer(
     answer: Any,
     form: Form,
@@ -410,21 +419,27 @@ def transform_answer(
     columns: list[dict] | None = None,
     include_object: str = "Metadata",
     now: datetime.datetime | None = None,
+    go_type: str | None = None,
 ) -> Any:
-    """A get or list ``answer`` in ``form``; :class:`NotAcceptable` for a form that does not fit it."""
+    """A get or list ``answer`` in ``form``; :class:`NotAcceptable` for a form that does not fit it.
+
+    ``go_type`` names the answer's type in the 406 message as kube-apiserver's
+    Go code does (``*core.Secret``, ``*unstructured.UnstructuredList``); the
+    answer's kind by default.
+    """
     if not form.transformed or not isinstance(answer, dict) or answer.get("kind") == "Status":
         return answer
     is_list = _is_list(answer)
     if form.kind == "PartialObjectMetadata":
         if is_list:
             raise NotAcceptable(
-                f"you requested PartialObjectMetadata, but the requested object is a list ({answer.get('kind')})"
+                f"you requested PartialObjectMetadata, but the requested object is a list ({go_type or answer.get('kind')})"
             )
         return partial_object(answer, form)
     if form.kind == "PartialObjectMetadataList":
         if not is_list:
             raise NotAcceptable(
-                f"you requested PartialObjectMetadataList, but the requested object is not a list ({answer.get('kind')})"
+                f"you requested PartialObjectMetadataList, but the requested object is not a list ({go_type or answer.get('kind')})"
             )
         return partial_list(answer, form)
     return table(
