@@ -263,26 +263,25 @@ def render_manifests(root: str | Path, project: Mapping[str, Any] | None = None)
     with _imported_from(root, name):
         try:
             operator = importlib.import_module(f"{name}.operator")
-            api = importlib.import_module(f"{name}.api")
-            resources = api.custom_resources()
-        except Exception as error:
-            raise ScaffoldError(
-                f"importing {name} from {root} failed: {type(error).__name__}: {error}"
-            ) from None
-        args = list(operator.DEPLOYMENT_ARGS)
-        out: dict[str, str] = {}
-        for resource in resources:
-            definition = resource.definition()
-            source = f"the types of {resource.kind}"
-            out[f"deploy/crds/{definition['metadata']['name']}.yaml"] = dump_yaml(
-                [definition], header=_MANIFESTS_HEADER.format(source=source)
+            resources = importlib.import_module(f"{name}.api").custom_resources()
+            args = list(operator.DEPLOYMENT_ARGS)
+            out: dict[str, str] = {}
+            for resource in resources:
+                definition = resource.definition()
+                out[f"deploy/crds/{definition['metadata']['name']}.yaml"] = dump_yaml(
+                    [definition],
+                    header=_MANIFESTS_HEADER.format(source=f"the types of {resource.kind}"),
+                )
+            out["deploy/10-rbac.yaml"] = operator.OPERATOR.rbac_yaml(
+                args,
+                service_account_namespace=operator.NAMESPACE,
+                service_account=project["app"],
+                header=_MANIFESTS_HEADER.format(source=f"the controllers or {name}/operator.py"),
             )
-        out["deploy/10-rbac.yaml"] = operator.OPERATOR.rbac_yaml(
-            args,
-            service_account_namespace=operator.NAMESPACE,
-            service_account=project["app"],
-            header=_MANIFESTS_HEADER.format(source=f"the controllers or {name}/operator.py"),
-        )
+        except Exception as error:  # the user's code: one line, what failed and where
+            raise ScaffoldError(
+                f"deriving deploy/ from {name} ({root}) failed: {type(error).__name__}: {error}"
+            ) from None
     values = _project_values(project)
     values.update(
         args=_yaml_list(args, 8),
