@@ -238,40 +238,62 @@ def _coerce_metadata(
 # -- 4. defaults -----------------------------------------------------------------------------------
 
 
-def _default(value: Any, schema: dict | None) -> None:
-    """Fill in ``default`` values of absent fields and of non-nullable nulls, at every depth (in place)."""
+def _default(value: Any, schema: dict | None, *, dry: bool = False) -> bool:
+    """Fill in ``default`` values of absent fields and of non-nullable nulls, at every depth (in place).
+
+    Returns whether anything was (``dry``: would be) filled in; ``dry`` changes nothing
+    and stops at the first default missing.
+    """
     if schema is None:
-        return
+        return False
+    changed = False
     if isinstance(value, dict):
         props = _props(schema)
         for key, sub in props.items():
             if isinstance(sub, dict) and "default" in sub and sub["default"] is not None:
                 if key not in value or (value[key] is None and sub.get("nullable") is not True):
+                    if dry:
+                        return True
                     value[key] = _copy(sub["default"])
+                    changed = True
         additional = _schema(schema.get("additionalProperties"))
         for key in value:
-            if key in props:
-                _default(value[key], _schema(props[key]))
-            elif additional is not None:
-                if (
-                    value[key] is None
-                    and additional.get("nullable") is not True
-                    and additional.get("default") is not None
-                ):
-                    value[key] = _copy(additional["default"])
-                _default(value[key], additional)
+            sub = _schema(props[key]) if key in props else additional
+            if sub is None:
+                continue
+            if (
+                key not in props
+                and value[key] is None
+                and sub.get("nullable") is not True
+                and sub.get("default") is not None
+            ):
+                if dry:
+                    return True
+                value[key] = _copy(sub["default"])
+                changed = True
+            if _default(value[key], sub, dry=dry):
+                if dry:
+                    return True
+                changed = True
     elif isinstance(value, list):
         items = _schema(schema.get("items"))
         if items is None:
-            return
+            return False
         for i, item in enumerate(value):
             if (
                 item is None
                 and items.get("nullable") is not True
                 and items.get("default") is not None
             ):
+                if dry:
+                    return True
                 value[i] = _copy(items["default"])
-            _default(value[i], items)
+                changed = True
+            if _default(value[i], items, dry=dry):
+                if dry:
+                    return True
+                changed = True
+    return changed
 
 
 def apply_defaults(schema: dict | None, obj: dict) -> dict:
@@ -287,9 +309,10 @@ def apply_defaults(schema: dict | None, obj: dict) -> dict:
     cached = _read_defaults.get(key)
     if cached is not None and cached[0] is obj and cached[1] is schema:
         return cached[2]
-    copy = _copy(obj)
-    _default(copy, schema)
-    result = copy if copy != obj else obj
+    result = obj
+    if _default(obj, schema, dry=True):
+        result = _copy(obj)
+        _default(result, schema)
     with _mentions_lock:
         if len(_read_defaults) > 20_000:
             _read_defaults.clear()
