@@ -337,7 +337,17 @@ def _rule(rule: Mapping[str, Any]) -> str:
 
 # -- CRD -> module ------------------------------------------------------------------------------
 def types_module(crd: Mapping[str, Any], *, command: str = "") -> str:
-    """The source of a Python module typing the objects of ``crd`` (any CustomResourceDefinition)."""
+    """The source of a Python module typing the objects of ``crd`` (any CustomResourceDefinition).
+
+    One TypedDict per object of each version's schema (the storage
+    version's with plain names, ``Certificate``, ``CertificateSpec`` ...;
+    another version's suffixed, ``CertificateV1beta1Spec``), the
+    ``CustomResource`` that regenerates ``crd`` (named ``<KIND>_CRD``) and a
+    ``Resource`` per served version (``CERTIFICATES``,
+    ``CERTIFICATES_V1BETA1``). ``command`` goes into the module docstring as
+    how to regenerate it. A schema that is not structural raises a one-line
+    :class:`SchemaError` naming the version and the path.
+    """
     if not isinstance(crd, Mapping) or crd.get("kind") != "CustomResourceDefinition":
         raise SchemaError(
             f"not a CustomResourceDefinition (kind is {crd.get('kind')!r})"

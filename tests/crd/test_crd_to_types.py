@@ -112,3 +112,21 @@ def test_keys_that_are_not_identifiers_use_the_functional_typeddict_form() -> No
     assert {"class", "x-y"} <= set(module.FooSpec.__annotations__)
     (resource,) = [v for v in vars(module).values() if isinstance(v, crd.CustomResource)]
     assert normalized(resource.definition()) == normalized(c)
+
+
+def test_each_served_version_gets_its_types_and_resource_the_storage_one_plain_names() -> None:
+    two = _crd(DATA / "certificates.yaml")
+    (v1,) = two["spec"]["versions"]
+    old = {
+        **v1,
+        "name": "v1beta1",
+        "storage": False,
+        "deprecated": True,
+        "deprecationWarning": "use v1",
+    }
+    two["spec"]["versions"] = [old, v1]
+    module = load_module(types_module(two))
+    assert is_typeddict(module.Certificate) and is_typeddict(module.CertificateV1beta1Spec)
+    assert module.CERTIFICATES.version == "v1" and module.CERTIFICATES_V1BETA1.version == "v1beta1"
+    (resource,) = [v for v in vars(module).values() if isinstance(v, crd.CustomResource)]
+    assert normalized(resource.definition()) == normalized(two)
