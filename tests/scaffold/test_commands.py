@@ -241,3 +241,16 @@ def test_manifests_check_lists_the_drift(
     assert capsys.readouterr().out == "drifted deploy/10-rbac.yaml\n"
     assert run(project, "manifests", monkeypatch) == 0
     assert run(project, "manifests --check", monkeypatch) == 0
+
+
+def test_the_generated_code_passes_its_own_make_lint(project: Path) -> None:
+    """What ``make lint`` runs in the project (ruff, configured by its pyproject.toml), on two kinds."""
+    import subprocess
+    import sys
+
+    create_api(project, version="v1alpha1", kind="Library", namespaced=False)
+    for command in (["format", "--check", "."], ["check", "."]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", *command], cwd=project, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
