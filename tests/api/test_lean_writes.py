@@ -181,3 +181,65 @@ def test_a_body_orjson_cannot_encode_is_serialised_by_the_client_first(api_clien
     meta = k8s.V1ObjectMeta(name="typed-meta", labels={"a": "b"})
     created = configmaps.create({"metadata": meta, "data": {"k": "v"}}, "default")
     assert created["metadata"]["labels"] == {"a": "b"}
+
+
+def test_a_redirected_write_is_sent_again_on_the_official_path_which_follows_it(api_server, path):
+    import socket
+
+    target = api_server.url
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    seen: list[bytes] = []
+
+    def redirect_all() -> None:  # a front that answers every request 307 to the real server
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(
+                    next(
+                        (
+                            line.split(b":")[1]
+                            for line in head.split(b"\r\n")
+                            if line.lower().startswith(b"content-length")
+                        ),
+                        b"0",
+                    )
+                )
+                while len(body) < length:
+                    body += conn.recv(65536)
+                seen.append(head.split(b"\r\n")[0])
+                request_target = head.split(b" ")[1].decode()
+                conn.sendall(
+                    f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}{request_target}\r\n"
+                    "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
+                )
+
+    thread = threading.Thread(target=redirect_all, daemon=True)
+    thread.start()
+    configuration = k8s.Configuration(host=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    configuration.api_key = dict(api_server.api_client().configuration.api_key)
+    front = k8s.ApiClient(configuration)
+    try:
+        created = ResourceClient(front, CONFIGMAPS).create(
+            {"metadata": {"name": "moved"}}, "default"
+        )
+        assert created["metadata"]["name"] == "moved"
+    finally:
+        front.close()
+        listener.close()
+    # the lean path's attempt (when it is on) and the official path's, each redirected once
+    assert len(seen) == (2 if path == "lean" else 1)
+    assert (
+        ResourceClient(api_server.api_client(), CONFIGMAPS).get("moved", "default")["metadata"][
+            "name"
+        ]
+        == "moved"
+    )
