@@ -150,7 +150,8 @@ class LeanRequests:
     def __init__(self, api_client: Any, pool_manager: Any) -> None:
         from urllib3.util import parse_url
 
-        self._api_client = api_client
+        # weakly: the cache maps the client to this object, which must not keep the client alive
+        self._api_client = weakref.ref(api_client)
         self._pool_manager = pool_manager
         self._host_url = api_client.configuration.host.rstrip("/")
         url = parse_url(self._host_url)
@@ -222,14 +223,17 @@ class LeanRequests:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import SSLError
 
+        api_client = self._api_client()
+        if api_client is None:  # pragma: no cover - the caller holds it
+            raise RuntimeError("the ApiClient is gone")
         header_params = dict(headers)
-        header_params.update(self._api_client.default_headers)
-        cookie = getattr(self._api_client, "cookie", None)
+        header_params.update(api_client.default_headers)
+        cookie = getattr(api_client, "cookie", None)
         if cookie:
             header_params["Cookie"] = cookie
         query_params = list(query)
-        data = b"" if body is None else encode_body(self._api_client, body)
-        self._api_client.update_params_for_auth(
+        data = b"" if body is None else encode_body(api_client, body)
+        api_client.update_params_for_auth(
             header_params, query_params, ["BearerToken"], path, method, body
         )
         target = self._prefix + path

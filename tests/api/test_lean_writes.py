@@ -243,3 +243,17 @@ def test_a_redirected_write_is_sent_again_on_the_official_path_which_follows_it(
         ]
         == "moved"
     )
+
+
+def test_the_lean_path_does_not_keep_a_discarded_client_alive(api_server):
+    import gc
+    import weakref
+
+    client = api_server.api_client()
+    ResourceClient(client, CONFIGMAPS).create({"metadata": {"name": "w"}}, "default")
+    assert _http.lean_requests(client) is not None
+    ref = weakref.ref(client)
+    client.close()
+    del client
+    gc.collect()
+    assert ref() is None
