@@ -11,7 +11,7 @@ from typing_extensions import TypedDict
 
 from pyinformers import crd
 from pyinformers import k8s as types
-from pyinformers.api import Invalid, ResourceClient
+from pyinformers.api import Invalid, Resource, ResourceClient
 from pyinformers.controller import install_crd
 from pyinformers.crd._codegen import types_module
 from samples.mydeployment.types import MYDEPLOYMENT_CRD
@@ -79,8 +79,14 @@ def test_the_server_accepts_each_generated_crd_in_a_strict_dry_run(k8s: Any, nam
 
 def test_a_cronjob_keeps_its_job_template_and_refuses_a_bad_one(k8s: Any) -> None:
     api = k8s.api_client()
-    install_crd(api, CRONJOB_CRD.definition())
-    cronjobs = ResourceClient(api, CRONJOB_CRD.resource())
+    # A group of its own: samples/cronjob installs a CronJob CRD of the same name with another
+    # schema on the shared real control plane, and install_crd keeps an existing one.
+    definition = CRONJOB_CRD.definition()
+    group = f"t{uuid.uuid4().hex[:8]}.{definition['spec']['group']}"
+    definition["spec"]["group"] = group
+    definition["metadata"]["name"] = f"{definition['spec']['names']['plural']}.{group}"
+    install_crd(api, definition)
+    cronjobs = ResourceClient(api, Resource.from_crd(definition))
     template = {
         "metadata": {"labels": {"app": "nightly"}},
         "spec": {
@@ -100,7 +106,7 @@ def test_a_cronjob_keeps_its_job_template_and_refuses_a_bad_one(k8s: Any) -> Non
         },
     }
     body = {
-        "apiVersion": "batch.tutorial.kubebuilder.io/v1",
+        "apiVersion": f"{group}/v1",
         "kind": "CronJob",
         "metadata": {"name": "nightly", "namespace": k8s.namespace},
         "spec": {"schedule": "0 3 * * *", "jobTemplate": template},
