@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from pyinformers.api import meta
-from pyinformers.api._client import ResourceClient
-from pyinformers.api._errors import Invalid
-from pyinformers.api._resource import Resource
-from pyinformers.cache import SharedInformerFactory
-from pyinformers.record import EventRecorder
-from pyinformers.resources import DEPLOYMENTS, EVENTS, SERVICES
-from samples._support import Convergence, install_crd
+from pyinformers.api import Invalid, Resource, ResourceClient, meta
+from pyinformers.resources import DEPLOYMENTS, SERVICES
 from samples.mydeployment import ARTIFACTS, COMPONENT, MYDEPLOYMENTS, MyDeploymentController
 from samples.mydeployment.controller import INSTANCE_LABEL, MANAGED_BY_LABEL
+from tests.support.sample_harness import SampleHarness, running_sample, workload_client
 from tests.support.samples_cli import run_operator_until_it_acts
 
 NS = "default"
-TIMEOUT = (
-    60.0  # a cap: embedded steps take milliseconds; a real GC may need 30 s to learn a new CRD
-)
 #: Reconciles one change may cost: the change, the reconcile of our own repair, status progress.
 MAX_RECONCILES_PER_CHANGE = 6
 #: On a real control plane a Deployment's status moves in several writes (replicas, then updated,
@@ -35,18 +26,11 @@ MAX_RECONCILES_PER_CHANGE_REAL = 14
 
 @pytest.fixture
 def api_client(k8s):
-    """An admin client of the run's server (see the k8s fixture), where Deployments become available."""
-    k8s.simulate_workloads(delay=0.05)
-    return k8s.api_client()
+    return workload_client(k8s)
 
 
 @dataclasses.dataclass
-class Harness:
-    ns: str
-    api_client: Any
-    controller: MyDeploymentController
-    recorder: EventRecorder
-    convergence: Convergence
+class Harness(SampleHarness):
     owners: ResourceClient
     deployments: ResourceClient
     services: ResourceClient
@@ -61,10 +45,8 @@ class Harness:
     def service(self, name: str = "web") -> dict | None:
         return self.controller.services.get(name, namespace=self.ns)
 
-    def wait(self, condition: Callable[[], Any], what: str) -> Any:
-        value, _ = self.convergence.wait(condition, TIMEOUT)
-        assert value, f"timed out after {TIMEOUT}s waiting for {what}; owner={self.owner()}"
-        return value
+    def describe(self) -> str:
+        return f"owner={self.owner()}"
 
     def create(
         self, name: str = "web", image: str = "nginx:1.27", replicas: int = 2, port: int = 8080
@@ -129,34 +111,19 @@ def container(deployment: dict) -> dict:
 
 @pytest.fixture
 def harness(api_client, k8s):
-    install_crd(api_client, ARTIFACTS / "crd.yaml")
-    with contextlib.ExitStack() as stack:
-        factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
-        stack.callback(factory.stop, 5.0)
-        recorder = EventRecorder(api_client, COMPONENT)
-        stack.callback(recorder.stop, 5.0)
-        controller = MyDeploymentController(factory, recorder, workers=1)
-        convergence = stack.enter_context(
-            Convergence(
-                [
-                    factory.informer(MYDEPLOYMENTS),
-                    factory.informer(DEPLOYMENTS),
-                    factory.informer(SERVICES),
-                ]
-            )
-        )
-        factory.start()
-        controller.start()
-        stack.callback(controller.stop, 5.0)
+    with running_sample(
+        api_client,
+        k8s.namespace,
+        crd=ARTIFACTS / "crd.yaml",
+        component=COMPONENT,
+        build=lambda factory, recorder: MyDeploymentController(factory, recorder, workers=1),
+        watched=(MYDEPLOYMENTS, DEPLOYMENTS, SERVICES),
+    ) as parts:
         yield Harness(
-            k8s.namespace,
-            api_client,
-            controller,
-            recorder,
-            convergence,
-            ResourceClient(api_client, MYDEPLOYMENTS),
-            ResourceClient(api_client, DEPLOYMENTS),
-            ResourceClient(api_client, SERVICES),
+            **parts,
+            owners=ResourceClient(api_client, MYDEPLOYMENTS),
+            deployments=ResourceClient(api_client, DEPLOYMENTS),
+            services=ResourceClient(api_client, SERVICES),
         )
 
 
@@ -332,12 +299,7 @@ def test_a_deployment_owned_by_someone_else_is_not_touched_and_ready_says_why(ha
     assert cond["status"] == "False" and "already exists" in cond["message"]
     assert harness.deployments.get("web", namespace=harness.ns)["spec"] == created["spec"]
     assert harness.service() is None  # blocked before the service
-    assert harness.recorder.flush(TIMEOUT)
-    warnings = [
-        e
-        for e in ResourceClient(harness.api_client, EVENTS).list(harness.ns).items
-        if e["reason"] == "ResourceExists"
-    ]
+    warnings = harness.events("ResourceExists")
     assert warnings and warnings[0]["type"] == "Warning"
 
 

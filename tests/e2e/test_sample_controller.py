@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from pyinformers.api import meta
-from pyinformers.api._client import ResourceClient
-from pyinformers.api._errors import Invalid
-from pyinformers.api._resource import Resource
-from pyinformers.cache import SharedInformerFactory
-from pyinformers.record import EventRecorder
-from pyinformers.resources import DEPLOYMENTS, EVENTS
-from samples._support import Convergence, install_crd, load_yaml
+from pyinformers.api import Invalid, Resource, ResourceClient, meta
+from pyinformers.resources import DEPLOYMENTS
+from samples._support import load_yaml
 from samples.sample_controller import (
     ARTIFACTS,
     CONTROLLER_AGENT_NAME,
@@ -27,28 +20,19 @@ from samples.sample_controller import (
     FooController,
     new_deployment,
 )
+from tests.support.sample_harness import TIMEOUT, SampleHarness, running_sample, workload_client
 from tests.support.samples_cli import run_operator_until_it_acts
 
 NS = "default"
-TIMEOUT = (
-    60.0  # a cap: embedded steps take milliseconds; a real GC may need 30 s to learn a new CRD
-)
 
 
 @pytest.fixture
 def api_client(k8s):
-    """An admin client of the run's server (see the k8s fixture), where Deployments become available."""
-    k8s.simulate_workloads(delay=0.05)
-    return k8s.api_client()
+    return workload_client(k8s)
 
 
 @dataclasses.dataclass
-class Harness:
-    ns: str
-    api_client: Any
-    controller: FooController
-    recorder: EventRecorder
-    convergence: Convergence
+class Harness(SampleHarness):
     foos: ResourceClient
     deployments: ResourceClient
 
@@ -58,12 +42,8 @@ class Harness:
     def deployment(self, name: str = "example-foo"):
         return self.controller.deployments.get(name, namespace=self.ns)
 
-    def wait(self, condition: Callable[[], Any], what: str) -> Any:
-        value, _ = self.convergence.wait(condition, TIMEOUT)
-        assert value, (
-            f"timed out after {TIMEOUT}s waiting for {what}; foo={self.foo()} deployment={self.deployment()}"
-        )
-        return value
+    def describe(self) -> str:
+        return f"foo={self.foo()} deployment={self.deployment()}"
 
     def create_foo(
         self, name: str = "example-foo", deployment_name: str = "example-foo", replicas: int = 1
@@ -78,38 +58,21 @@ class Harness:
             namespace=self.ns,
         )
 
-    def events(self, reason: str) -> list[dict]:
-        assert self.recorder.flush(TIMEOUT)
-        return [
-            e
-            for e in ResourceClient(self.api_client, EVENTS).list(self.ns).items
-            if e.get("reason") == reason
-        ]
-
 
 @pytest.fixture
 def harness(api_client, k8s):
-    install_crd(api_client, ARTIFACTS / "crd.yaml")
-    with contextlib.ExitStack() as stack:
-        factory = SharedInformerFactory(api_client, namespace=k8s.namespace, metrics_registry=False)
-        stack.callback(factory.stop, 5.0)
-        recorder = EventRecorder(api_client, CONTROLLER_AGENT_NAME)
-        stack.callback(recorder.stop, 5.0)
-        controller = FooController(factory, recorder, workers=2)
-        convergence = stack.enter_context(
-            Convergence([factory.informer(FOOS), factory.informer(DEPLOYMENTS)])
-        )
-        factory.start()
-        controller.start()
-        stack.callback(controller.stop, 5.0)
+    with running_sample(
+        api_client,
+        k8s.namespace,
+        crd=ARTIFACTS / "crd.yaml",
+        component=CONTROLLER_AGENT_NAME,
+        build=lambda factory, recorder: FooController(factory, recorder, workers=2),
+        watched=(FOOS, DEPLOYMENTS),
+    ) as parts:
         yield Harness(
-            k8s.namespace,
-            api_client,
-            controller,
-            recorder,
-            convergence,
-            ResourceClient(api_client, FOOS),
-            ResourceClient(api_client, DEPLOYMENTS),
+            **parts,
+            foos=ResourceClient(api_client, FOOS),
+            deployments=ResourceClient(api_client, DEPLOYMENTS),
         )
 
 
