@@ -23,6 +23,9 @@
 * :class:`MutationDetector`, :class:`Mutation`, :func:`mutations`,
   :func:`clear_mutations`, :func:`mutation_scope`, :func:`detector_enabled`
   -- the cache mutation detector;
+* :func:`read_only`, :func:`read_only_handler`, :func:`thaw`,
+  :class:`ReadOnlyDict`, :class:`ReadOnlyList` -- read-only views of cached
+  objects, for handlers that opt in;
 * :func:`drop_managed_fields` -- the default transform; :func:`share_metadata_strings`
   -- the one metadata-only informers add.
 
@@ -90,6 +93,11 @@ if TYPE_CHECKING:
     from pyinformers.cache._processor import (
         ResourceEventHandlerFuncs as ResourceEventHandlerFuncs,
     )
+    from pyinformers.cache._readonly import ReadOnlyDict as ReadOnlyDict
+    from pyinformers.cache._readonly import ReadOnlyList as ReadOnlyList
+    from pyinformers.cache._readonly import read_only as read_only
+    from pyinformers.cache._readonly import read_only_handler as read_only_handler
+    from pyinformers.cache._readonly import thaw as thaw
     from pyinformers.cache._store import (
         NAMESPACE_INDEX as NAMESPACE_INDEX,
     )
@@ -156,6 +164,11 @@ _EXPORTS = {
     "detector_enabled": "pyinformers.cache._mutation",
     "mutation_scope": "pyinformers.cache._mutation",
     "mutations": "pyinformers.cache._mutation",
+    "ReadOnlyDict": "pyinformers.cache._readonly",
+    "ReadOnlyList": "pyinformers.cache._readonly",
+    "read_only": "pyinformers.cache._readonly",
+    "read_only_handler": "pyinformers.cache._readonly",
+    "thaw": "pyinformers.cache._readonly",
 }
 
 __all__ = sorted(_EXPORTS)
