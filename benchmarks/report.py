@@ -351,7 +351,8 @@ def write() -> Path:
         out += [
             "## What a cache costs: full, metadata-only, with the mutation detector",
             "",
-            "10,000 objects per informer, each measurement in a fresh process; RSS growth per cached "
+            "10,000 objects per informer (and 100,000 Pods unless `BENCH_QUICK`), each measurement "
+            "in a fresh process; RSS growth per cached "
             "object after the sync, median (min-max) of the rounds; ratios per round "
             "(`benchmarks/bench_cache_memory.py`).",
             "",
