@@ -38,7 +38,11 @@ def test_bad_thresholds_are_refused(gc_state):
 def test_freeze_moves_live_objects_out_of_reach_and_restore_brings_them_back(gc_state):
     cache = [{"metadata": {"name": str(i)}, "spec": {"items": [i]}} for i in range(1000)]
     frozen = gc_policy.freeze_synced_caches()
-    assert frozen >= 1000 and gc.get_freeze_count() == frozen
+    # Objects another thread releases after the freeze leave the permanent generation, so
+    # the count may only shrink from what freeze reported; the 4,000 containers held here stay.
+    assert 4 * len(cache) <= gc.get_freeze_count() <= frozen
+    collectable = {id(o) for o in gc.get_objects()}
+    assert not any(id(entry) in collectable for entry in cache)
     gc_policy.restore(gc.get_threshold())
     assert gc.get_freeze_count() == 0
     del cache
