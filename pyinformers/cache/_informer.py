@@ -8,8 +8,9 @@ Threads of one informer named ``N``:
   state) is applied by this thread itself: to the
   :class:`~pyinformers.cache._store.Indexer` (the cache every
   :class:`~pyinformers.cache._lister.Lister` reads), then to every handler
-  (see :meth:`~pyinformers.cache._delta_fifo.DeltaFIFO.deliver_inline`). A
-  watch event then costs no thread hand-off before the work queue;
+  (the fast lane, :mod:`pyinformers.cache._delivery`, which owns "apply to
+  the cache, then fan out" and states the inline contract). A watch event
+  then costs no thread hand-off before the work queue;
 * ``pyinformers-informer-N`` pops whatever the FIFO queued -- the initial
   list, a relist, a resync, events that arrived while a pop was in progress
   -- and applies it the same way; in steady state it sleeps;
@@ -67,17 +68,11 @@ from pyinformers._gc_policy import gc_paused
 from pyinformers.api._listwatch import ListerWatcher
 from pyinformers.api._metadata import MetadataNotServed
 from pyinformers.api._resource import ObjectT, Resource
-from pyinformers.api.meta import describe
-from pyinformers.cache._delta_fifo import (
-    DeltaFIFO,
-    DeltaType,
-    FIFOClosedError,
-    HandoffBudget,
-)
+from pyinformers.cache._delivery import Delivery, FingerprintedDelivery, ReflectorStore
+from pyinformers.cache._delta_fifo import DeltaFIFO, FIFOClosedError, HandoffBudget
 from pyinformers.cache._lister import Lister
 from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory, estimate_cache_memory
 from pyinformers.cache._mutation import MutationDetector, detector_enabled
-from pyinformers.cache._notification import ChangeKind
 from pyinformers.cache._object_errors import ObjectErrors, one_line
 from pyinformers.cache._processor import (
     DEFAULT_BACKLOG_WARNING,
@@ -89,7 +84,6 @@ from pyinformers.cache._processor import (
     track_informer,
 )
 from pyinformers.cache._store import Indexer
-from pyinformers.cache._tombstone import DeletedFinalStateUnknown
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.cache.reflector._reflector import Reflector
 from pyinformers.clock import REAL_CLOCK, Clock
@@ -98,10 +92,6 @@ __all__ = ["SharedIndexInformer", "ResourceEventHandlerFuncs", "HandlerRegistrat
 
 log = logging.getLogger(__name__)
 
-_REPLACED = DeltaType.REPLACED
-_SYNC = DeltaType.SYNC
-_DELETED = DeltaType.DELETED
-_ADD, _UPDATE, _DELETE = ChangeKind.ADD, ChangeKind.UPDATE, ChangeKind.DELETE
 
 #: Watch deltas the reflector may hand ahead of the informer thread (it waits beyond that,
 #: until half are processed). Small on purpose: every pending delta keeps a freshly decoded
@@ -118,43 +108,6 @@ PROCESS_HANDOFF = HandoffBudget(8)
 
 # How often an idle informer thread looks at its stop event and GC-pause bound.
 _IDLE_POLL = 0.5
-
-
-class _ReflectorStore:
-    """The DeltaFIFO as the reflector writes it, plus a call after each ``replace``.
-
-    The informer notices its sync after popping the initial list's last item;
-    an initial list with no items leaves nothing to pop, so the call after
-    ``replace`` is what marks that sync (and wakes ``wait_for_cache_sync``) at once.
-    The other writes are the FIFO's own bound methods: nothing is added to the
-    per-event path.
-
-    Listed objects reach ``replace`` transformed: the reflector applies the
-    FIFO's :meth:`~pyinformers.cache._delta_fifo.DeltaFIFO.transform_listed` to
-    each as it is decoded (its ``list_transform``), so ``replace`` is told not
-    to transform them again.
-    """
-
-    __slots__ = ("add", "update", "delete", "resync", "_replace", "_on_replace")
-
-    def __init__(self, fifo: DeltaFIFO, *, on_replace: Callable[[], Any]) -> None:
-        self.add = fifo.add
-        self.update = fifo.update
-        self.delete = fifo.delete
-        self.resync = fifo.resync
-        self._replace = fifo.replace
-        self._on_replace = on_replace
-
-    def replace(self, objects: Any, resource_version: str) -> None:
-        self._replace(objects, resource_version, transformed=True)
-        self._on_replace()
-
-
-def _resource_version(obj: Any) -> str | None:
-    try:
-        return obj["metadata"].get("resourceVersion")
-    except (KeyError, TypeError, AttributeError):
-        return None
 
 
 class SharedIndexInformer(Generic[ObjectT]):
@@ -269,15 +222,12 @@ class SharedIndexInformer(Generic[ObjectT]):
         self._mutation: MutationDetector | None = None
         if detector_enabled(mutation_detector):
             self._mutation = MutationDetector(self._name)
-            self._apply = self._apply_fingerprinted  # type: ignore[method-assign]
             self._lister: Lister[ObjectT] = _ReadNotingLister(
                 self._indexer, resource=resource, detector=self._mutation, key_of=self._fifo.key_of
             )
         else:
             self._lister = Lister(self._indexer, resource=resource)
         self._memory: tuple[float, CacheMemory] | None = None
-        # Once synced, the reflector thread applies a watch event itself when nothing is queued.
-        self._fifo.deliver_inline(self._apply)
 
         # The delivery lock: held while a popped change is applied to the cache and
         # fanned out, and while a late handler snapshots the cache.
@@ -289,6 +239,22 @@ class SharedIndexInformer(Generic[ObjectT]):
             backlog_warning=handler_backlog_warning,
             on_failure=self._fail,
         )
+        # The fast lane (cache/_delivery.py): the one write path of the cache, fed inline by
+        # the reflector thread once synced when nothing is queued, and by the informer thread's
+        # pops otherwise.
+        delivery_args: dict[str, Any] = {
+            "informer_name": self._name,
+            "indexer": self._indexer,
+            "handlers": self._handlers,
+            "lock": self._lock,
+            "key_of": self._fifo.key_of,
+        }
+        self._delivery: Delivery = (
+            Delivery(**delivery_args)
+            if self._mutation is None
+            else FingerprintedDelivery(detector=self._mutation, **delivery_args)
+        )
+        self._fifo.deliver_inline(self._delivery.apply)
         # Why the informer is broken for good (a thread of it ended unexpectedly), or None.
         self._failure: str | None = None
 
@@ -304,7 +270,6 @@ class SharedIndexInformer(Generic[ObjectT]):
         # on stop: wait_for_cache_sync() sleeps on it. Reentrant, because has_synced() (called
         # while it is held) may notify it.
         self._synced_cond = threading.Condition(threading.RLock())
-        self._process_errors = 0
         track_informer(self, metrics_registry)
         self._metrics_registry = metrics_registry
 
@@ -584,7 +549,7 @@ class SharedIndexInformer(Generic[ObjectT]):
             self._stop_event = stop
             self._reflector = Reflector(
                 self._lw,
-                _ReflectorStore(self._fifo, on_replace=self.has_synced),
+                ReflectorStore(self._fifo, on_replace=self.has_synced),
                 name=self._name,
                 resync_period=self._resync_check_period,
                 should_resync=self._handlers.should_resync,
@@ -662,7 +627,7 @@ class SharedIndexInformer(Generic[ObjectT]):
 
     def _process_loop(self, stop: threading.Event, gc_held: bool, gc_deadline: float) -> None:
         fifo = self._fifo
-        process = self._process
+        process = self._delivery.apply_popped
         while not stop.is_set():
             try:
                 fifo.pop(process, timeout=_IDLE_POLL)
@@ -683,74 +648,6 @@ class SharedIndexInformer(Generic[ObjectT]):
                 log.info("%s synced: %s", self._name, self.memory_estimate(max_age=0))
             except Exception:  # an estimate must never stand in the way of the sync
                 log.debug("%s: no memory estimate", self._name, exc_info=True)
-
-    # -- the hot path ---------------------------------------------------------------------
-    def _process(self, deltas: tuple, is_in_initial_list: bool) -> None:
-        """Apply one key's deltas to the cache and fan them out (a pop, on the informer thread)."""
-        key_of = self._fifo.key_of
-        apply = self._apply
-        with self._lock:
-            for delta in deltas:
-                obj = delta.object
-                apply(key_of(obj), delta.type, obj, is_in_initial_list)
-
-    def _apply(self, key: str, kind: DeltaType, obj: Any, is_in_initial_list: bool = False) -> None:
-        """Apply one change to the cache, then tell the handlers, under the delivery lock.
-
-        Called for each popped delta on the informer thread, and by the FIFO
-        on the reflector thread for a watch event that found the FIFO empty
-        (see :meth:`~pyinformers.cache._delta_fifo.DeltaFIFO.deliver_inline`), with the key the FIFO computed.
-        A change that cannot be applied is logged and counted, never raised:
-        one bad object must not stop either thread.
-        """
-        handlers = self._handlers
-        try:
-            with self._lock:
-                if kind is _DELETED:
-                    self._indexer.delete(
-                        obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-                    )
-                    handlers.distribute((_DELETE, obj, None), key)
-                    return
-                # One store lock per change, with the key the FIFO computed.
-                old = self._indexer.put(key, obj)
-                if old is not None:
-                    # A resync, or a relist that found the object unchanged, only
-                    # concerns handlers whose resync is due.
-                    sync = kind is _SYNC or (
-                        kind is _REPLACED and _resource_version(old) == _resource_version(obj)
-                    )
-                    handlers.distribute((_UPDATE, old, obj), key, sync)
-                elif is_in_initial_list:
-                    handlers.distribute_initial(obj, key)
-                else:
-                    handlers.distribute((_ADD, obj, False), key)
-        except Exception:
-            self._process_errors += 1
-            log.exception(
-                "informer %s: cannot apply %s delta for %s", self._name, kind, describe(obj)
-            )
-
-    def _apply_fingerprinted(
-        self, key: str, kind: DeltaType, obj: Any, is_in_initial_list: bool = False
-    ) -> None:
-        """:meth:`_apply` with the mutation detector on: the leaving version is checked, the new one fingerprinted.
-
-        Fingerprinting happens before the change is applied (and so before any
-        handler can hold the object), under the delivery lock.
-        """
-        detector = self._mutation
-        assert detector is not None
-        with self._lock:
-            try:
-                old = self._indexer.get_by_key(key)
-                if kind is _DELETED:
-                    detector.forget(key, old)
-                else:
-                    detector.record(key, obj, old)
-            except Exception:  # the detector must never stop the cache
-                log.exception("informer %s: the mutation detector failed on %s", self._name, key)
-            SharedIndexInformer._apply(self, key, kind, obj, is_in_initial_list)
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopping.is_set() else "running" if self._started else "new"
