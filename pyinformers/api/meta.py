@@ -72,6 +72,7 @@ from pyinformers.api._times import (
 
 __all__ = [
     "CONDITION_STATUSES",
+    "SHARD_LABEL",
     "Ignored",
     "TimeLike",
     "add_finalizer",
@@ -108,6 +109,10 @@ __all__ = [
     "annotations",
     "owner_references",
 ]
+
+#: The label that says which shard of a sharded operator an object is cached in (a decimal number;
+#: see docs/ha.rst). :func:`set_controller_reference` gives a child its owner's.
+SHARD_LABEL = "sharding.pyinformers.io/shard"
 
 # Read-only, so a caller mutating the "labels" of an unlabelled object cannot poison later calls.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -347,7 +352,9 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
     its version and uid -- is replaced in place rather than duplicated, as
     controller-runtime does: an owner deleted and recreated under the same
     name (a new uid) takes over its children instead of leaving a stale
-    second reference. Other references are kept.
+    second reference. Other references are kept. An owner carrying the shard
+    label (:data:`SHARD_LABEL`) gives it to ``obj``: with shard-aware caches a
+    child is cached in its owner's shard from its creation on.
 
     Refuses, like the API server does, with ValueError:
 
@@ -406,6 +413,9 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
     if md is None:
         md = obj["metadata"] = {}
     md["ownerReferences"] = refs
+    shard = labels(owner).get(SHARD_LABEL)
+    if shard is not None:  # a child is cached in its owner's shard from its creation on
+        md["labels"] = {**(md.get("labels") or {}), SHARD_LABEL: shard}
 
 
 # --------------------------------------------------------------------------- copies

@@ -38,6 +38,7 @@ from pyinformers.api._selectors import as_field_selector, as_label_selector
 from pyinformers.cache._informer import SharedIndexInformer
 from pyinformers.cache._lister import Lister
 from pyinformers.cache._multi import MultiNamespaceInformer
+from pyinformers.cache._sharded import ShardedInformer, shard_selector
 from pyinformers.cache._store import default_indexers
 from pyinformers.cache._transforms import chain, drop_managed_fields, share_metadata_strings
 from pyinformers.cache.reflector._options import ReflectorOptions
@@ -147,6 +148,9 @@ class SharedInformerFactory:
         self._clients: dict[Resource[Any], ResourceClient[Any]] = {}
         self._permissions = Permissions()
         self._shut_down = False
+        # Informers made from now on with the factory's label selector may cache only some shards
+        # (ShardedInformer); set by a sharded Manager with shard caches, which decides at start.
+        self._shardable = False
 
     @property
     def api_client(self) -> Any:
@@ -365,17 +369,21 @@ class SharedInformerFactory:
         selection: Selection,
         mutation_detector: bool | None,
     ) -> Any:
-        def one(ns: str | None) -> SharedIndexInformer[Any]:
+        def one(ns: str | None, shard: int | None = None) -> SharedIndexInformer[Any]:
+            labels, name = selection.label_selector, self._name(resource, selection, ns)
+            if shard is not None:
+                labels = ",".join(filter(None, (labels, shard_selector(shard))))
+                name += f"#shard-{shard}"
             lister_watcher = ListWatch(
                 client,
                 namespace=ns,
-                label_selector=selection.label_selector,
+                label_selector=labels,
                 field_selector=selection.field_selector,
                 metadata_only=selection.metadata_only,
             )
             return SharedIndexInformer(
                 lister_watcher,
-                name=self._name(resource, selection, ns),
+                name=name,
                 resync_period=self._resync_period,
                 indexers=default_indexers(),
                 transform=chain(self._transform, share_metadata_strings)
@@ -388,8 +396,16 @@ class SharedInformerFactory:
             )
 
         spaces = selection.namespaces
+        namespace = spaces[0] if spaces else None
+        if self._shardable and (spaces is None or len(spaces) == 1):
+            if selection.label_selector == selector_query(self._label_selector, "label"):
+                return ShardedInformer(
+                    lambda shard: one(namespace, shard),
+                    name=self._name(resource, selection),
+                    resource=resource,
+                )
         if spaces is None or len(spaces) == 1:
-            return one(spaces[0] if spaces else None)
+            return one(namespace)
         return MultiNamespaceInformer(
             {ns: one(ns) for ns in spaces}, name=self._name(resource, selection), resource=resource
         )

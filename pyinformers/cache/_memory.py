@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "SHARED_KEY_LENGTH",
     "estimate_cache_memory",
     "human_bytes",
+    "summed",
     "object_bytes",
 ]
 
@@ -118,6 +120,14 @@ class CacheMemory:
 
     def __str__(self) -> str:
         return f"{self.objects:,} objects, about {human_bytes(self.bytes)}"
+
+
+def summed(parts: Iterable[CacheMemory]) -> CacheMemory:
+    """One estimate of several caches (the informers a composite informer is made of)."""
+    parts = list(parts)
+    return CacheMemory(
+        sum(p.objects for p in parts), sum(p.bytes for p in parts), sum(p.sampled for p in parts)
+    )
 
 
 def human_bytes(n: float) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyinformers.cache import NAMESPACE_INDEX, Lister, NamespaceLister
-from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory
+from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory, summed
 
 __all__ = ["MultiNamespaceInformer", "MultiNamespaceLister", "MultiRegistration", "MergedIndexer"]
 
@@ -276,12 +276,7 @@ class MultiNamespaceInformer:
 
     def memory_estimate(self, max_age: float = ESTIMATE_MAX_AGE) -> CacheMemory:
         """The sum of the namespaces' estimates (see :meth:`SharedIndexInformer.memory_estimate`)."""
-        parts = [i.memory_estimate(max_age) for i in self._informers.values()]
-        return CacheMemory(
-            sum(p.objects for p in parts),
-            sum(p.bytes for p in parts),
-            sum(p.sampled for p in parts),
-        )
+        return summed(i.memory_estimate(max_age) for i in self._informers.values())
 
     def last_sync_resource_version(self) -> str:
         """Each namespace's list has its own resourceVersion: ``ns=rv`` pairs, for logs only."""

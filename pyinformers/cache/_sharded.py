@@ -18,7 +18,20 @@ share a shard label, so a reconcile finds its children in the cache of its
 own key's shard).
 
 Objects of shards not held are not cached at all: memory per replica falls
-with the number of replicas. That assumes the shard label is right; who
+with the number of replicas.
+
+:meth:`~ShardedInformer.cache_whole` turns it into a plain cache of every
+object instead (one informer, built by ``make(None)``, shard :data:`WHOLE`):
+the Manager's factory hands out shardable informers when shard caches are on
+and decides at start, once it knows which kinds are primaries and children,
+which ones follow the shards and which cache everything.
+
+A *guard* (optional) is told, on the thread that applies each change and
+before any handler hears of it, of every add, update and delete in each
+shard's informer (``guard.on_add(shard, obj)``, ``on_update(shard, old, new)``,
+``on_delete(shard, obj)``): the Manager's shard caches use it to notice an
+object whose shard label was removed or edited (it leaves its shard's
+informer as a delete) before a reconcile could take that for a deletion. That assumes the shard label is right; who
 keeps it right (labelling new objects, restoring an edited label) is the
 manager's part (docs/ha.rst).
 
@@ -32,21 +45,56 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pyinformers.api.meta import SHARD_LABEL
 from pyinformers.cache import Lister
+from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory, summed
 from pyinformers.cache._multi import MergedIndexer
 
-__all__ = ["SHARD_LABEL", "ShardedInformer", "ShardedRegistration", "shard_selector"]
+__all__ = [
+    "SHARD_LABEL",
+    "WHOLE",
+    "ShardedInformer",
+    "ShardedRegistration",
+    "shard_selector",
+    "unlabelled_selector",
+]
 
-#: The label that says which shard an object belongs to (a decimal shard number).
-SHARD_LABEL = "sharding.pyinformers.io/shard"
+#: The shard number under which :meth:`ShardedInformer.cache_whole` keeps its one informer.
+WHOLE = -1
 
 
 def shard_selector(shard: int) -> str:
     """The label selector of one shard's objects."""
     return f"{SHARD_LABEL}={int(shard)}"
+
+
+def unlabelled_selector() -> str:
+    """The label selector of the objects that carry no shard label."""
+    return f"!{SHARD_LABEL}"
+
+
+class _GuardHandler:
+    """Tells a guard of one shard informer's changes, inline (before the handlers added after it)."""
+
+    __slots__ = ("guard", "shard")
+
+    runs_inline = True
+
+    def __init__(self, guard: Any, shard: int) -> None:
+        self.guard = guard
+        self.shard = shard
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self.guard.on_add(self.shard, obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.guard.on_update(self.shard, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        self.guard.on_delete(self.shard, obj)
 
 
 class _ShardIndexer(MergedIndexer):
@@ -55,14 +103,17 @@ class _ShardIndexer(MergedIndexer):
     Lookups by key try each shard (an owner's children share its shard, not its key's hash).
     """
 
-    __slots__ = ("_owner",)
+    __slots__ = ("_snapshot",)
 
-    def __init__(self, owner: ShardedInformer) -> None:
+    def __init__(self) -> None:
         super().__init__({})
-        self._owner = owner
+        self._snapshot: dict[str, Any] = {}
 
     def _indexers(self) -> dict[str, Any]:
-        return {str(s): i.indexer for s, i in sorted(self._owner.informers().items())}
+        return self._snapshot  # replaced whole by the owner, never changed in place
+
+    def follow(self, informers: dict[int, Any]) -> None:
+        self._snapshot = {str(s): i.indexer for s, i in sorted(informers.items())}
 
     def get_by_key(self, key: str) -> Any | None:
         for indexer in self._indexers().values():
@@ -118,28 +169,49 @@ class ShardedRegistration:
 class ShardedInformer:
     """The cache of the shards held (module docstring).
 
-    :param make: ``shard -> informer`` (not started), restricted to that shard's objects.
+    :param make: ``shard -> informer`` (not started), restricted to that shard's objects;
+        ``make(None)`` (only with :meth:`cache_whole`) an informer of every object.
     :param name: the name reports use.
     :param resource: the resource cached.
+    :param guard: told of each shard informer's changes first (module docstring), or None.
     """
 
-    def __init__(self, make: Callable[[int], Any], *, name: str, resource: Any = None) -> None:
+    def __init__(
+        self,
+        make: Callable[[int | None], Any],
+        *,
+        name: str,
+        resource: Any = None,
+        guard: Any = None,
+    ) -> None:
         self._make = make
         self._name = name
         self._resource = resource
+        self._guard = guard
         self._lock = threading.Lock()
         self._informers: dict[int, Any] = {}
         self._registrations: list[ShardedRegistration] = []
+        self._indexers: dict[str, Callable[[Any], list]] = {}
         self._started = False
         self._stopped = False
         self._shards_known = False
+        self._whole = False
         self._moves = 0
-        self._indexer = _ShardIndexer(self)
+        self._indexer = _ShardIndexer()
         self._lister = Lister(self._indexer, resource=resource)
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def resource(self) -> Any:
+        return self._resource
+
+    @property
+    def whole(self) -> bool:
+        """True once :meth:`cache_whole` made this a cache of every object."""
+        return self._whole
 
     @property
     def lister(self) -> Any:
@@ -162,10 +234,44 @@ class ShardedInformer:
         """How many shard informers were started or stopped by :meth:`set_shards`."""
         return self._moves
 
+    def set_guard(self, guard: Any) -> None:
+        """Tell ``guard`` of the changes of shard informers built from now on (module docstring)."""
+        with self._lock:
+            self._guard = guard
+
+    def shard_synced(self, shard: int) -> bool:
+        """Whether ``shard`` is held and its informer's cache synced."""
+        informer = self.informers().get(shard)
+        return informer is not None and bool(informer.has_synced())
+
     # -- following the held shards ----------------------------------------------------------
+    def cache_whole(self) -> None:
+        """Cache every object, with one informer (``make(None)``), for good; before :meth:`set_shards`."""
+        with self._lock:
+            if self._shards_known and not self._whole:
+                raise RuntimeError(f"{self._name}: already following shards")
+            if self._whole or self._stopped:
+                return
+            self._whole = True
+        self._change({WHOLE}, whole=True)
+
     def set_shards(self, shards: Iterable[int]) -> tuple[builtins.set[int], builtins.set[int]]:
         """Cache exactly ``shards`` from now on; returns ``(gained, lost)``."""
-        wanted = {int(s) for s in shards}
+        if self._whole:
+            raise RuntimeError(f"{self._name} caches every object (cache_whole): it has no shards")
+        return self._change({int(s) for s in shards}, whole=False)
+
+    def _new(self, shard: int, whole: bool) -> Any:
+        informer = self._make(None if whole else shard)
+        if self._indexers:
+            informer.add_indexers(self._indexers)
+        if self._guard is not None and not whole:
+            informer.add_event_handler(_GuardHandler(self._guard, shard))
+        return informer
+
+    def _change(
+        self, wanted: builtins.set[int], whole: bool
+    ) -> tuple[builtins.set[int], builtins.set[int]]:
         with self._lock:
             if self._stopped:
                 return set(), set()
@@ -173,13 +279,15 @@ class ShardedInformer:
             gained, lost = wanted - set(current), set(current) - wanted
             started = self._started
             for shard in gained:
-                current[shard] = self._make(shard)
+                current[shard] = self._new(shard, whole)
                 for registration in self._registrations:
                     registration._add(shard, current[shard])
             dropped = {shard: current.pop(shard) for shard in lost}
             self._informers = current
+            self._indexer.follow(current)
             self._shards_known = True
-            self._moves += len(gained) + len(lost)
+            if not whole:
+                self._moves += len(gained) + len(lost)
         for registration in list(self._registrations):
             for shard in lost:
                 registration._drop(shard)
@@ -211,6 +319,14 @@ class ShardedInformer:
 
     def remove_event_handler(self, registration: ShardedRegistration, timeout: float = 5.0) -> bool:
         return registration.remove(timeout)
+
+    def add_indexers(self, indexers: Mapping[str, Callable[[Any], list]]) -> None:
+        """Add indexes to every shard's cache, present and future."""
+        with self._lock:
+            self._indexers.update(indexers)
+            informers = list(self._informers.values())
+        for informer in informers:
+            informer.add_indexers(indexers)
 
     def registrations(self) -> builtins.list[Any]:
         out: builtins.list[Any] = []
@@ -269,6 +385,16 @@ class ShardedInformer:
             for stage, count in informer.object_errors().items():
                 total[stage] = total.get(stage, 0) + count
         return total
+
+    def memory_estimate(self, max_age: float = ESTIMATE_MAX_AGE) -> CacheMemory:
+        """The sum of the held shards' estimates."""
+        return summed(i.memory_estimate(max_age) for i in self.informers().values())
+
+    def last_sync_resource_version(self) -> str:
+        """Each shard's list has its own resourceVersion: ``shard=rv`` pairs, for logs only."""
+        return ",".join(
+            f"{s}={i.last_sync_resource_version()}" for s, i in sorted(self.informers().items())
+        )
 
     # -- running ---------------------------------------------------------------------------------
     def start(self) -> None:

@@ -120,6 +120,7 @@ class ShardCoordinator:
         view: Callable[[], Iterable[dict]] | None = None,
         on_gained: Callable[[set], Any] | None = None,
         on_lost: Callable[[], None] | None = None,
+        on_released: Callable[[set], Any] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         if shards < 1:
@@ -135,6 +136,7 @@ class ShardCoordinator:
         self._view = view or self._list_view
         self._on_gained = on_gained
         self._on_lost = on_lost
+        self._on_released = on_released
         self._rng = rng or random.Random()
         self.member = LeaderElector(
             LeaseLock(
@@ -246,8 +248,12 @@ class ShardCoordinator:
             )
             desired = set()
         held = self.held()
-        for shard in sorted(held - desired):
-            self._give_up(shard)
+        released = {shard for shard in sorted(held - desired) if self._give_up(shard)}
+        if released and self._on_released is not None:
+            try:
+                self._on_released(released)  # drained and released: no reconcile of them runs here
+            except Exception:
+                log.exception("%s: the on_released callback failed", self.identity)
         gained = set()
         for shard in sorted(desired - held):
             if self._take(shard):
@@ -420,15 +426,18 @@ class ShardCoordinator:
         self.handovers += 1
         return True
 
-    def _give_up(self, shard: int) -> None:
+    def _give_up(self, shard: int) -> bool:
+        """Drain and release ``shard``; True once it is released (False: the next step tries again)."""
         with self._lock:
             self._draining.add(shard)  # no new reconcile of this shard from now on
             if self._inflight.get(shard):
-                return  # drain first; the next step tries again
+                return False  # drain first; the next step tries again
         if self._release(shard):
             with self._lock:
                 self._held.discard(shard)
                 self._draining.discard(shard)
+            return True
+        return False
 
     def _release(self, shard: int) -> bool:
         lock = self._shard_locks[shard]

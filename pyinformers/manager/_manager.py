@@ -99,6 +99,7 @@ from pyinformers.manager._leader import (
 from pyinformers.manager._metrics_auth import ApiServerAuth
 from pyinformers.manager._probes import ANY_PORT, Guard, TLSFiles
 from pyinformers.manager._servers import EndpointServers, validate_port
+from pyinformers.manager._shard_caches import ShardCacheAdmission, ShardCaches
 from pyinformers.manager._sharding import ShardAdmission, ShardingConfig, requeue_shards
 from pyinformers.manager._signals import install_shutdown_handlers
 from pyinformers.manager._webhooks import WebhookServer
@@ -361,6 +362,11 @@ class Manager:
         self._lease_informer = (
             self.factory.informer(LEASES, namespace=self.sharding_namespace) if sharding else None
         )
+        #: The shard-aware caches (``ShardingConfig(shard_caches=True)``), else None.
+        self.shard_caches: ShardCaches | None = None
+        if sharding is not None and sharding.shard_caches:
+            self.factory._shardable = True  # informers asked for from now on may follow the shards
+            self.shard_caches = ShardCaches(self.factory, sharding.shards)
         self._endpoints = EndpointServers(
             bind_address,
             metrics_port,
@@ -444,6 +450,11 @@ class Manager:
         if server is not None:
             detail = "" if server.serving else "the webhook server is not serving"
             checks.append(("webhook", server.serving, detail))
+        caches = self.shard_caches
+        if caches is not None and self.shards is not None:
+            pending = caches.pending_shards()
+            detail = f"shards {pending} not cached yet (their keys wait)" if pending else ""
+            checks.append(("shard caches", True, detail))
         if standby:
             leader = elector.leader if elector is not None else ""
             checks.append(("leader election", True, f"standby (leader: {leader or 'none yet'})"))
@@ -509,6 +520,9 @@ class Manager:
             self._start_webhooks()
             if self._check_server:
                 check_server(self.api_client)
+            if self.shard_caches is not None:
+                sharded = self.shard_caches.plan(controllers)
+                log.info("caches following the held shards: %s", ", ".join(sharded) or "none")
             if self._tune_gc:
                 self._gc_threshold_before = gc_policy.tune_for_caches()
             self.factory.start()
@@ -564,6 +578,17 @@ class Manager:
         config = self.sharding
         assert config is not None and self._lease_informer is not None
         informer = self._lease_informer
+        caches = self.shard_caches
+
+        def gained(shards: set) -> None:
+            if caches is not None:
+                caches.follow(coordinator.held())
+            requeue_shards(controllers, coordinator, shards)
+
+        def released(shards: set) -> None:
+            if caches is not None:  # drained and released: no reconcile reads these caches any more
+                caches.follow(coordinator.held())
+
         coordinator = ShardCoordinator(
             self.api_client,
             group=config.name,
@@ -572,12 +597,19 @@ class Manager:
             shards=config.shards,
             timing=config.timing,
             view=informer.indexer.list,
-            on_gained=lambda shards: requeue_shards(controllers, coordinator, shards),
+            on_gained=gained,
+            on_released=released,
             on_lost=lambda: self._lost_membership(controllers),
         )
         admission = ShardAdmission(coordinator)
+        if caches is not None:
+            caches.attach(coordinator.owns)
         for controller in controllers:
-            controller.set_admission(admission)
+            controller.set_admission(
+                admission
+                if caches is None
+                else ShardCacheAdmission(coordinator, caches, controller.queue)
+            )
             controller.set_key_filter(coordinator.owns)
         with self._lock:
             if self._stop_requested.is_set():
@@ -744,6 +776,8 @@ class Manager:
         coordinator = self.shards
         if coordinator is not None:  # stop admitting, let in-flight reconciles end, release shards
             clean = coordinator.stop(timeout=max(0.0, deadline - time.monotonic())) and clean
+        if self.shard_caches is not None:
+            self.shard_caches.stop()
         clean = self._drain(controllers, deadline) and clean
         try:
             clean = self.factory.stop(timeout=_INFORMERS_STOP) and clean

@@ -201,6 +201,14 @@ FLAGS: tuple[Flag, ...] = (
         metavar="N",
     ),
     Flag(
+        "shard-caches",
+        "with --shards: each replica caches only the objects of the shards it holds, labelling "
+        "them once (docs/ha.rst)",
+        False,
+        _bool,
+        metavar="BOOL",
+    ),
+    Flag(
         "sharding-namespace",
         "namespace of the shard Leases; default: the Pod's namespace, else 'default'",
         metavar="NS",
@@ -483,6 +491,8 @@ class Operator:
             parser.error("--metrics-cert-file and --metrics-key-file go together")
         if options.metrics_cert_file and not options.metrics_secure:
             parser.error("--metrics-cert-file needs --metrics-secure")
+        if options.shard_caches and not options.shards:
+            parser.error("--shard-caches needs --shards N (N >= 1)")
         if options.leader_elect and options.shards:
             parser.error(
                 "--leader-elect and --shards exclude each other: a sharded replica already owns its keys alone"
@@ -501,7 +511,8 @@ class Operator:
         it records them, Leases (get, create, update in the Lease's namespace)
         with ``--leader-elect``, Leases (also list, watch and delete: replicas
         watch each other's membership and collect departed members' Leases)
-        in the shards' namespace with ``--shards``, TokenReviews and SubjectAccessReviews with
+        in the shards' namespace with ``--shards``, ``get`` and ``patch`` on the kinds that
+        follow the shards with ``--shard-caches`` (the shard label), TokenReviews and SubjectAccessReviews with
         ``--metrics-secure`` and metrics on, and ``update`` on an owner's ``finalizers``
         subresource where the controller writes children it owns
         (:func:`owner_finalizer_grants`). Raises ``ValueError`` when a
@@ -517,6 +528,7 @@ class Operator:
         factory = SharedInformerFactory(
             offline, namespace=options.namespace, metrics_registry=False
         )
+        factory._shardable = bool(options.shards and options.shard_caches)  # as the Manager's
         recorder = _OfflineRecorder() if self.event_component else None
         built = self.build(factory, recorder, options)
         controllers: list[Any] = list(built) if isinstance(built, (list, tuple)) else [built]
@@ -538,6 +550,13 @@ class Operator:
             extra.grant(
                 LEASES, ("get", "list", "watch", "create", "update", "delete"), namespace=namespace
             )
+        if factory._shardable:  # the shard label is written on the kinds that follow the shards
+            from pyinformers.manager._shard_caches import following
+
+            for followed in following(factory, controllers):
+                extra.grant(
+                    followed.resource, ("get", "patch"), namespace=followed.selection.namespace
+                )
         if options.metrics_secure and options.metrics_bind_address is not None:
             extra.grant_all(
                 [
@@ -630,6 +649,7 @@ class Operator:
                 self.name,
                 shards=options.shards,
                 namespace=options.sharding_namespace or pod_namespace(),
+                shard_caches=bool(options.shard_caches),
             )
         return kwargs
 

@@ -49,6 +49,12 @@ class ShardingConfig:
         membership in time it has already stopped reconciling; by default the
         process then exits with status 1 so the Deployment restarts it as a
         new member. False: stop the Manager instead.
+    :param shard_caches: cache, on each replica, only the objects of the
+        shards it holds: the controllers' primaries and their children carry
+        a shard label the library writes (once per object) and keeps, and
+        each held shard is its own cache, re-listed only when it moves
+        (:mod:`pyinformers.manager._shard_caches`; costs and when not to use
+        it: docs/ha.rst). Off by default.
     """
 
     name: str
@@ -57,6 +63,7 @@ class ShardingConfig:
     identity: str | None = None
     timing: ElectionTiming = field(default_factory=ElectionTiming)
     exit_on_lost_membership: bool = True
+    shard_caches: bool = False
 
     def __post_init__(self) -> None:
         if not self.name:

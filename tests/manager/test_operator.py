@@ -55,6 +55,7 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
         "PYINFORMERS_METRICS_KEY_FILE": "",
         "PYINFORMERS_SHARDS": "0",
         "PYINFORMERS_SHARDING_NAMESPACE": "shards",
+        "PYINFORMERS_SHARD_CACHES": "false",
         "PYINFORMERS_KUBE_API_QPS": "20",
         "PYINFORMERS_KUBE_API_BURST": "30",
         "PYINFORMERS_WEBHOOK_BIND_ADDRESS": "127.0.0.1:9443",
@@ -72,6 +73,7 @@ def test_every_flag_reads_its_env_var_and_the_command_line_wins():
     ) == ("/k", "team", True, "lease", "ops")
     assert o.metrics_bind_address == ("127.0.0.1", 9000) and o.metrics_secure is False
     assert o.health_probe_bind_address is None and (o.shards, o.sharding_namespace) == (0, "shards")
+    assert o.shard_caches is False
     assert (o.workers, o.shutdown_timeout, o.log_level, o.log_format) == (4, 7.5, "debug", "json")
     assert (o.kube_api_qps, o.kube_api_burst) == (20.0, 30)
     webhook = (o.webhook_bind_address, o.webhook_cert_file, o.webhook_key_file)
@@ -202,6 +204,12 @@ def test_shards_flag_maps_onto_the_managers_sharding_and_excludes_leader_electio
     with pytest.raises(SystemExit):
         operator.parse(["--shards=-1"], environ={})
     assert "shards >= 0" in capsys.readouterr().err
+    cached = operator.parse(["--shards=6", "--shard-caches"], environ={})
+    assert operator.manager_options(cached)["sharding"].shard_caches
+    assert not kwargs["sharding"].shard_caches
+    with pytest.raises(SystemExit):
+        operator.parse(["--shard-caches"], environ={})
+    assert "--shard-caches needs --shards" in capsys.readouterr().err
 
 
 def test_a_configuration_problem_ends_main_with_one_line(tmp_path):

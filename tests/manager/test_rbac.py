@@ -150,6 +150,18 @@ def test_a_sharded_operator_may_watch_and_collect_the_shard_leases_in_their_name
     )
 
 
+def test_shard_caches_may_write_the_shard_label_on_the_kinds_that_follow_the_shards():
+    argv = ["samples.sample_controller", "--service-account", "ops:foo", "--shards", "4"]
+    plain = _rules_of(rbac(argv))[("ClusterRole", None)]
+    cached = _rules_of(rbac([*argv, "--shard-caches"]))[("ClusterRole", None)]
+    verbs = {r["resources"][0]: r["verbs"] for r in cached}
+    # Foos are primaries and Deployments their children: both get the label; Events are not cached.
+    assert "patch" in verbs["foos"] and "patch" in verbs["deployments"]
+    assert [r for r in plain if r["resources"][0] not in ("foos", "deployments")] == [
+        r for r in cached if r["resources"][0] not in ("foos", "deployments")
+    ]
+
+
 def test_output_is_stable_and_the_cli_prints_it(capsys):
     argv = ["samples.mydeployment", "--service-account", "ops:md"]
     assert rbac(argv) == rbac(argv)

@@ -90,7 +90,8 @@ class Stamp(Controller):
 TIMING = ElectionTiming(lease_duration=8.0, renew_deadline=5.0, retry_period=0.5)
 
 
-def make(cluster, identity, log, namespace):
+def make(cluster, identity, log, namespace, controller=None, group="stamp", **sharding):
+    """A sharded Manager running ``controller(manager, identity, log)`` (default: :class:`Stamp`)."""
     manager = Manager(
         api_client=cluster.api_client(),
         bind_address="127.0.0.1",
@@ -100,15 +101,16 @@ def make(cluster, identity, log, namespace):
         namespace=namespace,
         tune_gc=False,
         sharding=ShardingConfig(
-            "stamp",
-            shards=SHARDS,
+            group,
+            shards=sharding.pop("shards", SHARDS),
             namespace=namespace,
             identity=identity,
             timing=TIMING,
             exit_on_lost_membership=False,
+            **sharding,
         ),
     )
-    manager.add(Stamp(manager, identity, log))
+    manager.add((controller or Stamp)(manager, identity, log))
     return manager
 
 
