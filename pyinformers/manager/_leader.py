@@ -14,34 +14,46 @@ starts its controllers' workers. What this module holds:
 * :class:`LeaderAdmission` -- the :class:`~pyinformers.controller._controller.Admission`
   that lets a worker start a reconcile only while the elector says we lead
   *now* (its clock, not its last callback), so no reconcile starts after
-  leadership ended even if the elector's thread is late to notice.
+  leadership ended even if the elector's thread is late to notice;
+* :class:`RunAsLeader` -- the Manager's run mode
+  (:mod:`pyinformers.manager._run_mode`): campaign once the caches synced,
+  start the workers on winning, drain them on a stop before the Lease is
+  released, and end the process (or the Manager) when the lease is lost.
 
 Threading: the settings are frozen values; the admission is called from
-worker threads and only reads the elector's thread-safe state.
+worker threads and only reads the elector's thread-safe state; the run
+mode's callbacks come from the elector's thread and never block it.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pyinformers._metrics import collector_for
 from pyinformers.api._config import ConfigurationError
-from pyinformers.leaderelection import ElectionTiming, LeaderElector
+from pyinformers.leaderelection import ElectionTiming, LeaderElector, LeaseLock
+from pyinformers.manager._run_mode import Check, Crew
 
 __all__ = [
     "SERVICEACCOUNT_NAMESPACE",
     "LeaderAdmission",
     "LeaderElectionConfig",
     "LeaderElectionMetrics",
+    "RunAsLeader",
     "default_identity",
     "election_config",
     "resolve_namespace",
 ]
+
+log = logging.getLogger("pyinformers.manager._manager")
 
 #: Where a Pod finds its own namespace.
 SERVICEACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -191,3 +203,108 @@ class LeaderElectionMetrics:
         for name, elector in sorted(electors.items()):
             family.add_metric([name], 1.0 if elector.is_leader() else 0.0)
         yield family
+
+
+class RunAsLeader:
+    """Run the workers only while this replica holds the Lease ``name`` in ``namespace``.
+
+    :meth:`start` (caches synced) gates every controller on a
+    :class:`LeaderAdmission` and starts the elector; winning starts the
+    workers on a thread of ours (the elector's callbacks must return at
+    once); :meth:`stop` stops the elector, whose callback drains the workers
+    before it releases the Lease.
+    """
+
+    def __init__(self, api_client: Any, config: LeaderElectionConfig, namespace: str) -> None:
+        if not config.name:
+            raise ValueError("leader election needs the Lease's name")
+        self.api_client = api_client
+        self.config = config
+        self.name: str = config.name
+        self.namespace = namespace
+        #: The elector, once started.
+        self.elector: LeaderElector | None = None
+        #: Monotonic time at which this replica last became the leader (None: never).
+        self.leading_since: float | None = None
+        self._crew: Crew | None = None
+
+    def start(self, crew: Crew) -> None:
+        config = self.config
+        self._crew = crew
+        lock = LeaseLock(
+            self.api_client, self.name, self.namespace, config.identity or default_identity()
+        )
+        elector = LeaderElector(
+            lock,
+            timing=config.timing,
+            release_on_cancel=config.release_on_cancel,
+            on_started_leading=self._started_leading,
+            on_stopped_leading=self._stopped_leading,
+            name=f"manager-{self.name}",
+        )
+        admission = LeaderAdmission(elector)
+        for controller in crew.controllers:
+            controller.set_admission(admission)
+        if crew.stopping.is_set():
+            return
+        self.elector = elector
+        if crew.registry is not None:
+            collector_for(crew.registry, LeaderElectionMetrics).track(self.name, elector)
+        log.info(
+            "caches synced; campaigning for the Lease %s as %s", lock.describe(), lock.identity
+        )
+        elector.start()
+
+    def _started_leading(self) -> None:
+        """Elector callback (its thread, must return at once): start the workers on a thread of ours."""
+        self.leading_since = time.monotonic()
+        crew = self._crew
+        assert crew is not None
+
+        def start() -> None:
+            try:
+                crew.start(crew.controllers)
+            except Exception:
+                log.exception("starting the controllers after winning the lease failed; stopping")
+                crew.stopping.set()
+
+        threading.Thread(target=start, name="pyinformers-manager-leading", daemon=True).start()
+
+    def _stopped_leading(self) -> None:
+        """Elector callback: drain the workers (before a release), or handle a lost lease."""
+        crew = self._crew
+        assert crew is not None
+        deadline = time.monotonic() + crew.shutdown_timeout
+        if not crew.stopping.is_set():  # not our own stop: the lease was lost
+            crew.lost(
+                f"the leader election lease {self.config.name}",
+                exit_process=self.config.exit_on_lost_lease,
+            )
+        crew.drain(crew.controllers, deadline)
+
+    def stop(self, deadline: float) -> bool:
+        elector = self.elector
+        if elector is None:
+            return True
+        # The elector's callback drains the workers, then it releases the Lease: a slack second more.
+        return elector.stop(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
+
+    def health_checks(self) -> list[Check]:
+        elector = self.elector
+        if elector is None:
+            return []
+        ok = elector.check(self.config.timing.lease_duration)
+        return [("leader election", ok, "" if ok else "leading but not renewing the lease")]
+
+    def standby(self) -> bool:
+        elector = self.elector
+        return elector is None or not elector.is_leader()
+
+    def ready_checks(self) -> list[Check]:
+        if not self.standby():
+            return []
+        leader = self.elector.leader if self.elector is not None else ""
+        return [("leader election", True, f"standby (leader: {leader or 'none yet'})")]
+
+    def __repr__(self) -> str:
+        return f"<RunAsLeader {self.namespace}/{self.config.name}>"

@@ -73,7 +73,6 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from pyinformers import _gc_policy as gc_policy
-from pyinformers._metrics import collector_for
 from pyinformers.api._config import ConfigurationError, build_api_client, check_server, one_line
 from pyinformers.api._errors import Forbidden, Unauthorized
 from pyinformers.api._throttle import TokenBucket, set_client_throttle
@@ -84,23 +83,22 @@ from pyinformers.controller._controller import (
     CacheSyncTimeout,
     Controller,
 )
-from pyinformers.leaderelection import LeaderElector, LeaseLock
+from pyinformers.leaderelection import LeaderElector
 from pyinformers.leaderelection._shards import ShardCoordinator
 from pyinformers.manager._checks import health_checks as _health_checks
 from pyinformers.manager._checks import ready_checks as _ready_checks
 from pyinformers.manager._leader import (
-    LeaderAdmission,
     LeaderElectionConfig,
-    LeaderElectionMetrics,
-    default_identity,
+    RunAsLeader,
     election_config,
     resolve_namespace,
 )
 from pyinformers.manager._metrics_auth import ApiServerAuth
 from pyinformers.manager._probes import ANY_PORT, Guard, TLSFiles
+from pyinformers.manager._run_mode import Crew, RunAlways, RunMode
 from pyinformers.manager._servers import EndpointServers, validate_port
-from pyinformers.manager._shard_caches import ShardCacheAdmission, ShardCaches
-from pyinformers.manager._sharding import ShardAdmission, ShardingConfig, requeue_shards
+from pyinformers.manager._shard_caches import ShardCaches
+from pyinformers.manager._sharding import RunSharded, ShardingConfig
 from pyinformers.manager._signals import install_shutdown_handlers
 from pyinformers.manager._webhooks import WebhookServer
 from pyinformers.resources import LEASES
@@ -342,12 +340,8 @@ class Manager:
             if election
             else None
         )
-        #: The elector while leader election runs (created by start()).
-        self.elector: LeaderElector | None = None
         #: True once this replica lost the leader lease it held, or its shard membership (when not exiting).
         self.lost_lease = False
-        #: Monotonic time at which this replica last became the leader (None: never).
-        self.leading_since: float | None = None
         self.sharding = sharding
         self.sharding_namespace = (
             resolve_namespace(
@@ -356,17 +350,13 @@ class Manager:
             if sharding
             else None
         )
-        #: The shard coordinator while sharding runs (created by start()).
-        self.shards: ShardCoordinator | None = None
-        # Membership Leases are watched like any cache, so they sync before the replica joins.
-        self._lease_informer = (
-            self.factory.informer(LEASES, namespace=self.sharding_namespace) if sharding else None
-        )
         #: The shard-aware caches (``ShardingConfig(shard_caches=True)``), else None.
         self.shard_caches: ShardCaches | None = None
         if sharding is not None and sharding.shard_caches:
             self.factory._shardable = True  # informers asked for from now on may follow the shards
             self.shard_caches = ShardCaches(self.factory, sharding.shards)
+        #: When the workers run and what they may reconcile (:mod:`pyinformers.manager._run_mode`).
+        self.run_mode: RunMode = self._choose_run_mode()
         self._endpoints = EndpointServers(
             bind_address,
             metrics_port,
@@ -380,6 +370,58 @@ class Manager:
             metrics_guard=guard,
             metrics_tls=metrics_tls,
         )
+
+    def _choose_run_mode(self) -> RunMode:
+        if self.leader_election:
+            return RunAsLeader(
+                self.api_client,
+                self.leader_election_config,
+                self.leader_election_namespace or "",
+            )
+        sharding = self.sharding
+        if sharding is not None:
+            # Membership Leases are watched like any cache, so they sync before the replica joins.
+            leases = self.factory.informer(LEASES, namespace=self.sharding_namespace)
+            return RunSharded(
+                self.api_client,
+                sharding,
+                self.sharding_namespace or "",
+                leases.indexer.list,
+                self.shard_caches,
+            )
+        return RunAlways()
+
+    def _crew(self, controllers: list[Controller]) -> Crew:
+        def lost() -> None:
+            self.lost_lease = True
+
+        return Crew(
+            controllers=controllers,
+            start=self._start_controllers,
+            drain=self._drain,
+            stopping=self._stop_requested,
+            shutdown_timeout=self.shutdown_timeout,
+            registry=self.registry,
+            on_lost=lost,
+        )
+
+    @property
+    def elector(self) -> LeaderElector | None:
+        """The elector while leader election runs (created by start()), else None."""
+        mode = self.run_mode
+        return mode.elector if isinstance(mode, RunAsLeader) else None
+
+    @property
+    def leading_since(self) -> float | None:
+        """Monotonic time at which this replica last became the leader (None: never)."""
+        mode = self.run_mode
+        return mode.leading_since if isinstance(mode, RunAsLeader) else None
+
+    @property
+    def shards(self) -> ShardCoordinator | None:
+        """The shard coordinator while sharding runs (created by start()), else None."""
+        mode = self.run_mode
+        return mode.coordinator if isinstance(mode, RunSharded) else None
 
     # -- wiring -------------------------------------------------------------------------
     def add(self, controller: Controller) -> Controller:
@@ -424,25 +466,14 @@ class Manager:
         )
         if self._denied is not None:
             checks.append(("permissions", False, one_line(self._denied)))
-        elector = self.elector
-        if elector is not None:
-            tolerance = self.leader_election_config.timing.lease_duration
-            ok = elector.check(tolerance)
-            checks.append(
-                ("leader election", ok, "" if ok else "leading but not renewing the lease")
-            )
-        coordinator = self.shards
-        if coordinator is not None and self.sharding is not None:
-            ok = coordinator.member.check(self.sharding.timing.lease_duration)
-            checks.append(("sharding", ok, "" if ok else "not renewing the membership lease"))
+        checks.extend(self.run_mode.health_checks())
         return checks
 
     def ready_checks(self) -> list[tuple[str, bool, str]]:
         """``(name, ok, detail)`` for ``/readyz``: caches synced, controllers running."""
-        elector = self.elector
-        standby = self.leader_election and (elector is None or not elector.is_leader())
+        mode = self.run_mode
         # A standby's controllers wait for the lease: that is ready (to lead), not failing.
-        controllers = [] if standby else self.controllers
+        controllers = [] if mode.standby() else self.controllers
         checks = _ready_checks(
             self.factory.informers(), controllers, stopping=self._stop_requested.is_set()
         )
@@ -450,14 +481,7 @@ class Manager:
         if server is not None:
             detail = "" if server.serving else "the webhook server is not serving"
             checks.append(("webhook", server.serving, detail))
-        caches = self.shard_caches
-        if caches is not None and self.shards is not None:
-            pending = caches.pending_shards()
-            detail = f"shards {pending} not cached yet (their keys wait)" if pending else ""
-            checks.append(("shard caches", True, detail))
-        if standby:
-            leader = elector.leader if elector is not None else ""
-            checks.append(("leader election", True, f"standby (leader: {leader or 'none yet'})"))
+        checks.extend(mode.ready_checks())
         return checks
 
     @property
@@ -535,12 +559,7 @@ class Manager:
                 log.debug(
                     "froze %d objects (the synced caches) out of the cyclic GC's reach", frozen
                 )
-            if self.leader_election:
-                self._campaign(controllers)
-                return
-            if self.sharding is not None:
-                self._join_shards(controllers)
-            self._start_controllers(controllers)
+            self.run_mode.start(self._crew(controllers))
         except BaseException:
             self.stop(timeout=5.0)
             raise
@@ -571,139 +590,6 @@ class Manager:
             len(controllers),
             len(self.factory.informers()),
         )
-
-    # -- sharding -----------------------------------------------------------------------------
-    def _join_shards(self, controllers: list[Controller]) -> None:
-        """Caches are synced: gate the controllers on the shards we hold and start the coordinator."""
-        config = self.sharding
-        assert config is not None and self._lease_informer is not None
-        informer = self._lease_informer
-        caches = self.shard_caches
-
-        def gained(shards: set) -> None:
-            if caches is not None:
-                caches.follow(coordinator.held())
-            requeue_shards(controllers, coordinator, shards)
-
-        def released(shards: set) -> None:
-            if caches is not None:  # drained and released: no reconcile reads these caches any more
-                caches.follow(coordinator.held())
-
-        coordinator = ShardCoordinator(
-            self.api_client,
-            group=config.name,
-            namespace=self.sharding_namespace or "",
-            identity=config.identity or default_identity(),
-            shards=config.shards,
-            timing=config.timing,
-            view=informer.indexer.list,
-            on_gained=gained,
-            on_released=released,
-            on_lost=lambda: self._lost_membership(controllers),
-        )
-        admission = ShardAdmission(coordinator)
-        if caches is not None:
-            caches.attach(coordinator.owns)
-        for controller in controllers:
-            controller.set_admission(
-                admission
-                if caches is None
-                else ShardCacheAdmission(coordinator, caches, controller.queue)
-            )
-            controller.set_key_filter(coordinator.owns)
-        with self._lock:
-            if self._stop_requested.is_set():
-                return
-            self.shards = coordinator
-        log.info(
-            "caches synced; joining shard group %s/%s as %s (%d shards)",
-            self.sharding_namespace,
-            config.name,
-            coordinator.identity,
-            config.shards,
-        )
-        coordinator.start()
-
-    def _lost_membership(self, controllers: list[Controller]) -> None:
-        """Coordinator callback: our membership lapsed, so we already admit nothing; exit or stop."""
-        if self._stop_requested.is_set():
-            return
-        self.lost_lease = True
-        if self.sharding is not None and self.sharding.exit_on_lost_membership:
-            log.critical(
-                "lost the shard membership lease of %s: exiting (status 1)", self.sharding.name
-            )
-            logging.shutdown()
-            os._exit(1)
-        log.error("lost the shard membership lease: stopping the manager")
-        self._stop_requested.set()
-
-    # -- leader election ----------------------------------------------------------------------
-    def _campaign(self, controllers: list[Controller]) -> None:
-        """Caches are synced: gate the controllers on the lease and start the elector's thread."""
-        config = self.leader_election_config
-        lock = LeaseLock(
-            self.api_client,
-            self.leader_election_id or "",
-            self.leader_election_namespace or "",
-            config.identity or default_identity(),
-        )
-        elector = LeaderElector(
-            lock,
-            timing=config.timing,
-            release_on_cancel=config.release_on_cancel,
-            on_started_leading=lambda: self._started_leading(controllers),
-            on_stopped_leading=lambda: self._stopped_leading(controllers),
-            name=f"manager-{self.leader_election_id}",
-        )
-        admission = LeaderAdmission(elector)
-        for controller in controllers:
-            controller.set_admission(admission)
-        with self._lock:
-            if self._stop_requested.is_set():
-                return
-            self.elector = elector
-        if self.registry is not None:
-            collector_for(self.registry, LeaderElectionMetrics).track(
-                self.leader_election_id or "", elector
-            )
-        log.info(
-            "caches synced; campaigning for the Lease %s as %s", lock.describe(), lock.identity
-        )
-        elector.start()
-
-    def _started_leading(self, controllers: list[Controller]) -> None:
-        """Elector callback (its thread, must return at once): start the workers on a thread of ours."""
-        self.leading_since = time.monotonic()
-
-        def start() -> None:
-            try:
-                self._start_controllers(controllers)
-            except Exception:
-                log.exception("starting the controllers after winning the lease failed; stopping")
-                self._stop_requested.set()
-
-        threading.Thread(target=start, name="pyinformers-manager-leading", daemon=True).start()
-
-    def _stopped_leading(self, controllers: list[Controller]) -> None:
-        """Elector callback: drain the workers (before a release), or handle a lost lease."""
-        if (
-            self._stop_requested.is_set()
-        ):  # our own stop: drain, then the elector releases the Lease
-            self._drain(controllers, time.monotonic() + self.shutdown_timeout)
-            return
-        self.lost_lease = True
-        if self.leader_election_config.exit_on_lost_lease:
-            log.critical(
-                "lost the leader election lease %s: exiting (status 1)", self.leader_election_id
-            )
-            logging.shutdown()
-            os._exit(1)
-        log.error(
-            "lost the leader election lease %s: stopping the manager", self.leader_election_id
-        )
-        self._stop_requested.set()
-        self._drain(controllers, time.monotonic() + self.shutdown_timeout)
 
     def _note_watch_error(self, error: BaseException) -> None:
         """Reflector callback (its thread): remember the first list/watch the API server refused."""
@@ -768,16 +654,9 @@ class Manager:
         deadline = time.monotonic() + max(0.0, timeout)
         clean = True
         controllers = self.controllers
-        elector = self.elector
-        if elector is not None:  # a leader drains its workers (callback), then releases the Lease
-            clean = (
-                elector.stop(timeout=max(0.0, deadline - time.monotonic()) + _JOIN_SLACK) and clean
-            )
-        coordinator = self.shards
-        if coordinator is not None:  # stop admitting, let in-flight reconciles end, release shards
-            clean = coordinator.stop(timeout=max(0.0, deadline - time.monotonic())) and clean
-        if self.shard_caches is not None:
-            self.shard_caches.stop()
+        # First the run mode: a leader drains its workers, then releases the Lease; a shard
+        # member stops admitting, lets in-flight reconciles end and hands its shards back.
+        clean = self.run_mode.stop(deadline) and clean
         clean = self._drain(controllers, deadline) and clean
         try:
             clean = self.factory.stop(timeout=_INFORMERS_STOP) and clean

@@ -13,15 +13,22 @@ and docs/ha.rst). This module wires a
   so a replica's queue holds only its own keys;
 * :func:`requeue_shards` re-enqueues, from the caches, every key of the
   shards a replica just took: the keys that moved are reconciled by their
-  new owner without waiting for an event.
+  new owner without waiting for an event;
+* :class:`RunSharded` is the Manager's run mode
+  (:mod:`pyinformers.manager._run_mode`): once the caches synced it gates
+  the controllers, starts the coordinator and the workers, and on a stop
+  hands the shards back before the controllers drain.
 
 Threading: admission and filter are called from worker and handler threads;
-:func:`requeue_shards` from the coordinator's thread.
+:func:`requeue_shards` and the run mode's callbacks from the coordinator's
+thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +36,13 @@ from pyinformers.controller._controller import Controller
 from pyinformers.controller._handlers import EnqueueForObject
 from pyinformers.leaderelection import ElectionTiming
 from pyinformers.leaderelection._shards import ShardCoordinator
+from pyinformers.manager._leader import default_identity
+from pyinformers.manager._run_mode import Check, Crew
+from pyinformers.manager._shard_caches import ShardCacheAdmission, ShardCaches
 
-__all__ = ["ShardAdmission", "ShardingConfig", "requeue_shards"]
+__all__ = ["RunSharded", "ShardAdmission", "ShardingConfig", "requeue_shards"]
+
+log = logging.getLogger("pyinformers.manager._manager")
 
 
 @dataclass(frozen=True)
@@ -106,3 +118,111 @@ def requeue_shards(
                     controller.queue.add(key)
                     count += 1
     return count
+
+
+class RunSharded:
+    """Reconcile only the keys of the shards this replica holds in the group ``config.name``.
+
+    :param view: lists the group's Leases (the Manager's Lease informer, synced with the caches).
+    :param caches: the shard-aware caches, when ``config.shard_caches``.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        config: ShardingConfig,
+        namespace: str,
+        view: Callable[[], Iterable[Any]],
+        caches: ShardCaches | None,
+    ) -> None:
+        self.api_client = api_client
+        self.config = config
+        self.namespace = namespace
+        self.view = view
+        self.caches = caches
+        #: The coordinator, once started.
+        self.coordinator: ShardCoordinator | None = None
+
+    def start(self, crew: Crew) -> None:
+        config, caches, controllers = self.config, self.caches, crew.controllers
+
+        def gained(shards: set) -> None:
+            if caches is not None:
+                caches.follow(coordinator.held())
+            requeue_shards(controllers, coordinator, shards)
+
+        def released(shards: set) -> None:
+            if caches is not None:  # drained and released: no reconcile reads these caches any more
+                caches.follow(coordinator.held())
+
+        def lost() -> None:
+            if not crew.stopping.is_set():
+                crew.lost(
+                    f"the shard membership lease of {config.name}",
+                    exit_process=config.exit_on_lost_membership,
+                )
+
+        coordinator = ShardCoordinator(
+            self.api_client,
+            group=config.name,
+            namespace=self.namespace,
+            identity=config.identity or default_identity(),
+            shards=config.shards,
+            timing=config.timing,
+            view=self.view,
+            on_gained=gained,
+            on_released=released,
+            on_lost=lost,
+        )
+        admission = ShardAdmission(coordinator)
+        if caches is not None:
+            caches.attach(coordinator.owns)
+        for controller in controllers:
+            controller.set_admission(
+                admission
+                if caches is None
+                else ShardCacheAdmission(coordinator, caches, controller.queue)
+            )
+            controller.set_key_filter(coordinator.owns)
+        if crew.stopping.is_set():
+            return
+        self.coordinator = coordinator
+        log.info(
+            "caches synced; joining shard group %s/%s as %s (%d shards)",
+            self.namespace,
+            config.name,
+            coordinator.identity,
+            config.shards,
+        )
+        coordinator.start()
+        crew.start(controllers)
+
+    def stop(self, deadline: float) -> bool:
+        clean = True
+        coordinator = self.coordinator
+        if coordinator is not None:  # stop admitting, let in-flight reconciles end, release shards
+            clean = coordinator.stop(timeout=max(0.0, deadline - time.monotonic()))
+        if self.caches is not None:
+            self.caches.stop()
+        return clean
+
+    def health_checks(self) -> list[Check]:
+        coordinator = self.coordinator
+        if coordinator is None:
+            return []
+        ok = coordinator.member.check(self.config.timing.lease_duration)
+        return [("sharding", ok, "" if ok else "not renewing the membership lease")]
+
+    def ready_checks(self) -> list[Check]:
+        caches = self.caches
+        if caches is None or self.coordinator is None:
+            return []
+        pending = caches.pending_shards()
+        detail = f"shards {pending} not cached yet (their keys wait)" if pending else ""
+        return [("shard caches", True, detail)]
+
+    def standby(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"<RunSharded {self.namespace}/{self.config.name}>"
