@@ -28,7 +28,8 @@ from typing import Any
 from pyinformers.clock import REAL_CLOCK, Clock
 from pyinformers.testing.apiserver._faults import Faults
 from pyinformers.testing.apiserver._gc import GarbageCollector
-from pyinformers.testing.apiserver._httpd import Dispatcher, HttpServer, RequestRecord
+from pyinformers.testing.apiserver._http_connections import HttpServer
+from pyinformers.testing.apiserver._httpd import Dispatcher, RequestRecord
 from pyinformers.testing.apiserver._registry import Registry
 from pyinformers.testing.apiserver._rest import RestApi
 from pyinformers.testing.apiserver._storage import Store
