@@ -9,10 +9,10 @@ collection and finalizers, can simulate Deployments becoming ready, and
 injects faults on demand (:class:`Faults`: dropped or stalled watches, 500s,
 429s with Retry-After, latency). :class:`RequestRecord` is one request it saw.
 
-Its rooms: ``_server`` (the object), ``_httpd`` (HTTP), ``_rest`` (the REST
-verbs), ``_storage`` and ``_watch`` (objects, versions, watchers),
-``_registry`` and ``_crd`` (what it serves), ``_validation``, ``_defaults``,
-``_patch``, ``_gc``, ``_workloads``. It is held to transcripts recorded from a
+Its rooms: ``_server`` (the object), ``_httpd`` and ``_http_*`` (HTTP),
+``_rest`` and ``_rest_*`` (the REST verbs), ``_storage`` and ``_watch``
+(objects, versions, watchers), ``_registry`` and ``_crd`` (what it serves),
+``_validation``, ``_defaults``, ``_patch``, ``_gc``, ``_workloads``. It is held to transcripts recorded from a
 real kube-apiserver (tests/transcripts); docs/testing.rst lists what differs.
 
 ``python -m pyinformers.testing.apiserver --port 8001 --kubeconfig kubeconfig.yaml``

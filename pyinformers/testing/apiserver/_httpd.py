@@ -64,7 +64,8 @@ from pyinformers.testing.apiserver._negotiation import (
     transform_answer,
 )
 from pyinformers.testing.apiserver._registry import Registry, ResourceType
-from pyinformers.testing.apiserver._rest import CRD_STORAGE_KEY, RestApi
+from pyinformers.testing.apiserver._rest import RestApi
+from pyinformers.testing.apiserver._rest_core import CRD_STORAGE_KEY
 from pyinformers.testing.apiserver._status import StatusError, bad_request, status_object
 from pyinformers.testing.apiserver._watch import WatchHub
 
