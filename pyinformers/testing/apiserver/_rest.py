@@ -15,9 +15,9 @@ checks, the end of a deletion), :mod:`._rest_reads` (get, list, watch
 start), :mod:`._rest_create`, :mod:`._rest_update` (update, patch, apply),
 :mod:`._rest_subresources` (scale, token), :mod:`._rest_delete` and
 :mod:`._rest_internal` (the server's own writes). Its helpers too:
-:mod:`.options` (query parameters, continue tokens), :mod:`.validation`
-(request bodies and metadata), :mod:`.defaults` (what create fills in),
-:mod:`.objects` (constants and pure helpers over stored objects).
+:mod:`._options` (query parameters, continue tokens), :mod:`._validation`
+(request bodies and metadata), :mod:`._defaults` (what create fills in),
+:mod:`._objects` (constants and pure helpers over stored objects).
 
 Rules it keeps (from the Kubernetes API conventions):
 
@@ -34,7 +34,7 @@ Rules it keeps (from the Kubernetes API conventions):
   update is answered with the final state at the previous resourceVersion,
   and watchers see only DELETED);
 * custom resources are checked against their CRD's schema and pruned
-  (:mod:`.crd`), built-in kinds get their defaults (:mod:`.defaults`);
+  (:mod:`._crd`), built-in kinds get their defaults (:mod:`._defaults`);
 * namespaced writes need an existing, non-terminating namespace.
 
 Thread-safety: every read-modify-write holds the store lock, so concurrent
