@@ -19,7 +19,8 @@ ValidatingWebhookConfiguration and the CRD conversion stanzas for the
 webhooks ``MODULE`` registers (:mod:`pyinformers.webhook`, docs/webhooks.rst).
 
 ``python -m pyinformers init NAME --group GROUP``, ``create api --version V
---kind KIND`` and ``manifests`` scaffold an operator project and keep its
+--kind KIND``, ``create webhook --version V --kind KIND --defaulting`` and
+``manifests`` scaffold an operator project and keep its
 ``deploy/`` derived from its code (see :mod:`pyinformers.scaffold` and
 docs/quickstart.rst).
 """
@@ -176,7 +177,7 @@ SCAFFOLD_COMMANDS = ("init", "create", "manifests")
 
 
 def scaffold(command: str, argv: Sequence[str]) -> int:
-    """``init``, ``create api`` or ``manifests`` (see :mod:`pyinformers.scaffold`)."""
+    """``init``, ``create api``, ``create webhook`` or ``manifests`` (see :mod:`pyinformers.scaffold`)."""
     from pyinformers.scaffold import _cli
 
     run = {
@@ -197,7 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "       python -m pyinformers webhooks MODULE [--url https://HOST:PORT | --service NS/NAME[:PORT]] "
         "[--ca-bundle FILE]\n"
         "       python -m pyinformers init NAME --group GROUP [--domain D] [--license apache2|none] [--cluster]\n"
-        "       python -m pyinformers create api --version V --kind KIND [--cluster] [--no-controller] [--force]\n"
+        "       python -m pyinformers create api --version V --kind KIND [--cluster] [--no-controller] [--storage] "
+        "[--force]\n"
+        "       python -m pyinformers create webhook --version V --kind KIND [--defaulting] [--validation] "
+        "[--conversion] [--force]\n"
         "       python -m pyinformers manifests [--check]"
     )
     if argv[:1] in (["-h"], ["--help"]):
@@ -208,8 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\ntypes: print a module of TypedDicts for the CRD in FILE"
             + "\nwebhooks: print the webhook configurations of MODULE's handlers"
             + "\ninit: write a new operator project into NAME"
-            + "\ncreate api: add a resource (types, CRD, controller, example, tests) to the project here"
-            + "\nmanifests: regenerate deploy/ (CRDs, RBAC, Deployment) from the project here"
+            + "\ncreate api: add a resource (types, CRD, controller, example, tests), or a version of one, "
+            "to the project here"
+            + "\ncreate webhook: add a kind's defaulting, validation or conversion webhooks to the project here"
+            + "\nmanifests: regenerate deploy/ (CRDs, RBAC, Deployment, webhooks) from the project here"
         )
         return 0
     if argv[:1] and argv[0] in SCAFFOLD_COMMANDS:

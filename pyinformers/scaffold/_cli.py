@@ -17,8 +17,10 @@ from pyinformers.scaffold._names import ScaffoldError
 from pyinformers.scaffold._project import (
     LICENSES,
     create_api,
+    create_webhook,
     init_project,
     manifest_drift,
+    version_note,
     write_manifests,
 )
 
@@ -84,7 +86,11 @@ def create_command(argv: Sequence[str]) -> int:
         description="Add to the project in the current folder.",
     )
     sub = parser.add_subparsers(dest="what", required=True)
-    api = sub.add_parser("api", help="a resource: its types, CRD, controller, example and tests")
+    api = sub.add_parser(
+        "api",
+        help="a resource: its types, CRD, controller, example and tests; for a kind the project "
+        "has, another version of it (in the same CRD)",
+    )
     api.add_argument("--version", required=True, help="e.g. v1, v1alpha1")
     api.add_argument("--kind", required=True, help="UpperCamelCase, e.g. Guestbook")
     _scope(api, None)
@@ -92,21 +98,76 @@ def create_command(argv: Sequence[str]) -> int:
         "--controller",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="with a controller",
+        help="with a controller (a new kind only)",
+    )
+    api.add_argument(
+        "--storage",
+        action="store_true",
+        help="another version of a kind: make it the storage version (default: the first stays)",
     )
     api.add_argument("--force", action="store_true", help="overwrite files edited since generated")
+    hook = sub.add_parser(
+        "webhook",
+        help="a kind's webhooks (defaulting, validation, conversion), served by the operator, "
+        "with their tests and deploy/ configurations",
+    )
+    hook.add_argument(
+        "--version",
+        required=True,
+        help="the version the admission webhooks take, and the hub of --conversion",
+    )
+    hook.add_argument("--kind", required=True, help="a kind create api made, e.g. Guestbook")
+    hook.add_argument(
+        "--defaulting",
+        action="store_true",
+        help="a mutating webhook: spec.message defaults when left out",
+    )
+    hook.add_argument(
+        "--validation",
+        action="store_true",
+        help="a validating webhook: a blank spec.message is refused",
+    )
+    hook.add_argument(
+        "--conversion",
+        action="store_true",
+        help="a conversion webhook between the kind's versions, --version the hub (two versions needed)",
+    )
+    hook.add_argument(
+        "--force", action="store_true", help="write a kind's webhooks again, over edited files"
+    )
     args = parser.parse_args(argv)
-    return _run(
-        "create api",
-        lambda: create_api(
+    if args.what == "webhook":
+        return _run(
+            "create webhook",
+            lambda: create_webhook(
+                Path.cwd(),
+                version=args.version,
+                kind=args.kind,
+                defaulting=args.defaulting,
+                validation=args.validation,
+                conversion=args.conversion,
+                force=args.force,
+            ),
+        )
+
+    def add() -> list[str]:
+        written = create_api(
             Path.cwd(),
             version=args.version,
             kind=args.kind,
             namespaced=args.namespaced,
             controller=args.controller,
+            storage=args.storage,
             force=args.force,
-        ),
-    )
+        )
+        for path in written:
+            print(f"wrote {path}")
+        note = version_note(Path.cwd(), args.kind)
+        if note is not None:
+            print(f"note: {note}")
+        return []
+
+    return _run("create api", add)
 
 
 def manifests_command(argv: Sequence[str]) -> int:

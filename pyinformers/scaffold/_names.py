@@ -93,6 +93,11 @@ def check_kind(kind: str) -> str:
             f"invalid kind {kind!r}: accepted: UpperCamelCase letters and digits, starting with a "
             "capital, at most 63 characters (e.g. Guestbook)"
         )
+    if _VERSION.match(kind.lower()):
+        raise ScaffoldError(
+            f"invalid kind {kind!r}: its module would be named like a version (api/{kind.lower()}/); "
+            "accepted: a kind that is not a version name (e.g. Guestbook)"
+        )
     return kind
 
 

@@ -96,7 +96,7 @@ ALLOWED: dict[str, set[str]] = {
         "webhook",
     },
     # The project generator: it renders the operator's RBAC (manager) and CRDs (crd).
-    "scaffold": {"_exports", "_locking", "api", "crd", "manager", "rbac"},
+    "scaffold": {"_exports", "_locking", "api", "crd", "manager", "rbac", "webhook"},
     # Deprecated alias of pyinformers.manager's entry point (one release).
     "cli": {"_exports", "manager"},
     "__main__": {"_locking", "api", "manager", "rbac", "crd", "webhook", "scaffold"},
