@@ -136,31 +136,12 @@ def create_command(argv: Sequence[str]) -> int:
         "--force", action="store_true", help="write a kind's webhooks again, over edited files"
     )
     args = parser.parse_args(argv)
+    options = {key: value for key, value in vars(args).items() if key != "what"}  # the flags' dests
     if args.what == "webhook":
-        return _run(
-            "create webhook",
-            lambda: create_webhook(
-                Path.cwd(),
-                version=args.version,
-                kind=args.kind,
-                defaulting=args.defaulting,
-                validation=args.validation,
-                conversion=args.conversion,
-                force=args.force,
-            ),
-        )
+        return _run("create webhook", lambda: create_webhook(Path.cwd(), **options))
 
     def add() -> list[str]:
-        written = create_api(
-            Path.cwd(),
-            version=args.version,
-            kind=args.kind,
-            namespaced=args.namespaced,
-            controller=args.controller,
-            storage=args.storage,
-            force=args.force,
-        )
-        for path in written:
+        for path in create_api(Path.cwd(), **options):
             print(f"wrote {path}")
         note = version_note(Path.cwd(), args.kind)
         if note is not None:

@@ -26,7 +26,6 @@ from typing import Any
 import yaml
 
 from pyinformers.crd import dump_yaml, plural_of
-from pyinformers.webhook import ClientConfig, configurations, conversion_stanza
 from pyinformers.scaffold._files import load_project, new_tree, write_plan
 from pyinformers.scaffold._names import (
     ScaffoldError,
@@ -37,6 +36,7 @@ from pyinformers.scaffold._names import (
     dns_name,
 )
 from pyinformers.scaffold._templates import render
+from pyinformers.webhook import ClientConfig, configurations, conversion_stanza
 
 __all__ = [
     "create_api",

@@ -14,8 +14,10 @@ from pyinformers.__main__ import main
 from pyinformers.scaffold import (
     ScaffoldError,
     create_api,
+    create_webhook,
     init_project,
     manifest_drift,
+    version_note,
     write_manifests,
 )
 
@@ -154,7 +156,7 @@ def test_create_refuses_to_overwrite_an_edited_file_naming_it_unless_forced(
 ) -> None:
     # The same kind again is refused first; force cannot add it twice either.
     assert run(project, "create api --version v1 --kind Guestbook --force", monkeypatch) == 2
-    assert "the kind Guestbook already exists" in capsys.readouterr().err
+    assert "the kind Guestbook already has the version v1" in capsys.readouterr().err
     # A file the user edited that a new kind would overwrite: the v1 package's __init__ is kept.
     example = project / "examples/v1_order.yaml"
     example.write_text("# mine\n")
@@ -197,12 +199,23 @@ BAD_API = [
     ("create api --version v1beta --kind Guestbook", "invalid version 'v1beta'"),
     ("create api --version v1 --kind guestbook", "invalid kind 'guestbook'"),
     ("create api --version v1 --kind Guest_Book", "invalid kind 'Guest_Book'"),
-    ("create api --version v2 --kind Guestbook", "the kind Guestbook already exists"),
+    ("create api --version v1 --kind Guestbook", "the kind Guestbook already has the version v1"),
+    ("create api --version v2 --kind Guestbook --cluster", "the kind Guestbook is namespaced"),
+    ("create api --version v1 --kind V2", "named like a version"),
 ]
 
 
-@pytest.mark.parametrize("command, message", BAD_API)
-def test_bad_api_input_is_one_line_and_writes_nothing(
+BAD_WEBHOOK = [
+    ("create webhook --version v1 --kind Guestbook", "nothing to create"),
+    ("create webhook --version v1 --kind Order --defaulting", "the project has no kind Order"),
+    ("create webhook --version v2 --kind Guestbook --validation", "has no version v2"),
+    ("create webhook --version v1 --kind Guestbook --conversion", "has one version (v1)"),
+    ("create webhook --version 1 --kind Guestbook --defaulting", "invalid version '1'"),
+]
+
+
+@pytest.mark.parametrize("command, message", BAD_API + BAD_WEBHOOK)
+def test_bad_create_input_is_one_line_and_writes_nothing(
     project: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -212,17 +225,29 @@ def test_bad_api_input_is_one_line_and_writes_nothing(
     before = tree(project)
     assert run(project, command, monkeypatch) == 2
     err = capsys.readouterr().err
-    assert err.startswith("pyinformers create api: ") and message in err and "accepted" in err
+    prefix = "pyinformers " + " ".join(command.split()[:2]) + ": "  # create api, create webhook
+    assert err.startswith(prefix) and message in err and "accepted" in err
     assert err.count("\n") == 1
     assert tree(project) == before
 
 
-def test_create_api_outside_a_project_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "command",
+    [
+        "create api --version v1 --kind Guestbook",
+        "create webhook --version v1 --kind A --defaulting",
+    ],
+)
+def test_create_outside_a_project_says_so_and_writes_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
 ) -> None:
-    assert run(tmp_path, "create api --version v1 --kind Guestbook", monkeypatch) == 2
+    assert run(tmp_path, command, monkeypatch) == 2
     err = capsys.readouterr().err
     assert "is not a pyinformers project (no PROJECT.json)" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
@@ -244,13 +269,207 @@ def test_manifests_check_lists_the_drift(
 
 
 def test_the_generated_code_passes_its_own_make_lint(project: Path) -> None:
-    """What ``make lint`` runs in the project (ruff, configured by its pyproject.toml), on two kinds."""
+    """What ``make lint`` runs in the project (ruff, configured by its pyproject.toml): two kinds of two
+    versions each, of either scope, with webhooks of every sort."""
     import subprocess
     import sys
 
     create_api(project, version="v1alpha1", kind="Library", namespaced=False)
+    create_api(project, version="v1beta1", kind="Library", storage=True)
+    create_api(project, version="v2", kind="Guestbook")
+    create_webhook(project, version="v1", kind="Guestbook", defaulting=True, validation=True)
+    create_webhook(project, version="v1beta1", kind="Library", validation=True, conversion=True)
     for command in (["format", "--check", "."], ["check", "."]):
         done = subprocess.run(
             [sys.executable, "-m", "ruff", *command], cwd=project, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- a second version of a kind -------------------------------------------------------------------
+
+
+def crd_versions(
+    project: Path, crd: str = "guestbooks.webapp.example.com"
+) -> list[tuple[str, bool]]:
+    definition = yaml.safe_load((project / f"deploy/crds/{crd}.yaml").read_text())
+    return [(v["name"], v["storage"]) for v in definition["spec"]["versions"]]
+
+
+def test_a_second_version_joins_the_crd_and_the_first_stays_stored(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    types_v1 = (project / "guestbook_operator/api/v1/guestbook.py").read_text()
+    assert run(project, "create api --version v2 --kind Guestbook", monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:-1] == [
+        f"wrote {path}"
+        for path in [
+            "deploy/crds/guestbooks.webapp.example.com.yaml", "examples/v2_guestbook.yaml",
+            "guestbook_operator/api/guestbook.py", "guestbook_operator/api/v2/__init__.py",
+            "guestbook_operator/api/v2/guestbook.py", "tests/test_guestbook_v2_example.py",
+        ]
+    ]  # fmt: skip
+    note = out.splitlines()[-1]
+    assert note.startswith("note: Guestbook now has the versions v1 (stored), v2;")
+    assert "create webhook --version v1 --kind Guestbook --conversion" in note
+    assert crd_versions(project) == [("v1", True), ("v2", False)]
+    assert (project / "guestbook_operator/api/v1/guestbook.py").read_text() == types_v1  # untouched
+    assert "name: guestbook-sample-v2" in (project / "examples/v2_guestbook.yaml").read_text()
+    record = json.loads((project / "PROJECT.json").read_text())["resources"][0]
+    assert record["versions"] == ["v1", "v2"] and record["storage"] == "v1"
+    assert manifest_drift(project) == []
+
+
+def test_a_new_version_made_the_storage_version_takes_it_from_the_first(project: Path) -> None:
+    create_api(project, version="v1beta1", kind="Guestbook", storage=True)
+    assert crd_versions(project) == [("v1", False), ("v1beta1", True)]
+    kind_module = (project / "guestbook_operator/api/guestbook.py").read_text()
+    assert 'STORAGE = "v1beta1"' in kind_module
+    create_api(project, version="v2", kind="Guestbook")  # the storage version stays where it is
+    assert crd_versions(project) == [("v1", False), ("v1beta1", True), ("v2", False)]
+    note = version_note(project, "Guestbook")
+    assert note is not None and "v1 (stored)" not in note and "v1beta1 (stored)" in note
+    assert version_note(project, "Nope") is None
+
+
+def test_a_second_version_refuses_to_rewrite_an_edited_kind_module(project: Path) -> None:
+    kind_module = project / "guestbook_operator/api/guestbook.py"
+    kind_module.write_text(
+        kind_module.read_text().replace('STORAGE = "v1"', 'STORAGE = "v1"  # mine')
+    )
+    before = tree(project)
+    with pytest.raises(
+        ScaffoldError, match="refusing to overwrite guestbook_operator/api/guestbook.py"
+    ):
+        create_api(project, version="v2", kind="Guestbook")
+    assert tree(project) == before
+    create_api(project, version="v2", kind="Guestbook", force=True)
+    assert crd_versions(project) == [("v1", True), ("v2", False)]
+
+
+# -- create webhook ---------------------------------------------------------------------------------
+
+
+def test_create_webhook_writes_the_handlers_their_tests_and_their_deploy(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert manifest_drift(project) == [] and not (project / "deploy/40-webhooks.yaml").exists()
+    create_api(project, version="v2", kind="Guestbook")
+    command = "create webhook --version v1 --kind Guestbook --defaulting --validation --conversion"
+    assert run(project, command, monkeypatch) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"wrote {path}"
+        for path in [
+            "deploy/20-deployment.yaml", "deploy/40-webhooks.yaml",
+            "deploy/crds/guestbooks.webapp.example.com.yaml",
+            "guestbook_operator/webhooks/guestbook.py", "tests/test_guestbook_webhooks.py",
+        ]
+    ]  # fmt: skip
+    module = (project / "guestbook_operator/webhooks/guestbook.py").read_text()
+    for name in (
+        "def default_guestbook(",
+        "def validate_guestbook(",
+        "def v2_to_v1(",
+        "def v1_to_v2(",
+    ):
+        assert name in module, name
+    test = (project / "tests/test_guestbook_webhooks.py").read_text()
+    assert test.count("\ndef test_") == 3 and "k8s.install_webhooks(WEBHOOKS)" in test
+    service, mutating, validating = yaml.safe_load_all(
+        (project / "deploy/40-webhooks.yaml").read_text()
+    )
+    assert (
+        service["kind"] == "Service"
+        and service["metadata"]["name"] == "guestbook-operator-webhooks"
+    )
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    assert mutating["kind"] == "MutatingWebhookConfiguration"
+    assert validating["kind"] == "ValidatingWebhookConfiguration"
+    for config in (mutating, validating):
+        (entry,) = config["webhooks"]
+        assert entry["clientConfig"]["service"]["name"] == "guestbook-operator-webhooks"
+        assert entry["rules"][0]["apiVersions"] == ["v1"]
+    crd = yaml.safe_load((project / "deploy/crds/guestbooks.webapp.example.com.yaml").read_text())
+    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
+    assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"] == "/convert"
+    pod = yaml.safe_load((project / "deploy/20-deployment.yaml").read_text())["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert {"name": "webhook", "containerPort": 9443, "protocol": "TCP"} in container["ports"]
+    assert {"name": "webhook-tls", "mountPath": "/tmp/k8s-webhook-server/serving-certs",
+            "readOnly": True} in container["volumeMounts"]  # fmt: skip
+    assert {
+        "name": "webhook-tls",
+        "secret": {"secretName": "guestbook-operator-webhook-tls"},
+    } in pod["spec"]["volumes"]
+    assert manifest_drift(project) == []
+
+
+def test_the_registry_is_none_without_webhooks_and_served_with_them(project: Path) -> None:
+    """operator.py passes webhooks/'s WEBHOOKS to the Operator; None (no server, no certificate) until one exists."""
+    import importlib
+
+    from pyinformers.scaffold._project import _imported_from
+
+    def registry() -> object:
+        with _imported_from(project, "guestbook_operator"):
+            return importlib.import_module("guestbook_operator.operator").OPERATOR.webhooks
+
+    assert registry() is None
+    create_webhook(project, version="v1", kind="Guestbook", validation=True)
+    webhooks = registry()
+    assert [w.name for w in webhooks.admission] == ["validate-guestbooks.webapp.example.com"]  # type: ignore[attr-defined]
+
+
+def test_create_webhook_twice_is_refused_and_force_writes_it_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        run(project, "create webhook --version v1 --kind Guestbook --defaulting", monkeypatch) == 0
+    )
+    module = project / "guestbook_operator/webhooks/guestbook.py"
+    module.write_text(module.read_text() + "# mine\n")
+    before = tree(project)
+    assert (
+        run(project, "create webhook --version v1 --kind Guestbook --validation", monkeypatch) == 2
+    )
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and "the kind Guestbook has webhooks already" in err
+        and "--force" in err
+    )
+    assert tree(project) == before
+    command = "create webhook --version v1 --kind Guestbook --validation --force"
+    assert run(project, command, monkeypatch) == 0
+    assert "def validate_guestbook(" in module.read_text() and "# mine" not in module.read_text()
+    mutating = [d for d in yaml.safe_load_all((project / "deploy/40-webhooks.yaml").read_text())]
+    assert [d["kind"] for d in mutating] == ["Service", "ValidatingWebhookConfiguration"]
+    assert manifest_drift(project) == []
+
+
+def test_webhooks_removed_from_the_code_are_drift_and_make_manifests_removes_them(
+    project: Path,
+) -> None:
+    create_webhook(project, version="v1", kind="Guestbook", defaulting=True)
+    (project / "guestbook_operator/webhooks/guestbook.py").unlink()
+    assert manifest_drift(project) == ["deploy/20-deployment.yaml", "deploy/40-webhooks.yaml"]
+    assert write_manifests(project) == ["deploy/20-deployment.yaml", "deploy/40-webhooks.yaml"]
+    assert not (project / "deploy/40-webhooks.yaml").exists() and manifest_drift(project) == []
+
+
+def test_a_project_whose_operator_predates_webhooks_gets_it_wired_or_named(project: Path) -> None:
+    """A project from before webhooks: no webhooks/ package, an operator.py without WEBHOOKS."""
+    operator = project / "guestbook_operator/operator.py"
+    (project / "guestbook_operator/webhooks/__init__.py").unlink()
+    operator.write_text(operator.read_text().replace("    webhooks=WEBHOOKS,\n", ""))
+    operator.write_text(
+        operator.read_text().replace("from guestbook_operator.webhooks import WEBHOOKS\n", "")
+    )
+    with pytest.raises(ScaffoldError, match="refusing to overwrite guestbook_operator/operator.py"):
+        create_webhook(project, version="v1", kind="Guestbook", defaulting=True)
+    written = create_webhook(project, version="v1", kind="Guestbook", defaulting=True, force=True)
+    assert {"guestbook_operator/operator.py", "guestbook_operator/webhooks/__init__.py"} <= set(
+        written
+    )
+    assert "webhooks=WEBHOOKS" in operator.read_text() and manifest_drift(project) == []
