@@ -1,13 +1,21 @@
-"""The scaffold's commands: ``init`` a project, ``create api`` in it, derive its manifests.
+"""The scaffold's commands: ``init`` a project, ``create api`` and ``create webhook`` in it, derive its manifests.
 
 A project is a folder with ``PROJECT.json`` (see :mod:`._files`): the package
-``NAME/`` (``operator.py``, ``api/<version>/<kind>.py``,
-``controllers/<kind>.py``), ``tests/``, ``examples/`` and ``deploy/``. What
+``NAME/`` (``operator.py``, ``api/<kind>.py`` with the kind's CRD,
+``api/<version>/<kind>.py`` with a version's types, ``controllers/<kind>.py``,
+``webhooks/<kind>.py``), ``tests/``, ``examples/`` and ``deploy/``. What
 ``deploy/`` holds beyond the hand-editable namespace, ServiceAccount and
-metrics objects is *derived*: the CRDs from the types, the RBAC from the
-controllers' declarations, the Deployment from ``operator.DEPLOYMENT_ARGS``
-(:func:`render_manifests`), so deriving it needs the project importable (it
-is imported from its folder, ahead of anything installed).
+metrics objects is *derived*: the CRDs from the types (and their conversion
+from the webhooks), the RBAC from the controllers' declarations, the
+Deployment from ``operator.DEPLOYMENT_ARGS``, the webhooks' Service and
+configurations from ``OPERATOR.webhooks`` (:func:`render_manifests`), so
+deriving it needs the project importable (it is imported from its folder,
+ahead of anything installed).
+
+PROJECT.json's record of a kind lists its ``versions`` (in the order added),
+its ``storage`` version and, once made, its ``webhooks``; a record without
+``versions`` is a kind an earlier scaffold made (its CRD in the version
+module), which the commands leave alone.
 
 Every command validates all its input before it writes, and writes through
 :func:`._files.new_tree` / :func:`._files.write_plan` (all or nothing).
@@ -377,7 +385,14 @@ def _webhook_files(
             "defaulting",
             "``spec.message`` defaulted",
         ),
-        (validation, "validating", "validate", "BLANK", "validation", "a blank one refused"),
+        (
+            validation,
+            "validating",
+            "validate",
+            "BLANK",
+            "validation",
+            "a blank one refused" if defaulting else "a blank ``spec.message`` refused",
+        ),
     ):
         if not wanted:
             continue

@@ -1,4 +1,4 @@
-"""CI of the scaffold itself: a project made by ``init`` and ``create api`` passes its own tests, installed.
+"""CI of the scaffold itself: a project made by ``init``, ``create api`` and ``create webhook`` passes its own tests, installed.
 
 The first test builds pyinformers' wheel, installs it (``--no-deps``) into a
 fresh virtualenv that borrows the dependencies already installed next to this
@@ -8,8 +8,9 @@ project's own tests: on the embedded server, and on the real control plane too
 when the envtest binaries exist (``--k8s-server=both``). It takes about a
 minute; offline or in a hurry, deselect it with ``-m "not wheel"``.
 
-The second applies the project's ``deploy/`` to the real kube-apiserver in a
-server-side dry run (apply, strict field validation).
+The second applies the project's ``deploy/`` (with a kind of two versions and
+its webhooks: their Service, configurations and CRD conversion) to the real
+kube-apiserver in a server-side dry run (apply, strict field validation).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import yaml
 from pyinformers.api import ApiError, ResourceClient
 from pyinformers.api._transport import read_json, send
 from pyinformers.resources import NAMESPACES
-from pyinformers.scaffold import create_api, init_project
+from pyinformers.scaffold import create_api, create_webhook, init_project
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,6 +92,11 @@ def test_a_scaffolded_project_installed_from_the_wheel_passes_its_own_tests(tmp_
     )
     sh(python, "-m", "pyinformers", "create", "api", "--version", "v1alpha1", "--kind", "Library",
        "--cluster", cwd=project)  # fmt: skip
+    # A second version of Guestbook, and its webhooks of every sort (conversion between v1 and v2).
+    sh(python, "-m", "pyinformers", "create", "api", "--version", "v2", "--kind", "Guestbook",
+       cwd=project)  # fmt: skip
+    sh(python, "-m", "pyinformers", "create", "webhook", "--version", "v1", "--kind", "Guestbook",
+       "--defaulting", "--validation", "--conversion", cwd=project)  # fmt: skip
     sh(
         python,
         "-m",
@@ -119,11 +125,12 @@ def test_a_scaffolded_project_installed_from_the_wheel_passes_its_own_tests(tmp_
     summary = out.strip().splitlines()[-1]
     passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
     assert "failed" not in summary and "error" not in summary, out
-    # 3 offline tests (flags, RBAC, manifests) + 4 per kind on the k8s fixture, once per server
-    assert passed == 3 + 8 * (2 if servers == "both" else 1), out
+    # 3 offline tests (flags, RBAC, manifests), and once per server on the k8s fixture: 4 per kind,
+    # 1 for Guestbook's v2 example, 3 for its webhooks (default, refusal, conversion)
+    assert passed == 3 + (8 + 1 + 3) * (2 if servers == "both" else 1), out
     print(f"\nscaffold → installed → {summary} on {servers} in {elapsed:.1f} s")
     demo = sh(python, "-m", "guestbook_operator", "--demo", cwd=project, timeout=120)
-    assert demo.count("healed:") == 2, demo
+    assert demo.count("healed:") == 3, demo  # an example per kind and version
 
 
 #: kind -> (collection, namespaced), for the kinds deploy/ holds.
@@ -164,11 +171,20 @@ def test_the_manifests_pass_a_server_side_apply_dry_run_on_kube_apiserver(
     project = init_project(tmp_path / "guestbook_operator", group="webapp")
     create_api(project, version="v1", kind="Guestbook")
     create_api(project, version="v1alpha1", kind="Library", namespaced=False)
+    create_api(project, version="v2", kind="Guestbook")
+    create_webhook(
+        project, version="v1", kind="Guestbook", defaulting=True, validation=True, conversion=True
+    )
     api = k8s.api_client()
     docs = documents(project)
     kinds = [doc["kind"] for doc in docs]
     assert {"Namespace", "ServiceAccount", "Deployment", "Service", "ClusterRole",
-            "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition"} <= set(kinds)  # fmt: skip
+            "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition",
+            "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} <= set(kinds)  # fmt: skip
+    converted = [
+        d for d in docs if d["kind"] == "CustomResourceDefinition" and "conversion" in d["spec"]
+    ]
+    assert [d["metadata"]["name"] for d in converted] == ["guestbooks.webapp.example.com"]
     namespace = next(doc for doc in docs if doc["kind"] == "Namespace")
     try:  # the one real write: a dry run of namespaced objects needs their namespace to exist
         ResourceClient(api, NAMESPACES).create(namespace)
