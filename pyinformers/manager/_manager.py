@@ -354,7 +354,10 @@ class Manager:
         self.shard_caches: ShardCaches | None = None
         if sharding is not None and sharding.shard_caches:
             self.factory._shardable = True  # informers asked for from now on may follow the shards
-            self.shard_caches = ShardCaches(self.factory, sharding.shards)
+            # A shard's caches are listed once it has stayed held for two coordinator steps.
+            self.shard_caches = ShardCaches(
+                self.factory, sharding.shards, settle=2 * sharding.timing.retry_period
+            )
         #: When the workers run and what they may reconcile (:mod:`pyinformers.manager._run_mode`).
         self.run_mode: RunMode = self._choose_run_mode()
         self._endpoints = EndpointServers(

@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import queue as _queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -186,11 +187,20 @@ class ShardCaches:
 
     :param factory: the Manager's factory (made shardable before the controllers asked it for informers).
     :param shards: the shard count (the coordinator's).
+    :param settle: seconds a shard must stay held before its caches are listed
+        (the Manager passes two coordinator steps). Replicas that start
+        together hand shards around for a few steps before the assignment
+        settles; a shard that is held only in passing is never listed, so
+        no replica's memory climbs to the whole cache on a cold start (and
+        Python keeps much of what it once allocated).
     """
 
-    def __init__(self, factory: Any, shards: int) -> None:
+    def __init__(self, factory: Any, shards: int, settle: float = 0.0) -> None:
+        if not settle >= 0:
+            raise ValueError(f"settle must be >= 0 seconds, got {settle!r}")
         self.factory = factory
         self.shards = int(shards)
+        self.settle_delay = float(settle)
         self.kinds: list[_Kind] = []
         self._owns: Callable[[str], bool] = lambda key: False
         self._lock = threading.Lock()
@@ -198,7 +208,9 @@ class ShardCaches:
         self.ready: set[int] = set()
         self.suspects: dict[str, _Kind] = {}
         self._waiting: dict[str, set[Any]] = {}
-        self._following: set[int] = set()
+        self._following: set[int] = set()  # shards whose caches run (held and settled)
+        self._held: set[int] = set()  # the coordinator's latest word
+        self._held_since: dict[int, float] = {}  # monotonic time each held shard was gained
         self._follow_lock = threading.Lock()  # follow() calls one at a time
         self._labelling: set[tuple[int, str]] = set()
         # The version each object had when we labelled it (its stale copies are not labelled again);
@@ -259,20 +271,41 @@ class ShardCaches:
         self._owns = owns
 
     # -- following the held shards (coordinator thread) ----------------------------------------
-    def follow(self, held: Iterable[int]) -> None:
-        """Cache exactly the shards ``held``: start the gained ones' caches, drop the lost ones'."""
-        held = set(held)
+    def follow(self, held: Iterable[int] | None = None) -> None:
+        """Cache exactly the shards ``held`` once settled: start the gained ones' caches, drop the lost ones'.
+
+        ``held`` None: the last set given (a settle timer's call). A shard
+        lost is dropped at once; a shard gained is listed once it has been
+        held for ``settle_delay`` seconds (a timer looks again), its keys waiting
+        until then as they wait for any cache to sync.
+        """
         with self._follow_lock:
+            now = time.monotonic()
+            if held is not None:
+                self._held = set(held)
+            held = self._held
+            self._held_since = {s: self._held_since.get(s, now) for s in held}
+            settled = {
+                s
+                for s in held
+                if s in self._following or now - self._held_since[s] >= self.settle_delay
+            }
             for kind in self.kinds:
-                kind.informer.set_shards(held)
+                kind.informer.set_shards(settled)
             with self._lock:
-                gained = held - self._following
-                self._following = held
-                self.ready &= held
+                gained = settled - self._following
+                self._following = settled
+                self.ready &= settled
                 for key in [k for k in self.suspects if self.shard_of(k) not in held]:
                     del self.suspects[key]
                 for key in [k for k in self._waiting if self.shard_of(k) not in held]:
                     del self._waiting[key]  # not ours any more: the new holder reconciles it
+            unsettled = held - settled
+        if unsettled and not self._stopped.is_set():
+            wait = min(self.settle_delay - (now - self._held_since[s]) for s in unsettled)
+            timer = threading.Timer(max(wait, 0.0) + 0.01, self.follow)
+            timer.daemon = True
+            timer.start()
         if gained and self.kinds:
             threading.Thread(
                 target=self._await_sync,
@@ -318,9 +351,9 @@ class ShardCaches:
             return False
 
     def pending_shards(self) -> list[int]:
-        """Held shards whose caches have not synced yet."""
-        with self._lock:
-            return sorted(self._following - self.ready)
+        """Held shards whose caches have not synced yet (or are not listed yet: not settled)."""
+        with self._lock:  # _held is replaced whole, never changed in place
+            return sorted(self._held - self.ready)
 
     def _release(self, releasable: Callable[[str], bool]) -> None:
         with self._lock:

@@ -193,3 +193,46 @@ def test_sharded_managers_cache_only_their_shards_and_keep_the_labels(k8s):
         for manager in managers.values():
             manager.stop(timeout=5)
     assert log.overlaps() == []
+
+
+class _RecordingShards:
+    """Stands in for a kind's ShardedInformer: records every set of shards it is told to cache."""
+
+    def __init__(self):
+        self.calls = []
+        self.unlabelled = self  # the kind's metadata-only informer: nothing unlabelled
+        self.indexer = self
+
+    def set_shards(self, shards):
+        self.calls.append(set(shards))
+
+    def shard_synced(self, shard):
+        return True
+
+    def list(self):
+        return []
+
+
+def test_a_shard_held_only_in_passing_is_never_listed():
+    from pyinformers.manager._shard_caches import ShardCaches, _Kind, _own_key
+
+    caches = ShardCaches(None, 4, settle=0.2)
+    informer = _RecordingShards()
+    kind = _Kind(caches, informer, _own_key)
+    kind.unlabelled = informer
+    caches.kinds.append(kind)
+    try:
+        caches.follow({0, 1})  # a cold start: this replica holds two shards for a moment
+        assert informer.calls[-1] == set()  # neither is listed yet
+        assert caches.pending_shards() == [0, 1]  # held, not cached: their keys wait
+        caches.follow({0})  # shard 1 went to another replica within the settle time
+        eventually(lambda: informer.calls[-1] == {0}, timeout=10, what="shard 0 settled")
+        eventually(lambda: caches.pending_shards() == [], timeout=10, what="shard 0 ready")
+        assert all(1 not in call for call in informer.calls)
+        keys = {shard_of(f"ns/k{i}", 4): f"ns/k{i}" for i in range(40)}
+        assert caches.admit(keys[0], None) and not caches.admit(keys[1], None)
+        caches.follow({0, 2})  # a later gain waits its settle time too; a held shard stays
+        assert informer.calls[-1] == {0}
+        eventually(lambda: informer.calls[-1] == {0, 2}, timeout=10, what="shard 2 settled")
+    finally:
+        caches.stop()
