@@ -36,13 +36,16 @@ keeps it right (labelling new objects, restoring an edited label) is the
 manager's part (docs/ha.rst).
 
 Thread-safety: :meth:`~ShardedInformer.set_shards` is called from one thread
-(the shard coordinator's); reads from any. The set of informers is replaced
+(the shard coordinator's) and never blocks it: a dropped shard's informer is
+stopped on a thread of its own (:meth:`~ShardedInformer.stop` waits for
+those too); reads from any. The set of informers is replaced
 whole under a lock, never changed in place.
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +55,10 @@ from pyinformers.api.meta import SHARD_LABEL
 from pyinformers.cache import Lister
 from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory, summed
 from pyinformers.cache._multi import MergedIndexer
+
+log = logging.getLogger("pyinformers.cache._sharded")
+
+_RETIRE_TIMEOUT = 5.0  # how long a dropped shard's informer gets to stop (on a thread of its own)
 
 __all__ = [
     "SHARD_LABEL",
@@ -197,6 +204,7 @@ class ShardedInformer:
         self._shards_known = False
         self._whole = False
         self._moves = 0
+        self._retiring: builtins.list[threading.Thread] = []  # threads stopping dropped informers
         self._indexer = _ShardIndexer()
         self._lister = Lister(self._indexer, resource=resource)
 
@@ -296,9 +304,24 @@ class ShardedInformer:
         if started:
             for shard in gained:
                 current[shard].start()
-        for informer in dropped.values():
-            informer.stop(timeout=5.0)
+        if dropped:
+            # The caller is the shard coordinator's thread, which must go on renewing its
+            # membership: a dropped informer's threads are waited for elsewhere (and by stop()).
+            retiring = threading.Thread(
+                target=self._retire,
+                args=(list(dropped.values()),),
+                name=f"pyinformers-shard-retire-{self._name}",
+                daemon=True,
+            )
+            with self._lock:
+                self._retiring = [t for t in self._retiring if t.is_alive()] + [retiring]
+            retiring.start()
         return gained, lost
+
+    def _retire(self, informers: builtins.list[Any]) -> None:
+        for informer in informers:
+            if not informer.stop(timeout=_RETIRE_TIMEOUT):
+                log.warning("%s: a dropped shard's informer did not stop in time", self._name)
 
     # -- handlers ------------------------------------------------------------------------------
     def add_event_handler(
@@ -410,12 +433,16 @@ class ShardedInformer:
         with self._lock:
             self._stopped = True
             informers = list(self._informers.values())
+            retiring = list(self._retiring)
         deadline = time.monotonic() + timeout
         for informer in informers:
             informer.stop(timeout=0)
         ok = True
         for informer in informers:
             ok = informer.stop(timeout=max(0.0, deadline - time.monotonic())) and ok
+        for thread in retiring:  # dropped shards' informers still stopping
+            thread.join(max(0.0, deadline - time.monotonic()))
+            ok = not thread.is_alive() and ok
         return ok
 
     def __repr__(self) -> str:
