@@ -73,6 +73,9 @@ __all__ = [
 
 log = logging.getLogger("pyinformers.leaderelection._shards")
 
+#: The share of the renew deadline one step may spend on shard Lease writes.
+_STEP_BUDGET = 1 / 3
+
 #: Label on every Lease of a shard group (its value: the group's name).
 GROUP_LABEL = "sharding.pyinformers.io/group"
 #: Label saying what a Lease of the group is: ``member`` or ``shard``.
@@ -248,7 +251,18 @@ class ShardCoordinator:
             )
             desired = set()
         held = self.held()
-        released = {shard for shard in sorted(held - desired) if self._give_up(shard)}
+        # Shard writes are bounded per step: the membership is renewed only between steps, and
+        # two dozen hand-overs (two requests each) on a busy API server can outlast the renew
+        # deadline. What is left is done by the next steps, which come at once.
+        budget_end = now + self.timing.renew_deadline * _STEP_BUDGET
+        unfinished = False
+        released = set()
+        for shard in sorted(held - desired):
+            if self.clock.now() >= budget_end:
+                unfinished = True
+                break
+            if self._give_up(shard):
+                released.add(shard)
         if released and self._on_released is not None:
             try:
                 self._on_released(released)  # drained and released: no reconcile of them runs here
@@ -256,6 +270,9 @@ class ShardCoordinator:
                 log.exception("%s: the on_released callback failed", self.identity)
         gained = set()
         for shard in sorted(desired - held):
+            if self.clock.now() >= budget_end:
+                unfinished = True
+                break
             if self._take(shard):
                 gained.add(shard)
         if gained:
@@ -270,6 +287,8 @@ class ShardCoordinator:
                     self._on_gained(gained)
                 except Exception:
                     log.exception("%s: the on_gained callback failed", self.identity)
+        if unfinished:
+            return 0.0
         delay = self.timing.retry_period * (1.0 + 0.2 * self._rng.random())
         return min(delay, member_delay) if member_delay is not None else delay
 

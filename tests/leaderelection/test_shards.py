@@ -291,3 +291,43 @@ def test_replicas_with_another_shard_count_make_everyone_hold_nothing_until_one_
     fleet.run_for(10)
     assert fleet.replicas["new"].held() == set(range(32))
     assert fleet.overlaps() == []
+
+
+class _SlowLock:
+    """A shard's LeaseLock behind a slow API server: each call takes ``cost`` seconds of fake time."""
+
+    def __init__(self, lock, clock, cost):
+        self.lock, self.clock, self.cost = lock, clock, cost
+
+    def __getattr__(self, name):
+        method = getattr(self.lock, name)
+        if name not in ("get", "create", "update"):
+            return method
+
+        def slow(*args, **kwargs):
+            self.clock.step(self.cost)
+            return method(*args, **kwargs)
+
+        return slow
+
+
+def test_a_step_bounds_its_shard_writes_so_the_membership_is_renewed_in_time(api_client):
+    clock = FakeClock()
+    timing = ElectionTiming(lease_duration=15, renew_deadline=10, retry_period=2)
+    coordinator = ShardCoordinator(
+        api_client, group="slow", namespace=NS, identity="a", shards=24, timing=timing, clock=clock
+    )
+    # Taking a free shard is a read and a create: 1.2 s of 24 shards' 28.8 s, thrice the deadline.
+    coordinator._shard_locks = {
+        s: _SlowLock(lock, clock, 0.6) for s, lock in coordinator._shard_locks.items()
+    }
+    steps = []
+    while len(coordinator.held()) < 24 and len(steps) < 100:
+        began = clock.now()
+        delay = coordinator.step()
+        assert delay is not None and coordinator.is_member()  # never lapsed
+        steps.append(clock.now() - began)
+        clock.step(delay)
+    assert coordinator.held() == set(range(24))
+    assert max(steps) <= timing.renew_deadline / 3 + 1.2  # the budget, plus the write under way
+    assert len(steps) > 3  # the work was spread over several steps, each renewing first
