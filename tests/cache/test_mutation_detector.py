@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -217,6 +218,16 @@ json_values = st.recursive(
 )
 
 
+def _same_json(a, b):
+    # Equal as JSON: Python's == takes False for 0 and True for 1, JSON does not.
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 @given(json_values, json_values)
 def test_first_difference_is_none_exactly_when_the_values_are_equal(a, b):
-    assert (first_difference(a, b) is None) == (a == b)
+    assert (first_difference(a, b) is None) == _same_json(a, b)
+
+
+def test_false_and_zero_differ_as_json_values_do():
+    assert first_difference([None, False, False], [None, False, 0]) == "[2]"
+    assert first_difference({"ready": True}, {"ready": 1}) == "ready"
