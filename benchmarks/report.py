@@ -2,7 +2,7 @@
 
 Reads what the benchmarks wrote to ``benchmarks/report/results/*.json``
 (``pipeline``, ``initial_sync``, ``workqueue``, and through
-:mod:`benchmarks.report_e2e` ``e2e``, ``writes``, ``startup``; a missing one is left out)
+:mod:`benchmarks.report_e2e` ``e2e``, ``writes``, ``startup``, ``shard_caches``; a missing one is left out)
 and renders the tables plus charts with matplotlib (the ``bench`` extra):
 
 * ``throughput.png`` -- events/s of every consumer, with the range of the rounds;
@@ -393,6 +393,7 @@ def write() -> Path:
     out += report_e2e.e2e_lines(_load("e2e"))
     out += report_e2e.writes_lines(_load("writes"))
     out += report_e2e.startup_lines(_load("startup"))
+    out += report_e2e.shard_caches_lines(_load("shard_caches"))
     out += [
         "## Reproduce",
         "",

@@ -121,3 +121,55 @@ def startup_lines(data: dict[str, Any] | None) -> list[str]:
         )
     out.append("")
     return out
+
+
+def shard_caches_lines(data: dict[str, Any] | None) -> list[str]:
+    """``bench_shard_caches``: each shard-cached replica's RSS against one unsharded, moves, overlap."""
+    if data is None:
+        return []
+    whole = data["whole"]
+    out = [
+        f"## Shard-aware caches: 3 replicas over {data['pods']:,} Pods, {data['shards']} shards",
+        "",
+        "Real control plane, each replica its own process (`benchmarks/bench_shard_caches.py`). "
+        f"One unsharded replica: {whole['rss_kb'] / 1024:.0f} MB once synced "
+        f"({whole['sync_seconds']:.1f} s).",
+        "",
+        "| three replicas | labelled and spread after | cached Pods | RSS MB | RSS / unsharded |",
+        "|---|---|---|---|---|",
+    ]
+    for key, label in (
+        ("three_labelling", "first start, labelling every Pod"),
+        ("three", "restarted"),
+    ):
+        section = data.get(key)
+        if section is None:
+            continue
+        replicas = section["replicas"]
+        cached = ", ".join(f"{r['cached']:,}" for r in replicas)
+        rss = ", ".join(f"{r['rss_kb'] / 1024:.0f}" for r in replicas)
+        ratios = ", ".join(f"{x:.2f}x" for x in section["rss_ratio"])
+        out.append(
+            f"| {label} | {section['spread_seconds']:.0f} s | {cached} | {rss} | "
+            f"{ratios} (goal {section['goal']:.2f}x) |"
+        )
+    moves = data.get("moves") or {}
+    out += [
+        "",
+        "| move (under ~20 writes/s) | until every cache holds exactly its shards |",
+        "|---|---|",
+    ]
+    for step in ("join", "leave", "freeze", "kill"):
+        if step in moves:
+            out.append(f"| {step} | {moves[step]['seconds']:.1f} s |")
+    overlap = data.get("overlap")
+    if overlap is not None:
+        out += [
+            "",
+            f"{overlap['reconciles']:,} reconciles of {overlap['keys']:,} keys: "
+            f"{overlap['overlaps']} reconciled by two replicas at once "
+            f"({overlap['overlaps_with_a_frozen_reconcile']} more with a reconcile frozen by the "
+            f"SIGSTOP); reconciles that missed their Pod in the cache: "
+            f"{sum((data.get('misses') or {}).values())}.",
+        ]
+    return out + [""]
