@@ -51,6 +51,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pyinformers._allocator import trim_free_memory
 from pyinformers.api.meta import SHARD_LABEL
 from pyinformers.cache import Lister
 from pyinformers.cache._memory import ESTIMATE_MAX_AGE, CacheMemory, summed
@@ -322,6 +323,8 @@ class ShardedInformer:
         for informer in informers:
             if not informer.stop(timeout=_RETIRE_TIMEOUT):
                 log.warning("%s: a dropped shard's informer did not stop in time", self._name)
+        informers.clear()  # the last references to their caches: freed here
+        trim_free_memory()  # and handed back to the OS, or the replica keeps their RSS
 
     # -- handlers ------------------------------------------------------------------------------
     def add_event_handler(

@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from pyinformers._allocator import trim_free_memory
 from pyinformers.api import Conflict, NotFound
 from pyinformers.api.meta import SHARD_LABEL, object_key
 from pyinformers.cache._sharded import ShardedInformer, unlabelled_selector
@@ -333,6 +334,7 @@ class ShardCaches:
             shards = shards & self._following
             self.ready |= shards
         log.info("shard caches synced: shards %s", sorted(shards))
+        trim_free_memory()  # the lists' response buffers, freed but kept by the C allocator
         self._release(lambda key: self.shard_of(key) in shards)
         for kind in self.kinds:  # objects of these shards that still lack the label: ours to label
             for obj in kind.unlabelled.indexer.list():
