@@ -2,7 +2,8 @@
 
 Layers, lowest first (DESIGN.md): ``_exports`` (how faces publish names),
 ``_locking`` (taking contended locks under the GIL, below everything),
-``clock``, ``_metrics`` (Prometheus plumbing) and ``_gc_policy``; ``api``
+``clock``, ``_metrics`` (Prometheus plumbing), ``_gc_policy`` and ``_allocator``
+(handing free memory back to the OS); ``api``
 (with ``resources``); ``cache`` and ``workqueue``, which never import each
 other; ``leaderelection``, ``record`` and ``controller``; ``manager`` (the
 process runtime and the operator's entry point); ``testing`` on top;
@@ -28,11 +29,21 @@ ALLOWED: dict[str, set[str]] = {
     "clock": {"_locking"},
     "_metrics": {"_locking"},
     "_gc_policy": {"_locking"},
+    "_allocator": set(),
     "api": {"_exports", "_locking", "clock"},
     # Typed views of the built-in kinds, generated: plain TypedDicts, imports nothing.
     "k8s": set(),
     "resources": {"_exports", "_locking", "clock", "api", "k8s"},
-    "cache": {"_exports", "_locking", "clock", "_metrics", "_gc_policy", "api", "resources"},
+    "cache": {
+        "_exports",
+        "_locking",
+        "clock",
+        "_metrics",
+        "_gc_policy",
+        "_allocator",
+        "api",
+        "resources",
+    },
     "workqueue": {"_exports", "_locking", "clock", "_metrics", "_gc_policy"},
     "leaderelection": {
         "_exports",
@@ -69,6 +80,7 @@ ALLOWED: dict[str, set[str]] = {
         "clock",
         "_metrics",
         "_gc_policy",
+        "_allocator",
         "api",
         "resources",
         "cache",
