@@ -31,7 +31,10 @@ safety argument and the costs). The pieces:
   suspect key is not reconciled (deferred) until a read of the server
   settles it: gone (or another uid): the deletion was real, release the
   key; still there: restore the label (when we hold its shard) and release
-  the key once the object is back in the cache.
+  the key once the object is back in the cache. The same holds when the
+  label is put right: the object leaves the wrong shard's cache and enters
+  its own through another watch, the delete possibly first, so a replica
+  holding its own shard treats that delete as suspect too.
 
 Threads: the guard runs on the informers' delivery threads and does no I/O;
 labelling and confirming run on two daemon threads
@@ -111,10 +114,16 @@ class _Kind:
     def on_delete(self, shard: int, obj: Any) -> None:
         obj = _unwrap(obj)
         key = self.key_of(obj) if obj is not None else None
-        if key is None or self.caches.shard_of(key) != shard:
-            return  # a foreign object leaving the wrong shard's cache: nothing of ours
+        if key is None:
+            return
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return  # the end of a graceful deletion: it is gone
+        if self.caches.shard_of(key) != shard and not self.caches.owns(key):
+            return  # a foreign object leaving the wrong shard's cache, for a shard not ours
+        # Its own shard's object left (a label edited away), or a foreign one left the wrong
+        # shard's cache (its label put right) on its way into its own shard's, which is ours:
+        # the two caches are two watches, so the delete can come before the add. Either way
+        # its reconciles wait until it is back in its cache, or a read says it is gone.
         self.caches.suspect(self, key, obj)
 
     # -- the unlabelled informer (inline too: it only hands work over) ------------------------
