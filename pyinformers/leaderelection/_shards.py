@@ -255,26 +255,14 @@ class ShardCoordinator:
         # two dozen hand-overs (two requests each) on a busy API server can outlast the renew
         # deadline. What is left is done by the next steps, which come at once.
         budget_end = now + self.timing.renew_deadline * _STEP_BUDGET
-        unfinished = False
-        released = set()
-        for shard in sorted(held - desired):
-            if self.clock.now() >= budget_end:
-                unfinished = True
-                break
-            if self._give_up(shard):
-                released.add(shard)
+        released, unfinished = self._within(budget_end, held - desired, self._give_up)
         if released and self._on_released is not None:
             try:
                 self._on_released(released)  # drained and released: no reconcile of them runs here
             except Exception:
                 log.exception("%s: the on_released callback failed", self.identity)
-        gained = set()
-        for shard in sorted(desired - held):
-            if self.clock.now() >= budget_end:
-                unfinished = True
-                break
-            if self._take(shard):
-                gained.add(shard)
+        gained, more = self._within(budget_end, desired - held, self._take)
+        unfinished = unfinished or more
         if gained:
             log.info(
                 "%s: took shards %s (live members: %d)",
@@ -291,6 +279,18 @@ class ShardCoordinator:
             return 0.0
         delay = self.timing.retry_period * (1.0 + 0.2 * self._rng.random())
         return min(delay, member_delay) if member_delay is not None else delay
+
+    def _within(
+        self, budget_end: float, shards: set[int], act: Callable[[int], bool]
+    ) -> tuple[set[int], bool]:
+        """``act`` on each shard in order until ``budget_end``; (the shards it did, whether some were left)."""
+        done: set[int] = set()
+        for shard in sorted(shards):
+            if self.clock.now() >= budget_end:
+                return done, True
+            if act(shard):
+                done.add(shard)
+        return done, False
 
     def _list_view(self) -> list[dict]:
         client: ResourceClient[Any] = ResourceClient(
