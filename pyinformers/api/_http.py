@@ -11,9 +11,10 @@ one ``sendall``, the answer's head parsed by splitting lines, the body read by
 ``Content-Length`` (or de-chunked), decoded once with orjson by the caller.
 
 What stays the official client's: the configuration (host and its path
-prefix), authentication (``update_params_for_auth`` per request, so bearer
-tokens refreshed by ``refresh_api_key_hook`` -- exec plugins, token files --
-apply as before), default headers and cookie, and the connections: they come
+prefix), authentication (``update_params_for_auth``, so bearer tokens
+refreshed by ``refresh_api_key_hook`` -- exec plugins, token files -- apply
+as before; what the official loaders' hooks give is reused for a second,
+see :meth:`LeanRequests._authenticate`), default headers and cookie, and the connections: they come
 from the client's own urllib3 pool (``pool_manager``) and go back to it, so
 TLS (CA, client certificates, ``verify_ssl``, ``assert_hostname``,
 ``tls_server_name``), the pool's size and the proxy tunnel setup are the
@@ -47,6 +48,7 @@ import logging
 import ssl
 import sys
 import threading
+import time
 import weakref
 import zlib
 from collections.abc import Sequence
@@ -56,7 +58,23 @@ from urllib.parse import quote
 
 import orjson
 
-__all__ = ["Answer", "LeanRequests", "encode_body", "lean_requests"]
+__all__ = ["AUTH_REUSE_SECONDS", "Answer", "LeanRequests", "encode_body", "lean_requests"]
+
+#: How long the credentials an official loader's refresh hook gave are reused (seconds).
+AUTH_REUSE_SECONDS = 1.0
+
+_now = time.monotonic  # the reuse's clock (a test moves it)
+
+# The refresh hooks of the official client's loaders (their closures' qualified names).
+_LOADER_HOOKS = ("KubeConfigLoader.", "InClusterConfigLoader.")
+
+
+def _reusable_auth(hook: Any) -> bool:
+    """Whether the credentials ``hook`` produced may be reused for a second (see ``_authenticate``)."""
+    if hook is None:
+        return True  # static credentials
+    return getattr(hook, "__qualname__", "").startswith(_LOADER_HOOKS)
+
 
 _READ_SIZE = 65536
 _MAX_HEAD = 1024 * 1024
@@ -157,6 +175,8 @@ class LeanRequests:
         url = parse_url(self._host_url)
         self._prefix = (url.path or "").rstrip("/")
         self._pool: Any = None
+        # (valid until, headers, query) of the last credentials a reusable hook gave; replaced whole.
+        self._auth: tuple[float, dict, list] | None = None
         scheme = url.scheme or "http"
         port = url.port or (443 if scheme == "https" else 80)
         host = url.host or "localhost"
@@ -233,9 +253,7 @@ class LeanRequests:
             header_params["Cookie"] = cookie
         query_params = list(query)
         data = b"" if body is None else encode_body(api_client, body)
-        api_client.update_params_for_auth(
-            header_params, query_params, ["BearerToken"], path, method, body
-        )
+        self._authenticate(api_client, header_params, query_params, path, method, body)
         target = self._prefix + path
         if query_params:
             target += "?" + "&".join(f"{k}={quote(_query_value(v))}" for k, v in query_params)
@@ -251,6 +269,36 @@ class LeanRequests:
         # The body is read after the exchange, as the callers read urllib3's response: no retry,
         # and read errors surface as urllib3's response.read() raises them.
         return pending.finish()
+
+    def _authenticate(
+        self, api_client: Any, headers: dict, query: list, path: str, method: str, body: Any
+    ) -> None:
+        """Add the credentials to a request, as ``update_params_for_auth`` would.
+
+        The official loaders' refresh hooks (kubeconfig: exec plugins, auth
+        providers, token expiry; in-cluster: the rotated token file) rebuild
+        the configuration on every call, about 75 µs a request. Their
+        credentials are the same for every request and are renewed minutes
+        before they expire (the kubeconfig loader's 5-minute skew, the
+        in-cluster loader's one-minute re-read), so what they add is kept for
+        :data:`AUTH_REUSE_SECONDS` and reused. Any other hook runs on every
+        request, as on the official path.
+        """
+        now = _now()
+        cached = self._auth
+        if cached is not None and now < cached[0]:
+            headers.update(cached[1])
+            query.extend(cached[2])
+            return
+        added_headers: dict = {}
+        added_query: list = []
+        api_client.update_params_for_auth(
+            added_headers, added_query, ["BearerToken"], path, method, body
+        )
+        headers.update(added_headers)
+        query.extend(added_query)
+        if _reusable_auth(getattr(api_client.configuration, "refresh_api_key_hook", None)):
+            self._auth = (now + AUTH_REUSE_SECONDS, added_headers, added_query)
 
     def _head(self, method: str, target: str, headers: dict, length: int | None) -> bytes:
         lines = [

@@ -289,6 +289,40 @@ def test_the_client_refresh_hook_renews_the_token_before_each_request():
     assert len(calls) >= 4
 
 
+class KubeConfigLoader:
+    """Named as the official kubeconfig loader is: its refresh hook's credentials may be reused."""
+
+    def __init__(self, token):
+        self.token, self.calls = token, 0
+
+    def refresh(self, config):
+        self.calls += 1
+        config.api_key["authorization"] = f"Bearer {self.token}"
+
+
+def test_writes_reuse_an_official_loaders_credentials_for_a_second(monkeypatch):
+    from pyinformers.api import _http
+
+    with ApiServer(token="first") as api_server:
+        configuration = k8s.Configuration(host=api_server.url)
+        configuration.api_key = {"authorization": "Bearer stale"}
+        loader = KubeConfigLoader("first")
+        configuration.refresh_api_key_hook = loader.refresh
+        api_client = k8s.ApiClient(configuration)
+        try:
+            configmaps = ResourceClient(api_client, CONFIGMAPS)
+            for i in range(20):  # twenty writes within the second: the hook runs once for them
+                configmaps.create({"metadata": {"name": f"cm-{i}"}}, "default")
+            assert loader.calls == 1
+            # A second later the hook runs again: rotated credentials are picked up.
+            later = time.monotonic() + 1.5
+            monkeypatch.setattr(_http, "_now", lambda: later)
+            configmaps.create({"metadata": {"name": "later"}}, "default")
+            assert loader.calls == 2
+        finally:
+            api_client.close()
+
+
 # --------------------------------------------------------------------------- writes
 
 
