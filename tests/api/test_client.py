@@ -310,6 +310,8 @@ def test_writes_reuse_an_official_loaders_credentials_for_a_second(monkeypatch):
         configuration.refresh_api_key_hook = loader.refresh
         api_client = k8s.ApiClient(configuration)
         try:
+            if _http.lean_requests(api_client) is None:  # kubernetes < 37: the official path
+                pytest.skip("writes take the official call_api path, which runs the hook each time")
             configmaps = ResourceClient(api_client, CONFIGMAPS)
             for i in range(20):  # twenty writes within the second: the hook runs once for them
                 configmaps.create({"metadata": {"name": f"cm-{i}"}}, "default")
