@@ -234,6 +234,8 @@ def controller_command(variant: str, binary: Path | None, kubeconfig: str) -> li
         "0",
         "--health-probe-bind-address",
         "0",
+        "--webhook-bind-address",
+        "0",  # the sample's webhooks are not part of the scenario (the Go anchor has none)
     ]
     if throttle:
         qps, burst = throttle.split(",")
