@@ -49,7 +49,6 @@ from __future__ import annotations
 import logging
 import queue as _queue
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -58,6 +57,7 @@ from pyinformers.api import Conflict, NotFound
 from pyinformers.api.meta import SHARD_LABEL, object_key
 from pyinformers.cache._sharded import ShardedInformer, unlabelled_selector
 from pyinformers.cache._tombstone import DeletedFinalStateUnknown
+from pyinformers.clock import REAL_CLOCK, Clock, TimerHandle
 from pyinformers.controller._controller import Controller
 from pyinformers.controller._handlers import EnqueueForObject, EnqueueForOwner
 from pyinformers.leaderelection._rendezvous import shard_of
@@ -203,14 +203,19 @@ class ShardCaches:
         settles; a shard that is held only in passing is never listed, so
         no replica's memory climbs to the whole cache on a cold start (and
         Python keeps much of what it once allocated).
+    :param clock: measures the settle time and runs the timers (settling, retries); tests pass a
+        :class:`~pyinformers.clock.FakeClock`.
     """
 
-    def __init__(self, factory: Any, shards: int, settle: float = 0.0) -> None:
+    def __init__(
+        self, factory: Any, shards: int, settle: float = 0.0, *, clock: Clock | None = None
+    ) -> None:
         if not settle >= 0:
             raise ValueError(f"settle must be >= 0 seconds, got {settle!r}")
         self.factory = factory
         self.shards = int(shards)
         self.settle_delay = float(settle)
+        self.clock: Clock = clock or REAL_CLOCK
         self.kinds: list[_Kind] = []
         self._owns: Callable[[str], bool] = lambda key: False
         self._lock = threading.Lock()
@@ -222,6 +227,9 @@ class ShardCaches:
         self._held: set[int] = set()  # the coordinator's latest word
         self._held_since: dict[int, float] = {}  # monotonic time each held shard was gained
         self._follow_lock = threading.Lock()  # follow() calls one at a time
+        self._settle_timer: TimerHandle | None = (
+            None  # under _follow_lock: the one pending look again
+        )
         self._labelling: set[tuple[int, str]] = set()
         # The version each object had when we labelled it (its stale copies are not labelled again);
         # forgotten once the object is back in its shard's cache.
@@ -290,15 +298,15 @@ class ShardCaches:
         until then as they wait for any cache to sync.
         """
         with self._follow_lock:
-            now = time.monotonic()
+            now = self.clock.now()
             if held is not None:
                 self._held = set(held)
             held = self._held
             self._held_since = {s: self._held_since.get(s, now) for s in held}
-            settled = {
+            settled = {  # (1e-9: the settle timer fires at the settle time, give or take a rounding)
                 s
                 for s in held
-                if s in self._following or now - self._held_since[s] >= self.settle_delay
+                if s in self._following or now - self._held_since[s] >= self.settle_delay - 1e-9
             }
             for kind in self.kinds:
                 kind.informer.set_shards(settled)
@@ -310,12 +318,13 @@ class ShardCaches:
                     del self.suspects[key]
                 for key in [k for k in self._waiting if self.shard_of(k) not in held]:
                     del self._waiting[key]  # not ours any more: the new holder reconciles it
+            if self._settle_timer is not None:
+                self._settle_timer.cancel()
+                self._settle_timer = None
             unsettled = held - settled
-        if unsettled and not self._stopped.is_set():
-            wait = min(self.settle_delay - (now - self._held_since[s]) for s in unsettled)
-            timer = threading.Timer(max(wait, 0.0) + 0.01, self.follow)
-            timer.daemon = True
-            timer.start()
+            if unsettled and not self._stopped.is_set():
+                wait = min(self.settle_delay - (now - self._held_since[s]) for s in unsettled)
+                self._settle_timer = self.clock.call_later(max(wait, 0.0), self.follow)
         if gained and self.kinds:
             threading.Thread(
                 target=self._await_sync,
@@ -501,9 +510,7 @@ class ShardCaches:
     def _later(self, task: Callable[[], None]) -> None:
         if self._stopped.is_set():
             return
-        timer = threading.Timer(_RETRY, self._tasks.put, (task,))
-        timer.daemon = True
-        timer.start()
+        self.clock.call_later(_RETRY, lambda: self._tasks.put(task))
 
     def _work(self) -> None:
         while True:
@@ -517,6 +524,9 @@ class ShardCaches:
 
     def stop(self, timeout: float = 2.0) -> None:
         self._stopped.set()
+        with self._follow_lock:
+            if self._settle_timer is not None:
+                self._settle_timer.cancel()
         for _ in self._threads:
             self._tasks.put(None)
         for thread in self._threads:

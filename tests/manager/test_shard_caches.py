@@ -215,9 +215,11 @@ class _RecordingShards:
 
 
 def test_a_shard_held_only_in_passing_is_never_listed():
+    from pyinformers.clock import FakeClock
     from pyinformers.manager._shard_caches import ShardCaches, _Kind, _own_key
 
-    caches = ShardCaches(None, 4, settle=0.2)
+    clock = FakeClock()
+    caches = ShardCaches(None, 4, settle=4.0, clock=clock)
     informer = _RecordingShards()
     kind = _Kind(caches, informer, _own_key)
     kind.unlabelled = informer
@@ -226,14 +228,24 @@ def test_a_shard_held_only_in_passing_is_never_listed():
         caches.follow({0, 1})  # a cold start: this replica holds two shards for a moment
         assert informer.calls[-1] == set()  # neither is listed yet
         assert caches.pending_shards() == [0, 1]  # held, not cached: their keys wait
+        clock.step(2.0)
         caches.follow({0})  # shard 1 went to another replica within the settle time
-        eventually(lambda: informer.calls[-1] == {0}, timeout=10, what="shard 0 settled")
+        assert clock.timer_count() == 1  # one look again, not one per step
+        clock.step(1.9)
+        assert informer.calls[-1] == set()  # shard 0 has been held 3.9 s
+        clock.step(0.1)
+        assert informer.calls[-1] == {0}  # 4 s: settled, listed
         eventually(lambda: caches.pending_shards() == [], timeout=10, what="shard 0 ready")
         assert all(1 not in call for call in informer.calls)
         keys = {shard_of(f"ns/k{i}", 4): f"ns/k{i}" for i in range(40)}
         assert caches.admit(keys[0], None) and not caches.admit(keys[1], None)
         caches.follow({0, 2})  # a later gain waits its settle time too; a held shard stays
         assert informer.calls[-1] == {0}
-        eventually(lambda: informer.calls[-1] == {0, 2}, timeout=10, what="shard 2 settled")
+        clock.step(3.5)
+        caches.follow({0, 2})  # the coordinator's next step: the gain keeps its first time
+        assert informer.calls[-1] == {0}
+        clock.step(0.5)
+        assert informer.calls[-1] == {0, 2}
+        assert clock.timer_count() == 0  # nothing unsettled, nothing pending
     finally:
         caches.stop()
