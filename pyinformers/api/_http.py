@@ -65,15 +65,15 @@ AUTH_REUSE_SECONDS = 1.0
 
 _now = time.monotonic  # the reuse's clock (a test moves it)
 
-# The refresh hooks of the official client's loaders (their closures' qualified names).
-_LOADER_HOOKS = ("KubeConfigLoader.", "InClusterConfigLoader.")
+# Where the official client's loaders define their refresh hooks (closures made by each load).
+_LOADER_MODULES = frozenset({"kubernetes.config.kube_config", "kubernetes.config.incluster_config"})
 
 
 def _reusable_auth(hook: Any) -> bool:
     """Whether the credentials ``hook`` produced may be reused for a second (see ``_authenticate``)."""
     if hook is None:
         return True  # static credentials
-    return getattr(hook, "__qualname__", "").startswith(_LOADER_HOOKS)
+    return getattr(hook, "__module__", None) in _LOADER_MODULES
 
 
 _READ_SIZE = 65536
@@ -175,8 +175,9 @@ class LeanRequests:
         url = parse_url(self._host_url)
         self._prefix = (url.path or "").rstrip("/")
         self._pool: Any = None
-        # (valid until, headers, query) of the last credentials a reusable hook gave; replaced whole.
-        self._auth: tuple[float, dict, list] | None = None
+        # (valid until, the hook then installed, headers, query) of the last credentials a
+        # reusable hook gave; replaced whole.
+        self._auth: tuple[float, Any, dict, list] | None = None
         scheme = url.scheme or "http"
         port = url.port or (443 if scheme == "https" else 80)
         host = url.host or "localhost"
@@ -282,13 +283,19 @@ class LeanRequests:
         before they expire (the kubeconfig loader's 5-minute skew, the
         in-cluster loader's one-minute re-read), so what they add is kept for
         :data:`AUTH_REUSE_SECONDS` and reused. Any other hook runs on every
-        request, as on the official path.
+        request, as on the official path, and so does any hook installed after
+        the credentials were kept (each load installs a new one).
         """
         now = _now()
+        configuration = api_client.configuration
         cached = self._auth
-        if cached is not None and now < cached[0]:
-            headers.update(cached[1])
-            query.extend(cached[2])
+        if (
+            cached is not None
+            and now < cached[0]
+            and cached[1] is getattr(configuration, "refresh_api_key_hook", None)
+        ):
+            headers.update(cached[2])
+            query.extend(cached[3])
             return
         added_headers: dict = {}
         added_query: list = []
@@ -297,8 +304,9 @@ class LeanRequests:
         )
         headers.update(added_headers)
         query.extend(added_query)
-        if _reusable_auth(getattr(api_client.configuration, "refresh_api_key_hook", None)):
-            self._auth = (now + AUTH_REUSE_SECONDS, added_headers, added_query)
+        hook = getattr(configuration, "refresh_api_key_hook", None)  # the one the call left
+        if _reusable_auth(hook):
+            self._auth = (now + AUTH_REUSE_SECONDS, hook, added_headers, added_query)
 
     def _head(self, method: str, target: str, headers: dict, length: int | None) -> bytes:
         lines = [

@@ -289,38 +289,43 @@ def test_the_client_refresh_hook_renews_the_token_before_each_request():
     assert len(calls) >= 4
 
 
-class KubeConfigLoader:
-    """Named as the official kubeconfig loader is: its refresh hook's credentials may be reused."""
+def test_writes_reuse_an_official_loaders_credentials_for_a_second(monkeypatch, tmp_path):
+    from kubernetes.config import kube_config
 
-    def __init__(self, token):
-        self.token, self.calls = token, 0
-
-    def refresh(self, config):
-        self.calls += 1
-        config.api_key["authorization"] = f"Bearer {self.token}"
-
-
-def test_writes_reuse_an_official_loaders_credentials_for_a_second(monkeypatch):
     from pyinformers.api import _http
 
-    with ApiServer(token="first") as api_server:
-        configuration = k8s.Configuration(host=api_server.url)
-        configuration.api_key = {"authorization": "Bearer stale"}
-        loader = KubeConfigLoader("first")
-        configuration.refresh_api_key_hook = loader.refresh
+    loads = []
+    set_config = kube_config.KubeConfigLoader._set_config
+
+    def counted(loader, client_configuration):  # what the loader's refresh hook runs each time
+        loads.append(1)
+        set_config(loader, client_configuration)
+
+    monkeypatch.setattr(kube_config.KubeConfigLoader, "_set_config", counted)
+    with ApiServer(token="the-token") as api_server:
+        configuration = k8s.Configuration()
+        kube_config.load_kube_config(
+            config_file=api_server.write_kubeconfig(tmp_path / "kubeconfig"),
+            client_configuration=configuration,
+        )
         api_client = k8s.ApiClient(configuration)
         try:
             if _http.lean_requests(api_client) is None:  # kubernetes < 37: the official path
                 pytest.skip("writes take the official call_api path, which runs the hook each time")
             configmaps = ResourceClient(api_client, CONFIGMAPS)
+            loads.clear()
             for i in range(20):  # twenty writes within the second: the hook runs once for them
                 configmaps.create({"metadata": {"name": f"cm-{i}"}}, "default")
-            assert loader.calls == 1
+            assert len(loads) == 1
             # A second later the hook runs again: rotated credentials are picked up.
             later = time.monotonic() + 1.5
             monkeypatch.setattr(_http, "_now", lambda: later)
             configmaps.create({"metadata": {"name": "later"}}, "default")
-            assert loader.calls == 2
+            assert len(loads) == 2
+            # A hook installed meanwhile (a new load, or the user's) runs at once.
+            configuration.refresh_api_key_hook = lambda config: loads.append("user")
+            configmaps.create({"metadata": {"name": "swapped"}}, "default")
+            assert loads[-1] == "user"
         finally:
             api_client.close()
 
