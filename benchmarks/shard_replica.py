@@ -91,7 +91,7 @@ def report(manager: Manager, controller: PodReader) -> None:
             "held": sorted(coordinator.held()) if coordinator is not None else None,
             "member": coordinator.is_member() if coordinator is not None else None,
             "synced": informer.has_synced(),
-            "cached": len(informer.indexer.list_keys()),
+            "cached": len(informer.indexer),  # a count, not a 30,000-key list every 0.25 s
             "misses": controller.misses,
             "reconciles": controller.reconciles,
             "rss_kb": rss_kb(),
