@@ -46,7 +46,9 @@ pyinformers with the same, one round each.
 
 ``BENCH_QUICK=1``: 200 Foos, one round. ``BENCH_E2E_LARGE=1`` adds 10,000
 Foos (``BENCH_E2E_LARGE_ROUNDS`` rounds, default one; on a loaded two-core
-machine a single run takes tens of minutes, so it is off by default). Results go to
+machine a single run takes tens of minutes, so it is off by default).
+``BENCH_E2E_ONLY=large`` (or ``main``, ``throttle``, comma-separated) runs just
+those sections and keeps the others' last results. Results go to
 ``benchmarks/report/results/e2e.json``. Skipped with one line when the
 control plane's binaries (``make envtest``) or Go are missing.
 """
@@ -81,6 +83,7 @@ LARGE = not QUICK and os.environ.get("BENCH_E2E_LARGE", "") not in ("", "0")
 ROUNDS = 1 if QUICK else 3
 LARGE_ROUNDS = 1 if QUICK else int(os.environ.get("BENCH_E2E_LARGE_ROUNDS", "1"))
 THROTTLE_N = 50 if QUICK else 100
+ONLY = {s for s in os.environ.get("BENCH_E2E_ONLY", "").split(",") if s}
 WRITERS = 8
 NAMESPACE = "e2e"
 WITH_KCM = os.environ.get("BENCH_E2E_KCM", "") not in ("", "0")
@@ -463,27 +466,44 @@ def prerequisites(name: str) -> Path | None:
     return binary
 
 
+def wanted(section: str) -> bool:
+    """Whether this run measures ``section``: all by default, else those ``BENCH_E2E_ONLY`` names."""
+    if ONLY:
+        return section in ONLY
+    return section != "large" or LARGE
+
+
 def main() -> None:
     binary = prerequisites("bench_e2e")
     if binary is None:
         return
-    data: dict[str, Any] = {
-        "quick": QUICK,
-        "kube_controller_manager": WITH_KCM,
-        "writers": WRITERS,
-        "cpus": os.cpu_count(),
-        "load_at_start": os.getloadavg(),
-    }
-    variants = ["go", "pyinformers", "go-protobuf"]
-    data["main"] = rounds(variants, FOOS_N, ROUNDS, binary)
-    print_ratios(data["main"])
-    _save(data)
-    if LARGE:
+    unknown = ONLY - {"main", "large", "throttle"}
+    if unknown:
+        raise SystemExit(
+            f"BENCH_E2E_ONLY: unknown sections {sorted(unknown)} (main, large, throttle)"
+        )
+    kept = RESULTS / "e2e.json"
+    data: dict[str, Any] = json.loads(kept.read_text()) if ONLY and kept.exists() else {}
+    data.update(
+        {
+            "quick": QUICK,
+            "kube_controller_manager": WITH_KCM,
+            "writers": WRITERS,
+            "cpus": os.cpu_count(),
+            "load_at_start": os.getloadavg(),
+        }
+    )
+    if wanted("main"):
+        data["main"] = rounds(["go", "pyinformers", "go-protobuf"], FOOS_N, ROUNDS, binary)
+        print_ratios(data["main"])
+        _save(data)
+    if wanted("large"):
         data["large"] = rounds(["go", "pyinformers"], LARGE_N, LARGE_ROUNDS, binary)
         print_ratios(data["large"])
         _save(data)
-    throttle = ["go@default", "go@20,30", "pyinformers@20,30"]
-    data["throttle"] = rounds(throttle, THROTTLE_N, 1, binary)
+    if wanted("throttle"):
+        throttle = ["go@default", "go@20,30", "pyinformers@20,30"]
+        data["throttle"] = rounds(throttle, THROTTLE_N, 1, binary)
     data["load_at_end"] = os.getloadavg()
     _save(data)
 
