@@ -15,7 +15,7 @@ Thread-safety: free functions; the REST layer serialises the writes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -79,46 +79,20 @@ def call(
         )
     if verb == "get":
         return 200, rest.get(rt, ns, name)
+    write: _WriteOptions = {
+        "dry_run": dry_run,
+        "field_validation": validation,
+        "warnings": warnings,
+        "user": user.name,
+        "field_manager": manager,
+    }
     if verb == "create":
-        document = decode_body(body, content_type, rt.kind)
-        return 201, rest.create(
-            rt,
-            ns,
-            document,
-            dry_run=dry_run,
-            field_validation=validation,
-            warnings=warnings,
-            user=user.name,
-            field_manager=manager,
-        )
+        return 201, rest.create(rt, ns, decode_body(body, content_type, rt.kind), **write)
     if verb == "update":
         document = decode_body(body, content_type, rt.kind)
-        return 200, rest.update(
-            rt,
-            ns,
-            name,
-            document,
-            subresource=sub,
-            dry_run=dry_run,
-            field_validation=validation,
-            warnings=warnings,
-            user=user.name,
-            field_manager=manager,
-        )
+        return 200, rest.update(rt, ns, name, document, subresource=sub, **write)
     if verb == "patch":
-        return 200, rest.patch(
-            rt,
-            ns,
-            name,
-            body,
-            content_type,
-            subresource=sub,
-            dry_run=dry_run,
-            field_validation=validation,
-            warnings=warnings,
-            user=user.name,
-            field_manager=manager,
-        )
+        return 200, rest.patch(rt, ns, name, body, content_type, subresource=sub, **write)
     if verb in ("delete", "deletecollection"):
         options = _delete_options(body, query)
         if verb == "delete":
@@ -128,6 +102,16 @@ def call(
         selectors = {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
         return 200, rest.delete_collection(rt, ns, parse_list_options(selectors), options)
     raise method_not_allowed()
+
+
+class _WriteOptions(TypedDict):
+    """What create, update and patch take alike: the request's options and who makes it."""
+
+    dry_run: bool
+    field_validation: str
+    warnings: list
+    user: str | None
+    field_manager: str | None
 
 
 def _scale(
