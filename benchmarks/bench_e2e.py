@@ -135,7 +135,7 @@ class Tracker:
     """
 
     def __init__(self, api_client: Any, foos: Any, deployments: Any) -> None:
-        from pyinformers.cache import EventHandlerFuncs, SharedInformerFactory
+        from pyinformers.cache import ResourceEventHandlerFuncs, SharedInformerFactory
 
         self._cond = threading.Condition()
         self._status: dict[str, bool] = {}
@@ -146,13 +146,13 @@ class Tracker:
             api_client, namespace=NAMESPACE, metrics_registry=False
         )
         self.factory.informer(foos).add_event_handler(
-            EventHandlerFuncs(
+            ResourceEventHandlerFuncs(
                 on_add=lambda obj, _initial: self._foo(obj),
                 on_update=lambda _old, new: self._foo(new),
             )
         )
         self.factory.informer(deployments).add_event_handler(
-            EventHandlerFuncs(
+            ResourceEventHandlerFuncs(
                 on_add=lambda obj, _initial: self._deployment(obj),
                 on_update=lambda _old, new: self._deployment(new),
             )
