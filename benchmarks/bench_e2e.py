@@ -192,7 +192,7 @@ class Tracker:
                 )
 
     def stop(self) -> None:
-        self.factory.shutdown()
+        self.factory.stop()
 
 
 def foo(name: str, replicas: int) -> dict:
