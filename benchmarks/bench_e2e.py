@@ -27,7 +27,9 @@ controller has gone quiet again (its Events written):
 
 Measured per phase: wall seconds, the controller's CPU seconds (all threads,
 from ``/proc/PID/stat``), its RSS at the end, and the API server's and
-etcd's CPU. Rounds interleave the controllers (the order alternates) and the
+etcd's CPU, and the requests the API server answered (its
+``apiserver_request_total`` by verb, resource and code, the writers' included).
+Rounds interleave the controllers (the order alternates) and the
 ratios pyinformers / Go are taken round by round; the report gives their
 median and range.
 
@@ -90,6 +92,31 @@ WITH_KCM = os.environ.get("BENCH_E2E_KCM", "") not in ("", "0")
 TICK = os.sysconf("SC_CLK_TCK")
 
 FOO_GROUP, FOO_VERSION = "samplecontroller.k8s.io", "v1alpha1"
+
+
+# --------------------------------------------------------------------------- the API server's count
+def apiserver_requests(api_client: Any) -> Counter:
+    """The kube-apiserver's ``apiserver_request_total`` so far, summed by "VERB resource code"."""
+    from pyinformers.api._transport import send
+
+    response = send(api_client, "GET", "/metrics", headers={"Accept": "text/plain"})
+    try:
+        text = response.read().decode()
+    finally:
+        response.release_conn()
+    counts: Counter = Counter()
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line[len("apiserver_request_total{") :].rpartition("} ")
+        labels = dict(
+            part.split("=", 1) for part in labels_text.replace('"', "").split(",") if "=" in part
+        )
+        if labels.get("resource") in ("leases", "namespaces", "customresourcedefinitions"):
+            continue  # not the scenario's (the control plane's own, and the set-up)
+        key = f"{labels.get('verb')} {labels.get('resource')} {labels.get('code')}"
+        counts[key] += int(float(value))
+    return counts
 
 
 # --------------------------------------------------------------------------- /proc
@@ -292,6 +319,7 @@ def run_once(variant: str, n: int, binary: Path | None) -> dict:
             def phase(
                 write: Callable[[int], Any], converged: Callable[[Tracker], bool], what: str
             ) -> dict:
+                requests0 = apiserver_requests(api)
                 cpu0, api0, etcd0 = proc_cpu(proc.pid), proc_cpu(apiserver), proc_cpu(etcd)
                 t0 = time.perf_counter()
                 parallel(write, list(range(n)))
@@ -308,6 +336,9 @@ def run_once(variant: str, n: int, binary: Path | None) -> dict:
                     "apiserver_cpu": proc_cpu(apiserver) - api0,
                     "etcd_cpu": proc_cpu(etcd) - etcd0,
                     **proc_rss_kb(proc.pid),
+                    # every request the API server answered meanwhile (the writers' and the
+                    # tracker's too), by verb, resource and code
+                    "requests": dict(sorted((apiserver_requests(api) - requests0).items())),
                 }
 
             spy = profiler(variant, n, proc.pid)
