@@ -47,8 +47,8 @@ Then the **client-side throttle**: at a small N, Go with client-go's default
 pyinformers with the same, one round each.
 
 ``BENCH_QUICK=1``: 200 Foos, one round. ``BENCH_E2E_LARGE=1`` adds 10,000
-Foos (``BENCH_E2E_LARGE_ROUNDS`` rounds, default one; on a loaded two-core
-machine a single run takes tens of minutes, so it is off by default).
+Foos (``BENCH_E2E_LARGE_ROUNDS`` rounds, default one; a round of both
+controllers takes about seven minutes on two cores, so it is off by default).
 ``BENCH_E2E_ONLY=large`` (or ``main``, ``throttle``, comma-separated) runs just
 those sections and keeps the others' last results. Results go to
 ``benchmarks/report/results/e2e.json``. Skipped with one line when the
