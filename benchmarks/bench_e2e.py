@@ -437,6 +437,7 @@ def spread(values: list[float]) -> dict:
 def rounds(variants: list[str], n: int, count: int, binary: Path | None) -> dict:
     """``count`` interleaved rounds of every variant at ``n`` Foos (order alternating); runs and ratios."""
     runs: dict[str, list[dict]] = {v: [] for v in variants}
+    load_at_start = os.getloadavg()[0]
     for r in range(count):
         order = variants if r % 2 == 0 else list(reversed(variants))
         for variant in order:
@@ -452,7 +453,13 @@ def rounds(variants: list[str], n: int, count: int, binary: Path | None) -> dict
                 + f"  rss {result['scale']['rss_kb'] / 1024:.0f} MB",
                 flush=True,
             )
-    return {"foos": n, "rounds": count, "runs": runs, "ratios": ratios(runs)}
+    return {
+        "foos": n,
+        "rounds": count,
+        "runs": runs,
+        "ratios": ratios(runs),
+        "load": [load_at_start, os.getloadavg()[0]],  # the 1-minute load average, start and end
+    }
 
 
 def ratios(runs: dict[str, list[dict]]) -> dict:
@@ -521,9 +528,10 @@ def main() -> None:
             "kube_controller_manager": WITH_KCM,
             "writers": WRITERS,
             "cpus": os.cpu_count(),
-            "load_at_start": os.getloadavg(),
         }
     )
+    if not ONLY:  # the whole run's load; a partial run's is in its sections ("load")
+        data["load_at_start"] = os.getloadavg()
     if wanted("main"):
         data["main"] = rounds(["go", "pyinformers", "go-protobuf"], FOOS_N, ROUNDS, binary)
         print_ratios(data["main"])
@@ -535,7 +543,8 @@ def main() -> None:
     if wanted("throttle"):
         throttle = ["go@default", "go@20,30", "pyinformers@20,30"]
         data["throttle"] = rounds(throttle, THROTTLE_N, 1, binary)
-    data["load_at_end"] = os.getloadavg()
+    if not ONLY:
+        data["load_at_end"] = os.getloadavg()
     _save(data)
 
 

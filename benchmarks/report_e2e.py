@@ -28,6 +28,9 @@ def _e2e_section(section: dict, title: str) -> list[str]:
         "| controller | phase | wall s | controller CPU s | API server CPU s | etcd CPU s | controller RSS MB |",
         "|---|---|---|---|---|---|---|",
     ]
+    if "load" in section:  # measured in a run of its own (BENCH_E2E_ONLY)
+        start, end = section["load"]
+        out[1:1] = ["", f"Load average at the start {start:.1f}, at the end {end:.1f}."]
     for variant, rows in runs.items():
         for phase in PHASES:
             out.append(
@@ -64,7 +67,7 @@ def e2e_lines(data: dict[str, Any] | None) -> list[str]:
         "controller's CPU (all threads, /proc) until it is quiet again, its RSS. Go: benchmarks/gocontroller "
         "(client-go, client-side throttle off; `go-protobuf`: protobuf for Deployments and Events); "
         "pyinformers: `python -m samples.sample_controller`. Rounds interleaved, ratios per round. "
-        f"Load average at the start {data.get('load_at_start', [0])[0]:.1f}, at the end "
+        f"Load average at the start of the full run {data.get('load_at_start', [0])[0]:.1f}, at its end "
         f"{data.get('load_at_end', [0])[0]:.1f} (2 shared cores).",
         "",
     ]
