@@ -39,7 +39,10 @@ safety argument and the costs). The pieces:
 Threads: the guard runs on the informers' delivery threads and does no I/O;
 labelling and confirming run on two daemon threads
 ``pyinformers-shard-labels-<n>``; :meth:`ShardCaches.follow` is called from
-the coordinator's thread; :meth:`ShardCaches.admit` from workers. One lock
+the coordinator's thread and by its settle timer (on the clock's timer
+thread), one call at a time, and only starts or stops informers there: the
+wait for a gained shard's sync runs on a thread of its own;
+:meth:`ShardCaches.admit` from workers. One lock
 guards the ready set, the suspects and the deferred keys; it is never held
 across a call out.
 """
@@ -227,9 +230,8 @@ class ShardCaches:
         self._held: set[int] = set()  # the coordinator's latest word
         self._held_since: dict[int, float] = {}  # monotonic time each held shard was gained
         self._follow_lock = threading.Lock()  # follow() calls one at a time
-        self._settle_timer: TimerHandle | None = (
-            None  # under _follow_lock: the one pending look again
-        )
+        # Under _follow_lock: the one pending settle look-again (a clock timer).
+        self._settle_timer: TimerHandle | None = None
         self._labelling: set[tuple[int, str]] = set()
         # The version each object had when we labelled it (its stale copies are not labelled again);
         # forgotten once the object is back in its shard's cache.
@@ -288,7 +290,7 @@ class ShardCaches:
         """Label only keys ``owns(key)`` accepts (the coordinator's: held and not being given up)."""
         self._owns = owns
 
-    # -- following the held shards (coordinator thread) ----------------------------------------
+    # -- following the held shards (coordinator thread, settle timer) ---------------------------
     def follow(self, held: Iterable[int] | None = None) -> None:
         """Cache exactly the shards ``held`` once settled: start the gained ones' caches, drop the lost ones'.
 
@@ -325,15 +327,14 @@ class ShardCaches:
             if unsettled and not self._stopped.is_set():
                 wait = min(self.settle_delay - (now - self._held_since[s]) for s in unsettled)
                 self._settle_timer = self.clock.call_later(max(wait, 0.0), self.follow)
-        if gained and self.kinds:
+        if gained:  # waited for, trimmed and released off the caller's thread (the coordinator's,
+            # or the clock's timer thread, which every timer of the process shares)
             threading.Thread(
                 target=self._await_sync,
                 args=(gained,),
                 name="pyinformers-shard-sync",
                 daemon=True,
             ).start()
-        elif gained:
-            self._mark_ready(gained)
 
     def _await_sync(self, gained: set[int]) -> None:
         pending = set(gained)
