@@ -12,9 +12,12 @@ Invariants, holding whenever the lock is free:
 
 * ``_items`` holds exactly the objects added and not deleted since the last
   :meth:`Indexer.replace`;
-* for every index ``name``, key ``k`` is in ``_indices[name][v]`` if and only
-  if ``k`` is in ``_items`` and ``v`` is one of the values the index function
-  returns for ``_items[k]``; no value maps to an empty set.
+* for every index ``name``, key ``k`` is filed under ``_indices[name][v]`` if
+  and only if ``k`` is in ``_items`` and ``v`` is one of the values the index
+  function returns for ``_items[k]``; no value maps to an empty entry. An
+  entry is the key itself while it is the only one filed there (most values
+  of an owner index: one child per owner) and a set of two or more keys
+  otherwise, which saves a set (about 200 bytes) per such value.
 
 An index function that raises (or returns a bare string) for one object:
 without ``on_index_error`` the write raises and leaves the store unchanged;
@@ -102,6 +105,39 @@ def default_indexers() -> dict[str, IndexFunc]:
 _NO_VALUES: tuple[str, ...] = ()
 
 
+def _file(index: dict[str, Any], value: str, key: str) -> None:
+    """File ``key`` under ``value``."""
+    keys = index.get(value)
+    if keys is None:
+        index[value] = key
+    elif type(keys) is str:
+        if keys != key:
+            index[value] = {keys, key}
+    else:
+        keys.add(key)
+
+
+def _unfile(index: dict[str, Any], value: str, key: str) -> None:
+    """Take ``key`` out of ``value``'s entry (dropping an entry left empty)."""
+    keys = index.get(value)
+    if keys is None:
+        return
+    if type(keys) is str:
+        if keys == key:
+            del index[value]
+        return
+    keys.discard(key)
+    if len(keys) == 1:
+        index[value] = next(iter(keys))
+
+
+def _keys(entry: Any) -> Any:
+    """The keys of an index entry, as a collection (empty for None)."""
+    if entry is None:
+        return ()
+    return (entry,) if type(entry) is str else entry
+
+
 def _values(name: str, fn: IndexFunc, obj: Any) -> tuple[str, ...]:
     """The distinct values ``fn`` files ``obj`` under, checked for shape."""
     return _normalize(name, fn(obj))
@@ -155,8 +191,8 @@ class Indexer:
         self._items: dict[str, Any] = {}
         # index name -> index function
         self._indexers: dict[str, IndexFunc] = {}
-        # index name -> value -> keys whose object the function files under value (never empty)
-        self._indices: dict[str, dict[str, set[str]]] = {}
+        # index name -> value -> the key, or set of keys, the function files under value (never empty)
+        self._indices: dict[str, dict[str, Any]] = {}
         self._resource_version = ""
         if indexers:
             self.add_indexers(indexers)
@@ -208,21 +244,12 @@ class Indexer:
                 changes.append((self._indices[name], old_vals, new_vals))
         for index, old_vals, new_vals in changes:
             if old_vals is _UNKNOWN:
-                old_vals = tuple(v for v, keys in index.items() if key in keys)
+                old_vals = tuple(v for v, keys in index.items() if key in _keys(keys))
             for v in old_vals:
-                if v in new_vals:
-                    continue
-                keys = index.get(v)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[v]
+                if v not in new_vals:
+                    _unfile(index, v, key)
             for v in new_vals:
-                keys = index.get(v)
-                if keys is None:
-                    index[v] = {key}
-                else:
-                    keys.add(key)
+                _file(index, v, key)
 
     def _new_values_failed(
         self, name: str, fn: IndexFunc, obj: Any, error: Exception
@@ -324,18 +351,12 @@ class Indexer:
                 self._resource_version = resource_version
                 return
 
-    def _build_index(
-        self, name: str, fn: IndexFunc, items: Mapping[str, Any]
-    ) -> dict[str, set[str]]:
-        """``{index value: keys}`` of ``items`` under one index function (a relist, a new index)."""
-        index: dict[str, set[str]] = {}
+    def _build_index(self, name: str, fn: IndexFunc, items: Mapping[str, Any]) -> dict[str, Any]:
+        """``{index value: entry}`` of ``items`` under one index function (a relist, a new index)."""
+        index: dict[str, Any] = {}
         for key, obj in items.items():
             for v in self._index_values(name, fn, obj):
-                keys = index.get(v)
-                if keys is None:
-                    index[v] = {key}
-                else:
-                    keys.add(key)
+                _file(index, v, key)
         return index
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
@@ -385,7 +406,7 @@ class Indexer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def _index(self, name: str) -> dict[str, set[str]]:
+    def _index(self, name: str) -> dict[str, Any]:
         try:
             return self._indices[name]
         except KeyError:
@@ -397,11 +418,11 @@ class Indexer:
             index = self._index(name)
             vals = _values(name, self._indexers[name], obj)
             if len(vals) == 1:
-                keys: Iterable[str] = index.get(vals[0], ())
+                keys: Iterable[str] = _keys(index.get(vals[0]))
             else:
                 union: set[str] = set()
                 for v in vals:
-                    union |= index.get(v, set())
+                    union.update(_keys(index.get(v)))
                 keys = union
             items = self._items
             return [items[k] for k in keys]
@@ -413,9 +434,11 @@ class Indexer:
             acquire_contended(lock)
         try:
             keys = self._index(name).get(value)
-            if not keys:
+            if keys is None:
                 return []
             items = self._items
+            if type(keys) is str:
+                return [items[keys]]
             return [items[k] for k in keys]
         finally:
             lock.release()
@@ -423,7 +446,7 @@ class Indexer:
     def index_keys(self, name: str, value: str) -> builtins.list[str]:
         """Keys filed under ``value`` in index ``name``."""
         with self._lock:
-            return list(self._index(name).get(value, ()))
+            return list(_keys(self._index(name).get(value)))
 
     def list_index_func_values(self, name: str) -> builtins.list[str]:
         """Every value that at least one object is filed under in index ``name``."""
