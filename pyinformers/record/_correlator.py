@@ -48,7 +48,7 @@ DEFAULT_MAX_SIMILAR = 10
 COMBINED_PREFIX = "(combined from similar events): "
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CorrelationKey:
     """What makes two events identical (client-go's ``getEventKey``)."""
 
@@ -66,15 +66,19 @@ class CorrelationKey:
     combined: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Similar:
-    """The distinct messages one (source, object, type, reason) had in the current window."""
+    """The distinct messages one (source, object, type, reason) had in the current window.
 
-    messages: set
+    A tuple, not a set: it holds at most ``max_similar`` (10) messages and
+    mostly one, where a set would cost 216 bytes per group.
+    """
+
+    messages: tuple[str, ...]
     last_seen: float
 
 
-@dataclass
+@dataclass(slots=True)
 class EventRecord:
     """The Event one correlation key currently aggregates into.
 
@@ -136,15 +140,14 @@ class EventCorrelator:
         group_key = dataclasses.replace(key, message="")
         group = self._similar.get(group_key)
         if group is None or now - group.last_seen > self._window:
-            group = self._similar[group_key] = _Similar(messages=set(), last_seen=now)
+            group = self._similar[group_key] = _Similar(messages=(), last_seen=now)
         group.last_seen = now
         self._similar.move_to_end(group_key)
         while len(self._similar) > self._cache_size:
             self._similar.popitem(last=False)
-        if (
-            len(group.messages) < self._max_similar
-        ):  # bounded: later messages need not be told apart
-            group.messages.add(key.message)
+        # bounded: later messages need not be told apart
+        if len(group.messages) < self._max_similar and key.message not in group.messages:
+            group.messages += (key.message,)
         if len(group.messages) < self._max_similar:
             return key, key.message
         return dataclasses.replace(group_key, combined=True), COMBINED_PREFIX + key.message
@@ -167,7 +170,7 @@ class EventCorrelator:
         key, message = self._combine(key, now)
         record = self._records.get(key)
         if record is not None and now - record.last_seen <= self._window:
-            previous = EventRecord(**vars(record))
+            previous = dataclasses.replace(record)
             record.message = message
             record.count += 1
             record.last_timestamp = max(record.last_timestamp, wall)
