@@ -11,7 +11,10 @@ factory with its defaults (a streaming list, managedFields dropped):
 * ``metadata-only Pods`` and ``metadata-only Secrets``: ``metadata_only=True``
   (``PartialObjectMetadata``; a Secret's data never reaches the process);
 * ``full Pods, mutation detector on``: the same as full Pods with every
-  cached object fingerprinted.
+  cached object fingerprinted;
+* ``full Pods, strings shared``: the same as full Pods with the opt-in
+  transform that shares every short string
+  (``chain(drop_managed_fields, share_strings)``).
 
 Figures per measurement: the RSS growth over the sync per object (after it,
 with the cache held and the informer running), the sync's wall and CPU time
@@ -120,21 +123,27 @@ def _measure(
     namespace: str,
     kind: str,
     metadata_only: bool,
-    detector: bool,
+    option: str,
     count: int,
 ) -> None:
     from kubernetes import config
 
-    from pyinformers.cache import SharedInformerFactory
+    from pyinformers.cache import SharedInformerFactory, chain, drop_managed_fields, share_strings
     from pyinformers.resources import PODS, SECRETS
 
     api_client = config.new_client_from_config_dict(kubeconfig)
-    factory = SharedInformerFactory(api_client, metrics_registry=False)
+    transform = (
+        chain(drop_managed_fields, share_strings) if option == "shared" else drop_managed_fields
+    )
+    factory = SharedInformerFactory(api_client, metrics_registry=False, transform=transform)
     resource = PODS if kind == "pods" else SECRETS
     gc.collect()
     before = rss_kb()
     informer = factory.informer(
-        resource, namespace=namespace, metadata_only=metadata_only, mutation_detector=detector
+        resource,
+        namespace=namespace,
+        metadata_only=metadata_only,
+        mutation_detector=option == "detector",
     )
     started, cpu_started = time.perf_counter(), time.process_time()
     factory.start()
@@ -176,14 +185,16 @@ def _run(kubeconfig: dict, *args: Any) -> dict:
 
 
 VARIANTS = [
-    # label, namespace, kind, metadata_only, mutation detector, count
-    ("full Pods", "mem-10k", "pods", False, False, SMALL),
-    ("metadata-only Pods", "mem-10k", "pods", True, False, SMALL),
-    ("full 16 KB Secrets", "mem-10k", "secrets", False, False, SMALL),
-    ("metadata-only 16 KB Secrets", "mem-10k", "secrets", True, False, SMALL),
-    ("full Pods, mutation detector on", "mem-10k", "pods", False, True, SMALL),
-    ("full Pods", "mem-100k", "pods", False, False, LARGE),
-    ("metadata-only Pods", "mem-100k", "pods", True, False, LARGE),
+    # label, namespace, kind, metadata_only, option ("detector": mutation detector on,
+    # "shared": strings shared), count
+    ("full Pods", "mem-10k", "pods", False, "", SMALL),
+    ("metadata-only Pods", "mem-10k", "pods", True, "", SMALL),
+    ("full 16 KB Secrets", "mem-10k", "secrets", False, "", SMALL),
+    ("metadata-only 16 KB Secrets", "mem-10k", "secrets", True, "", SMALL),
+    ("full Pods, mutation detector on", "mem-10k", "pods", False, "detector", SMALL),
+    ("full Pods, strings shared", "mem-10k", "pods", False, "shared", SMALL),
+    ("full Pods", "mem-100k", "pods", False, "", LARGE),
+    ("metadata-only Pods", "mem-100k", "pods", True, "", LARGE),
 ]
 
 
@@ -202,9 +213,9 @@ def main() -> None:
         rounds: list[dict[str, dict]] = []
         for r in range(repeats):
             measured: dict[str, dict] = {}
-            for label, namespace, kind, metadata_only, detector, count in variants:
+            for label, namespace, kind, metadata_only, option, count in variants:
                 key = f"{label} ({count:,})"
-                measured[key] = _run(kubeconfig, namespace, kind, metadata_only, detector, count)
+                measured[key] = _run(kubeconfig, namespace, kind, metadata_only, option, count)
                 print(
                     f"  round {r + 1}: {key}: {measured[key]['rss_bytes_per_object'] / 1000:.1f} KB/object, "
                     f"sync {measured[key]['seconds']:.2f}s",
@@ -263,6 +274,12 @@ def main() -> None:
         ),
         "mutation detector on / off, RSS": ratio(
             "full Pods, mutation detector on (10,000)", "full Pods (10,000)", "rss_bytes_per_object"
+        ),
+        "strings shared / not, RSS": ratio(
+            "full Pods, strings shared (10,000)", "full Pods (10,000)", "rss_bytes_per_object"
+        ),
+        "strings shared / not, sync CPU": ratio(
+            "full Pods, strings shared (10,000)", "full Pods (10,000)", "cpu_seconds"
         ),
         "metadata-only / full Pods, sync CPU": ratio(
             "metadata-only Pods (10,000)", "full Pods (10,000)", "cpu_seconds"

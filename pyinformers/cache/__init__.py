@@ -27,7 +27,8 @@
   :class:`ReadOnlyDict`, :class:`ReadOnlyList` -- read-only views of cached
   objects, for handlers that opt in;
 * :func:`drop_managed_fields` -- the default transform; :func:`share_metadata_strings`
-  -- the one metadata-only informers add.
+  -- the one metadata-only informers add; :func:`share_strings` -- the
+  opt-in that shares every short string of cached objects; :func:`chain`.
 
 Names are imported on first use, so importing one submodule does not pull in
 the others; type checkers read the explicit imports under ``TYPE_CHECKING``.
@@ -125,6 +126,7 @@ if TYPE_CHECKING:
     from pyinformers.cache._transforms import chain as chain
     from pyinformers.cache._transforms import drop_managed_fields as drop_managed_fields
     from pyinformers.cache._transforms import share_metadata_strings as share_metadata_strings
+    from pyinformers.cache._transforms import share_strings as share_strings
     from pyinformers.cache.reflector._options import ReflectorOptions as ReflectorOptions
     from pyinformers.cache.reflector._reflector import Reflector as Reflector
 
@@ -154,6 +156,7 @@ _EXPORTS = {
     "drop_managed_fields": "pyinformers.cache._transforms",
     "chain": "pyinformers.cache._transforms",
     "share_metadata_strings": "pyinformers.cache._transforms",
+    "share_strings": "pyinformers.cache._transforms",
     "CacheMemory": "pyinformers.cache._memory",
     "Selection": "pyinformers.cache._factory",
     "MultiNamespaceInformer": "pyinformers.cache._multi",

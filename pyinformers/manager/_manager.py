@@ -67,7 +67,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import REGISTRY
@@ -77,6 +77,7 @@ from pyinformers.api._config import ConfigurationError, build_api_client, check_
 from pyinformers.api._errors import Forbidden, Unauthorized
 from pyinformers.api._throttle import TokenBucket, set_client_throttle
 from pyinformers.cache._factory import SharedInformerFactory
+from pyinformers.cache._transforms import drop_managed_fields
 from pyinformers.cache.reflector._options import ReflectorOptions
 from pyinformers.controller._controller import (
     DEFAULT_SHUTDOWN_TIMEOUT,
@@ -162,6 +163,11 @@ class Manager:
         (``registry=`` is its deprecated 0.1 name). Controllers report to the
         registry they were given: pass the same one to them.
     :param resync_period: the factory's default resync period (0: none).
+    :param cache_transform: the factory's ``transform``, applied to every
+        object before it is cached (default
+        :func:`~pyinformers.cache.drop_managed_fields`; None: none), e.g.
+        ``chain(drop_managed_fields, share_strings)`` to trade decode time
+        for memory (:func:`~pyinformers.cache.share_strings`).
     :param reflector_options: a :class:`~pyinformers.cache.ReflectorOptions` (or a
         mapping of its fields) for every informer of the factory, e.g.
         ``{"use_watch_list": False}`` to sync with lists instead of streaming
@@ -221,6 +227,7 @@ class Manager:
         metrics_registry: Any = None,
         registry: Any = None,
         resync_period: float = 0,
+        cache_transform: Callable[[Any], Any] | None = drop_managed_fields,
         reflector_options: ReflectorOptions | Mapping[str, Any] | None = None,
         sync_timeout: float = 120.0,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
@@ -304,6 +311,7 @@ class Manager:
             self.api_client,
             namespace=namespace,
             resync_period=resync_period,
+            transform=cache_transform,
             metrics_registry=registry,
             reflector_options=options.replace(on_watch_error=self._note_watch_error),
         )

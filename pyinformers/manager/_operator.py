@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyinformers.api._permissions import Grant
+from pyinformers.cache._transforms import drop_managed_fields
 from pyinformers.controller._logcontext import reconcile_fields
 
 __all__ = [
@@ -445,6 +446,8 @@ class Operator:
         serves (``--webhook-bind-address``, ``--webhook-cert-file``,
         ``--webhook-key-file``); ``python -m pyinformers webhooks`` prints
         its configurations.
+    :param cache_transform: the Manager's ``cache_transform`` (default
+        :func:`~pyinformers.cache.drop_managed_fields`; None: none).
     """
 
     def __init__(
@@ -458,9 +461,13 @@ class Operator:
         add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
         setup: Callable[[Any, argparse.Namespace], None] | None = None,
         webhooks: Any = None,
+        cache_transform: Callable[[Any], Any] | None = drop_managed_fields,
     ) -> None:
+        if cache_transform is not None and not callable(cache_transform):
+            raise TypeError(f"cache_transform must be callable or None, got {cache_transform!r}")
         self.name = name
         self.webhooks = webhooks
+        self.cache_transform = cache_transform
         self.build = build
         self.event_component = event_component
         self.description = description
@@ -621,6 +628,7 @@ class Operator:
             "metrics_host": metrics[0] if metrics else None,
             "health_host": health[0] if health else None,
             "metrics_auth": bool(options.metrics_secure and metrics),
+            "cache_transform": self.cache_transform,
         }
         if options.metrics_cert_file:
             kwargs["metrics_tls"] = TLSFiles(options.metrics_cert_file, options.metrics_key_file)

@@ -546,3 +546,34 @@ def test_stop_lets_an_in_flight_reconcile_finish_and_reports_shutting_down(api_s
     release.set()
     stopper.join(WAIT)
     assert result == [True] and finished == ["default/slow"]
+
+
+def test_the_cache_transform_reaches_the_factory_and_shares_the_cached_strings(api_server):
+    from pyinformers.api import ResourceClient
+    from pyinformers.cache import chain, drop_managed_fields, share_strings
+
+    configmaps = ResourceClient(api_server.api_client(), CONFIGMAPS)
+    for name in ("a", "b"):
+        configmaps.create(
+            {"metadata": {"name": name, "namespace": "default"}, "data": {"mode": "fast" * 3}}
+        )
+    shared, _ = make_manager(
+        api_server,
+        metrics_port=0,
+        health_port=0,
+        cache_transform=chain(drop_managed_fields, share_strings),
+    )
+    plain, _ = make_manager(api_server, metrics_port=0, health_port=0)
+    for manager in (shared, plain):
+        informer = manager.factory.informer(CONFIGMAPS)
+        manager.start()
+        try:
+            a, b = (informer.lister.get(n, namespace="default") for n in ("a", "b"))
+            assert a["data"] == b["data"] == {"mode": "fastfastfast"}
+            assert "managedFields" not in a["metadata"]
+            # decoded separately, the two values are one string only when shared
+            assert (a["data"]["mode"] is b["data"]["mode"]) is (manager is shared)
+        finally:
+            manager.stop()
+    with pytest.raises(TypeError, match="transform must be callable"):
+        make_manager(api_server, cache_transform="share")

@@ -130,6 +130,24 @@ def test_flags_map_onto_the_manager():
     assert off["metrics_port"] == 0 and off["metrics_auth"] is False
 
 
+def test_the_cache_transform_is_the_managers_default_unless_the_operator_names_one():
+    from pyinformers.cache import chain, drop_managed_fields, share_strings
+
+    options = _operator().parse([], environ={})
+    assert _operator().manager_options(options)["cache_transform"] is drop_managed_fields
+    sharing = chain(drop_managed_fields, share_strings)
+    operator = Operator("demo-op", build=lambda *_: [], cache_transform=sharing)
+    assert operator.manager_options(options)["cache_transform"] is sharing
+    assert (
+        Operator("demo-op", build=lambda *_: [], cache_transform=None).manager_options(options)[
+            "cache_transform"
+        ]
+        is None
+    )
+    with pytest.raises(TypeError, match="cache_transform must be callable"):
+        Operator("demo-op", build=lambda *_: [], cache_transform="share")
+
+
 def test_cert_and_key_go_together():
     with pytest.raises(SystemExit):
         _operator().parse(["--metrics-cert-file=/c"], environ={})
