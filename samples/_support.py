@@ -27,10 +27,12 @@ def sample_operator(
     component: str,
     build: Callable[[Any, Any, Any], Any],
     webhooks: Any = None,
+    cache_transform: Any = None,
 ) -> Any:
     """A sample's :class:`~pyinformers.manager.Operator`: the library's flags plus ``--install-crd``.
 
-    ``build(factory, recorder, options)`` makes the controller. ``--install-crd``
+    ``build(factory, recorder, options)`` makes the controller; ``cache_transform``
+    is the Operator's (None: the library's default). ``--install-crd``
     creates the sample's CRD at start-up (it needs ``create`` on
     customresourcedefinitions, which the generated RBAC does not grant: in a
     cluster, apply the CRD with kubectl instead).
@@ -57,4 +59,5 @@ def sample_operator(
         add_arguments=add_arguments,
         setup=setup,
         webhooks=webhooks,
+        **({} if cache_transform is None else {"cache_transform": cache_transform}),
     )

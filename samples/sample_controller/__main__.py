@@ -7,6 +7,11 @@ until SIGINT/SIGTERM. The flags are the library's (:mod:`pyinformers.manager`,
 samples.sample_controller`` reads to print the controller's RBAC, and
 ``python -m pyinformers webhooks samples.sample_controller`` its webhook
 configurations (the defaulting and validating webhooks of ``webhooks.py``).
+
+The cache shares the strings its objects repeat (:func:`~pyinformers.cache.share_strings`
+after the default transform): a controller that caches a Deployment per Foo
+keeps about a quarter less per Deployment, for a few microseconds of CPU per
+event (docs/performance.rst).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from pyinformers.cache import chain, drop_managed_fields, share_strings
 from samples._support import sample_operator
 from samples.sample_controller.controller import ARTIFACTS, CONTROLLER_AGENT_NAME, FooController
 from samples.sample_controller.webhooks import WEBHOOKS
@@ -28,6 +34,7 @@ OPERATOR = sample_operator(
         factory, recorder, workers=options.workers
     ),
     webhooks=WEBHOOKS,
+    cache_transform=chain(drop_managed_fields, share_strings),
 )
 
 
