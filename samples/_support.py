@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pyinformers.cache import drop_managed_fields
 from pyinformers.controller import install_crd, load_yaml
 from pyinformers.testing import Convergence
 
@@ -27,12 +28,12 @@ def sample_operator(
     component: str,
     build: Callable[[Any, Any, Any], Any],
     webhooks: Any = None,
-    cache_transform: Any = None,
+    cache_transform: Callable[[Any], Any] | None = drop_managed_fields,
 ) -> Any:
     """A sample's :class:`~pyinformers.manager.Operator`: the library's flags plus ``--install-crd``.
 
     ``build(factory, recorder, options)`` makes the controller; ``cache_transform``
-    is the Operator's (None: the library's default). ``--install-crd``
+    is the Operator's. ``--install-crd``
     creates the sample's CRD at start-up (it needs ``create`` on
     customresourcedefinitions, which the generated RBAC does not grant: in a
     cluster, apply the CRD with kubectl instead).
@@ -59,5 +60,5 @@ def sample_operator(
         add_arguments=add_arguments,
         setup=setup,
         webhooks=webhooks,
-        **({} if cache_transform is None else {"cache_transform": cache_transform}),
+        cache_transform=cache_transform,
     )
